@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency from Debian 12's apt repositories (nothing else).
+set -euo pipefail
+pkgs=(g++ cmake ninja-build pkg-config
+      nlohmann-json3-dev libfmt-dev libcli11-dev libtomlplusplus-dev libeigen3-dev libsqlite3-dev
+      libgtest-dev libgmock-dev libbenchmark-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

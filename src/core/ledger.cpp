@@ -1,0 +1,78 @@
+#include "core/ledger.h"
+
+#include <algorithm>
+
+namespace colo {
+
+void Ledger::add_totals(int gpu, const Entry& e, int sign) {
+  GpuTotals& t = by_gpu_[gpu];
+  t.reserved += sign * e.reserved();
+  t.jobs += sign;
+  t.exclusive += e.exclusive ? sign : 0;
+  if (t.jobs == 0) by_gpu_.erase(gpu);
+}
+
+void Ledger::reserve(JobId job, int gpu, MiB estimate, bool exclusive, Seconds now) {
+  auto& per_gpu = by_job_[job];
+  if (auto it = per_gpu.find(gpu); it != per_gpu.end()) {
+    add_totals(gpu, it->second, -1);
+    per_gpu.erase(it);
+  }
+  Entry e{std::max<MiB>(estimate, 0), 0, exclusive, now};
+  per_gpu.emplace(gpu, e);
+  add_totals(gpu, e, +1);
+}
+
+void Ledger::observe(JobId job, int gpu, MiB used_mib) {
+  auto j = by_job_.find(job);
+  if (j == by_job_.end()) return;
+  auto it = j->second.find(gpu);
+  if (it == j->second.end() || used_mib <= it->second.observed_peak) return;
+  const MiB before = it->second.reserved();
+  it->second.observed_peak = used_mib;
+  by_gpu_[gpu].reserved += it->second.reserved() - before;
+}
+
+void Ledger::release(JobId job) {
+  auto j = by_job_.find(job);
+  if (j == by_job_.end()) return;
+  for (const auto& [gpu, e] : j->second) add_totals(gpu, e, -1);
+  by_job_.erase(j);
+}
+
+MiB Ledger::reserved_on(int gpu) const {
+  auto it = by_gpu_.find(gpu);
+  return it == by_gpu_.end() ? 0 : it->second.reserved;
+}
+
+int Ledger::jobs_on(int gpu) const {
+  auto it = by_gpu_.find(gpu);
+  return it == by_gpu_.end() ? 0 : it->second.jobs;
+}
+
+bool Ledger::held_exclusively(int gpu) const {
+  auto it = by_gpu_.find(gpu);
+  return it != by_gpu_.end() && it->second.exclusive > 0;
+}
+
+MiB Ledger::available(const GpuSnapshot& g) const {
+  const MiB committed = std::max(reserved_on(g.index), g.used_mib);
+  return std::max<MiB>(g.total_mib - committed, 0);
+}
+
+std::optional<Ledger::Entry> Ledger::entry(JobId job, int gpu) const {
+  auto j = by_job_.find(job);
+  if (j == by_job_.end()) return std::nullopt;
+  auto it = j->second.find(gpu);
+  if (it == j->second.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<int> Ledger::gpus_of(JobId job) const {
+  std::vector<int> out;
+  if (auto j = by_job_.find(job); j != by_job_.end())
+    for (const auto& kv : j->second) out.push_back(kv.first);
+  return out;
+}
+
+}  // namespace colo

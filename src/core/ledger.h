@@ -1,0 +1,55 @@
+#pragma once
+// The reservation ledger. A job that was just launched has not allocated its memory yet, so the
+// monitor still shows its GPU as free; without the ledger a second job would be placed into
+// memory the first one is about to take. For every placed job the ledger holds
+//   reserved = max(estimate, observed peak so far)
+// and a GPU's available memory is total − max(Σ reserved, observed used).
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "core/gpu.h"
+#include "core/units.h"
+
+namespace colo {
+
+class Ledger {
+ public:
+  struct Entry {
+    MiB estimate = 0;       // what the job was placed with
+    MiB observed_peak = 0;  // highest per-process usage the monitor has seen
+    bool exclusive = false; // the job must run alone on this GPU (strict recovery, whole-GPU jobs)
+    Seconds placed_at = 0;
+    MiB reserved() const { return estimate > observed_peak ? estimate : observed_peak; }
+  };
+
+  // Records a placement of `job` on `gpu`. Reserving the same (job, gpu) twice replaces it.
+  void reserve(JobId job, int gpu, MiB estimate, bool exclusive, Seconds now);
+  // Raises the observed peak of (job, gpu); unknown pairs are ignored (job already released).
+  void observe(JobId job, int gpu, MiB used_mib);
+  // Forgets every reservation of the job (it ended, crashed or was cancelled).
+  void release(JobId job);
+
+  MiB reserved_on(int gpu) const;
+  int jobs_on(int gpu) const;
+  bool held_exclusively(int gpu) const;
+  // total − max(Σ reserved, observed used), never below zero.
+  MiB available(const GpuSnapshot& g) const;
+  std::optional<Entry> entry(JobId job, int gpu) const;
+  std::vector<int> gpus_of(JobId job) const;
+  bool empty() const { return by_job_.empty(); }
+
+ private:
+  struct GpuTotals {
+    MiB reserved = 0;
+    int jobs = 0;
+    int exclusive = 0;
+  };
+  void add_totals(int gpu, const Entry& e, int sign);
+
+  std::unordered_map<JobId, std::map<int, Entry>> by_job_;
+  std::unordered_map<int, GpuTotals> by_gpu_;
+};
+
+}  // namespace colo

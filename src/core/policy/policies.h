@@ -1,0 +1,47 @@
+#pragma once
+// A placement policy is a composition: a list of filters and one scorer (cf. the Kubernetes
+// scheduling framework's Filter/Score plugins and Nomad's feasibility checkers/rankers).
+//
+// | policy            | filters                       | scorer         |
+// |-------------------|-------------------------------|----------------|
+// | exclusive         | idle_only                     | first          |
+// | round-robin       | conditions (optional)         | round_robin    |
+// | first-fit (OFF)   | fits_memory, smact_below      | first          |
+// | best-fit (OBF/MUG)| fits_memory, smact_below      | least_free_mem |
+// | magm (OWF)        | fits_memory, smact_below      | most_free_mem  |
+// | lug (OLUG)        | fits_memory, smact_below      | least_smact    |
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/policy/filters.h"
+#include "core/policy/scorers.h"
+
+namespace colo {
+
+enum class PolicyKind { Exclusive, RoundRobin, FirstFit, BestFit, Magm, Lug };
+std::string_view to_string(PolicyKind k);
+// Accepts the CLI names (exclusive, round-robin, first-fit, best-fit, magm, lug) and the
+// thesis' aliases (rr, off, obf, mug, owf, worst-fit, olug).
+std::optional<PolicyKind> policy_kind_from_string(std::string_view s);
+
+// The collocation conditions (thesis defaults).
+struct Conditions {
+  bool enabled = true;
+  double smact_cap = 0.80;
+  MiB margin_mib = 2 * kGiB;            // on top of a known or estimated need
+  MiB min_free_unknown_mib = 5 * kGiB;  // when the need is unknown (smallest MIG slice)
+};
+
+struct Policy {
+  PolicyKind kind = PolicyKind::Magm;
+  Conditions conditions;
+  std::vector<FilterPtr> filters;
+  ScorerPtr scorer;
+  std::string describe() const;  // e.g. "magm: fits_memory+smact_below -> most_free_mem"
+};
+
+Policy make_policy(PolicyKind kind, const Conditions& conditions = {});
+
+}  // namespace colo

@@ -1,0 +1,30 @@
+#pragma once
+// Scorers rank the GPUs that passed every filter; the highest score wins, ties go to the lower
+// position (so every policy is deterministic).
+#include <memory>
+#include <string_view>
+
+#include "core/policy/candidate.h"
+
+namespace colo {
+
+struct ScoreContext {
+  int gpu_count = 0;  // size of the snapshot list
+  int rr_next = 0;    // round-robin cursor: position that should be tried first
+};
+
+class Scorer {
+ public:
+  virtual ~Scorer() = default;
+  virtual std::string_view name() const = 0;
+  virtual double score(const Candidate& c, const PlacementRequest& r, const ScoreContext& ctx) const = 0;
+};
+using ScorerPtr = std::shared_ptr<const Scorer>;
+
+ScorerPtr first();           // lowest position first (first fit)
+ScorerPtr round_robin();     // next position after the last one used, cyclically
+ScorerPtr most_free_mem();   // worst fit / MAGM: most available memory
+ScorerPtr least_free_mem();  // best fit / MUG: least available memory that still fits
+ScorerPtr least_smact();     // LUG: lowest SMACT (unmeasurable counts as busy), then most free memory
+
+}  // namespace colo

@@ -1,0 +1,122 @@
+#include "core/scheduler.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace colo {
+
+namespace {
+
+// Decision-round view of the GPUs: the ledger's numbers plus what this round placed already.
+struct Round {
+  std::vector<Candidate> cands;
+  MiB largest_usable_mib = 0;
+  int usable_count = 0;
+};
+
+Round make_round(const SchedulerInput& in) {
+  Round r;
+  r.cands.reserve(in.gpus.size());
+  for (size_t i = 0; i < in.gpus.size(); ++i) {
+    const GpuSnapshot& g = in.gpus[i];
+    Candidate c;
+    c.gpu = &g;
+    c.position = static_cast<int>(i);
+    c.available_mib = in.ledger->available(g);
+    c.jobs = std::max<int>(in.ledger->jobs_on(g.index), static_cast<int>(g.running.size()));
+    c.held_exclusively = in.ledger->held_exclusively(g.index);
+    r.cands.push_back(c);
+    if (g.healthy && !g.drained) {
+      r.largest_usable_mib = std::max(r.largest_usable_mib, g.total_mib);
+      ++r.usable_count;
+    }
+  }
+  return r;
+}
+
+PlacementRequest make_request(const Job& job, const Policy& policy, const Round& round, bool recovery) {
+  PlacementRequest req;
+  req.job = &job;
+  req.recovery = recovery;
+  req.need_mib = job.need.mib;
+  if (recovery) {
+    req.idle_only = job.recovery_idle_only;
+    if (job.recovery_need_mib) req.need_mib = job.recovery_need_mib;
+  }
+  if (policy.kind == PolicyKind::Exclusive) req.idle_only = true;
+  // A need no GPU could hold with the margin on top can only mean "a whole GPU".
+  if (req.need_mib && policy.conditions.enabled &&
+      *req.need_mib + policy.conditions.margin_mib > round.largest_usable_mib)
+    req.idle_only = true;
+  return req;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(SchedulerConfig cfg) : cfg_(std::move(cfg)) {
+  if (!cfg_.policy.scorer) throw std::invalid_argument("scheduler: policy has no scorer");
+}
+
+Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) const {
+  if (!in.ledger) throw std::invalid_argument("scheduler: no ledger");
+  Decision out;
+  Round round = make_round(in);
+  const FilterPtr base = usable();
+  const FilterPtr idle = idle_only();
+  const int n = static_cast<int>(round.cands.size());
+
+  // Places one job or returns false. Fills `out` and updates the round on success.
+  auto try_place = [&](const Job& job, bool recovery) -> bool {
+    if (job.gpus < 1 || job.gpus > round.usable_count) {
+      out.rejections.push_back({job.id, fmt::format("needs {} GPU(s), this server has {} usable",
+                                                    job.gpus, round.usable_count)});
+      return true;  // not blocking: the caller fails it
+    }
+    const PlacementRequest req = make_request(job, cfg_.policy, round, recovery);
+    // Recovery requests bypass the policy's conditions: strict wants an idle GPU, loose wants
+    // its escalated need free (thesis §7.2), nothing else.
+    std::vector<FilterPtr> filters{base};
+    if (req.idle_only) filters.push_back(idle);
+    if (recovery && !req.idle_only) filters.push_back(fits_memory(0, cfg_.policy.conditions.min_free_unknown_mib));
+    if (!recovery) filters.insert(filters.end(), cfg_.policy.filters.begin(), cfg_.policy.filters.end());
+
+    const ScoreContext ctx{n, state.rr_next};
+    std::vector<std::pair<double, int>> ranked;  // (score, position)
+    for (const Candidate& c : round.cands) {
+      bool ok = true;
+      for (const FilterPtr& f : filters)
+        if (!f->admit(c, req)) { ok = false; break; }
+      if (ok) ranked.emplace_back(cfg_.policy.scorer->score(c, req, ctx), c.position);
+    }
+    if (static_cast<int>(ranked.size()) < job.gpus) return false;
+    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+
+    Placement p;
+    p.job = job.id;
+    p.recovery = recovery;
+    p.exclusive = req.idle_only;
+    p.reserve_mib = req.need_mib.value_or(cfg_.policy.conditions.min_free_unknown_mib);
+    for (int k = 0; k < job.gpus; ++k) {
+      Candidate& c = round.cands[static_cast<size_t>(ranked[static_cast<size_t>(k)].second)];
+      p.gpu_indices.push_back(c.gpu->index);
+      c.available_mib = std::max<MiB>(c.available_mib - p.reserve_mib, 0);
+      c.jobs += 1;
+      c.held_exclusively = c.held_exclusively || p.exclusive;
+      state.rr_next = (c.position + 1) % std::max(n, 1);
+    }
+    out.placements.push_back(std::move(p));
+    return true;
+  };
+
+  for (const Job& job : in.recovery_queue)
+    if (!try_place(job, true)) return out;  // the recovery head waits; so does everyone else
+  for (const Job& job : in.main_queue)
+    if (!try_place(job, false)) return out;
+  return out;
+}
+
+}  // namespace colo

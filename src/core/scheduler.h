@@ -1,0 +1,67 @@
+#pragma once
+// The scheduler core: given the queues, the GPUs' state and the reservation ledger, decide which
+// jobs go where. Pure: no I/O, no clock (the caller passes `now`), deterministic. The daemon and
+// the simulator both drive this one implementation.
+//
+// Order of service: the recovery queue first, then the main queue, each FIFO. A queue's head
+// that cannot be placed blocks everything behind it (the thesis' FIFO); a recovery head that
+// waits also blocks the main queue, so that GPUs drain and the crashed job gets its idle GPU.
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/gpu.h"
+#include "core/job.h"
+#include "core/ledger.h"
+#include "core/policy/policies.h"
+#include "core/recovery.h"
+
+namespace colo {
+
+struct SchedulerConfig {
+  Policy policy = make_policy(PolicyKind::Magm);
+  RecoveryConfig recovery;
+};
+
+struct SchedulerState {
+  int rr_next = 0;  // round-robin cursor (position in the snapshot list)
+};
+
+struct SchedulerInput {
+  std::span<const Job> recovery_queue;  // FIFO order, state recovering
+  std::span<const Job> main_queue;      // FIFO order, state queued
+  std::span<const GpuSnapshot> gpus;
+  const Ledger* ledger = nullptr;
+  Seconds now = 0;
+};
+
+struct Placement {
+  JobId job = 0;
+  std::vector<int> gpu_indices;  // GpuSnapshot::index of each chosen GPU, job.gpus of them
+  MiB reserve_mib = 0;           // per GPU, what the ledger should hold for it
+  bool exclusive = false;        // must run alone on those GPUs
+  bool recovery = false;
+};
+
+// A job no GPU set could ever hold (more GPUs than exist); the caller fails it.
+struct Rejection {
+  JobId job = 0;
+  std::string reason;
+};
+
+struct Decision {
+  std::vector<Placement> placements;
+  std::vector<Rejection> rejections;
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(SchedulerConfig cfg);
+  const SchedulerConfig& config() const { return cfg_; }
+  Decision decide(const SchedulerInput& in, SchedulerState& state) const;
+
+ private:
+  SchedulerConfig cfg_;
+};
+
+}  // namespace colo
