@@ -1,0 +1,22 @@
+#pragma once
+// The optimizers a training job may use, and how much state each keeps per parameter.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace colo::estimate {
+
+enum class Optimizer { SGD, SGDMomentum, Adam, AdamW, Adadelta, Adagrad, RMSprop, Adamax, NAdam, RAdam };
+
+// Accepts "sgd", "sgd-momentum" (also "momentum", "sgd_momentum"), "adam", "adamw", "adadelta",
+// "adagrad", "rmsprop", "adamax", "nadam", "radam", case-insensitive. Throws colo::UserError.
+Optimizer parse_optimizer(std::string_view s);
+std::string_view to_string(Optimizer o);
+std::vector<std::string> optimizer_names();
+
+// Number of parameter-sized fp32 state tensors the optimizer allocates lazily at its first step
+// (PyTorch's torch.optim): SGD 0, momentum 1, Adam/AdamW 2 (exp_avg, exp_avg_sq), Adadelta 2,
+// Adagrad 1, RMSprop 1, Adamax 2, NAdam 2, RAdam 2.
+int state_tensors_per_param(Optimizer o);
+
+}  // namespace colo::estimate
