@@ -1,0 +1,62 @@
+#pragma once
+// The in-tree fake NVML (src/gpu/fake_nvml/) and its test job program (colo-fake-job):
+// the spec grammar, where the built files are, and the environment that wires them up.
+//
+// Spec grammar (COLO_FAKE_NVML_GPUS / `colod --fake-gpus`):
+//   spec   := group ('+' group)*
+//   group  := COUNT 'x' SIZE (':' option)*
+//   SIZE   := INTEGER ('GiB' | 'MiB')                e.g. 2x40GiB, 1x24576MiB
+//   option := 'mig=' PROFILE (',' PROFILE)*          e.g. 1x80GiB:mig=3g.40gb,3g.40gb
+//           | 'nogpm'                               device without NVML GPM (pre-Hopper)
+//   PROFILE := Ng.SIZEgb                            MIG instance of SIZE GiB
+// Examples: "2x40GiB", "4x80GiB", "1x80GiB:mig=3g.40gb,3g.40gb+1x40GiB:nogpm".
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/units.h"
+
+namespace colo::gpu {
+
+struct FakeMigSpec {
+  std::string profile;  // "3g.40gb"
+  MiB total_mib = 0;
+};
+
+struct FakeGpuSpec {
+  MiB total_mib = 0;
+  bool gpm = true;
+  std::vector<FakeMigSpec> mig;  // empty = MIG disabled
+};
+
+// Parses the grammar above into one entry per GPU. Throws colo::UserError with a one-line
+// message naming the offending part, e.g. "fake GPU spec '2x40GB': unit must be GiB or MiB".
+std::vector<FakeGpuSpec> parse_fake_gpu_spec(std::string_view spec);
+
+// Deterministic UUIDs the fake reports (and fake jobs match CUDA_VISIBLE_DEVICES against).
+std::string fake_gpu_uuid(int index);
+std::string fake_mig_uuid(int gpu_index, int mig_index);
+
+// Absolute paths of the built fake library and job program (known at build time).
+std::string fake_nvml_library_path();
+std::string fake_job_path();
+
+struct FakeNvmlSetup {
+  std::string library_path;  // give to NvmlOptions::library
+  // Variables a launched job needs to see its fake GPU (pass them into the job environment,
+  // which the launcher otherwise cleans): COLO_FAKE_NVML_GPUS and COLO_FAKE_NVML_DIR.
+  std::vector<std::pair<std::string, std::string>> job_env;
+};
+
+// Validates `spec`, creates `state_dir` (and its procs/ subdirectory), writes the spec into
+// it and setenv()s COLO_FAKE_NVML_GPUS / COLO_FAKE_NVML_DIR for this process so the fake
+// library finds them when dlopen()ed. Call once at startup, before threads exist.
+// Throws colo::UserError on a bad spec or an unusable directory.
+FakeNvmlSetup configure_fake_nvml_env(std::string_view spec, const std::string& state_dir);
+
+// Error injection: while set, every fake NVML call about GPU `index` fails with
+// NVML_ERROR_GPU_IS_LOST (a file "fail-<index>" in the state directory).
+void set_fake_gpu_failure(const std::string& state_dir, int index, bool failing);
+
+}  // namespace colo::gpu
