@@ -1,0 +1,213 @@
+#include "estimate/model_graph.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <string>
+
+namespace colo::estimate {
+
+std::string_view to_string(LayerKind k) {
+  switch (k) {
+    case LayerKind::Conv: return "conv";
+    case LayerKind::ConvTranspose: return "conv_transpose";
+    case LayerKind::Linear: return "linear";
+    case LayerKind::BatchNorm: return "batchnorm";
+    case LayerKind::LayerNorm: return "layernorm";
+    case LayerKind::GroupNorm: return "groupnorm";
+    case LayerKind::ReLU: return "relu";
+    case LayerKind::Sigmoid: return "sigmoid";
+    case LayerKind::Tanh: return "tanh";
+    case LayerKind::Activation: return "activation";
+    case LayerKind::Softmax: return "softmax";
+    case LayerKind::Dropout: return "dropout";
+    case LayerKind::MaxPool: return "maxpool";
+    case LayerKind::AvgPool: return "avgpool";
+    case LayerKind::AdaptiveAvgPool: return "adaptive_avgpool";
+    case LayerKind::Flatten: return "flatten";
+    case LayerKind::Identity: return "identity";
+    case LayerKind::Embedding: return "embedding";
+    case LayerKind::Attention: return "attention";
+    case LayerKind::Container: return "container";
+    case LayerKind::Unknown: return "unknown";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(SavedTensor::What w) {
+  switch (w) {
+    case SavedTensor::What::Input: return "input";
+    case SavedTensor::What::Output: return "output";
+    case SavedTensor::What::Mask: return "mask";
+    case SavedTensor::What::Indices: return "indices";
+    case SavedTensor::What::Stats: return "stats";
+    case SavedTensor::What::Other: return "other";
+  }
+  return "other";
+}
+
+std::string_view to_string(ModelFamily f) {
+  switch (f) {
+    case ModelFamily::MLP: return "mlp";
+    case ModelFamily::CNN: return "cnn";
+    case ModelFamily::Transformer: return "transformer";
+    case ModelFamily::Unknown: return "unknown";
+  }
+  return "unknown";
+}
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string r(s);
+  for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return r;
+}
+
+bool starts_with(const std::string& s, std::string_view p) { return s.rfind(p, 0) == 0; }
+
+}  // namespace
+
+LayerKind classify_layer_type(std::string_view type_name) {
+  const std::string t = lower(type_name);
+  // Order matters: the more specific names first (convtranspose before conv, ...).
+  if (starts_with(t, "convtranspose") || starts_with(t, "conv2dtranspose")) return LayerKind::ConvTranspose;
+  if (t == "conv1d" && type_name == "Conv1D") return LayerKind::Linear;  // HF GPT-2's Conv1D is a linear layer
+  if (starts_with(t, "conv") || t == "separableconv2d_pointwise" || t == "depthwiseconv2d")
+    return LayerKind::Conv;
+  if (t == "linear" || t == "dense" || t == "nonDynamicallyQuantizableLinear" ||
+      t == "nondynamicallyquantizablelinear")
+    return LayerKind::Linear;
+  if (starts_with(t, "batchnorm") || t == "batchnormalization" || starts_with(t, "syncbatchnorm"))
+    return LayerKind::BatchNorm;
+  if (t == "layernorm" || t == "layernormalization" || t == "t5layernorm" || t == "rmsnorm")
+    return LayerKind::LayerNorm;
+  if (t == "groupnorm" || t == "instancenorm2d") return LayerKind::GroupNorm;
+  if (t == "relu" || t == "relu6" || t == "leakyrelu" || t == "leaky_relu") return LayerKind::ReLU;
+  if (t == "sigmoid" || t == "hardsigmoid") return LayerKind::Sigmoid;
+  if (t == "tanh") return LayerKind::Tanh;
+  if (t == "gelu" || t == "geluactivation" || t == "newgeluactivation" || t == "fastgeluactivation" ||
+      t == "quickgeluactivation" || t == "silu" || t == "swish" || t == "softplus" || t == "elu" ||
+      t == "selu" || t == "celu" || t == "mish" || t == "hardswish" || t == "prelu" ||
+      t == "softsign" || t == "tanhshrink" || t == "logsigmoid")
+    return LayerKind::Activation;
+  if (t == "softmax" || t == "logsoftmax" || t == "softmax2d") return LayerKind::Softmax;
+  if (starts_with(t, "dropout") || t == "alphadropout" || t == "stochasticdepth" || t == "droppath")
+    return LayerKind::Dropout;
+  if (starts_with(t, "maxpool") || starts_with(t, "maxpooling")) return LayerKind::MaxPool;
+  if (starts_with(t, "adaptiveavgpool") || starts_with(t, "globalaveragepooling") ||
+      starts_with(t, "adaptivemaxpool"))
+    return LayerKind::AdaptiveAvgPool;
+  if (starts_with(t, "avgpool") || starts_with(t, "averagepooling")) return LayerKind::AvgPool;
+  if (t == "flatten" || t == "reshape" || t == "view" || t == "unflatten") return LayerKind::Flatten;
+  if (t == "identity" || t == "inputlayer") return LayerKind::Identity;
+  if (t == "embedding") return LayerKind::Embedding;
+  if (t.find("attention") != std::string::npos) return LayerKind::Attention;
+  return LayerKind::Unknown;
+}
+
+std::int64_t Layer::out_elems() const {
+  std::int64_t n = 1;
+  for (auto d : out_shape) n *= d;
+  return n;
+}
+
+void ModelGraph::finalize() {
+  auto elems = [](const std::vector<std::int64_t>& s) {
+    std::int64_t n = 1;
+    for (auto d : s) n *= d;
+    return n;
+  };
+  std::int64_t in_elems = elems(input_shape);
+  const std::int64_t b = dtype_bytes;
+  for (auto& l : layers) {
+    l.saved.clear();
+    const std::int64_t out = l.out_elems();
+    // Channels of a batch/group norm: the first per-sample dim (C of C×H×W, features of a vector).
+    const std::int64_t channels = l.out_shape.empty() ? 1 : l.out_shape.front();
+    using W = SavedTensor::What;
+    switch (l.kind) {
+      case LayerKind::Conv:
+      case LayerKind::ConvTranspose:
+      case LayerKind::Linear:
+      case LayerKind::AvgPool:
+      case LayerKind::AdaptiveAvgPool:
+      case LayerKind::Activation:
+        l.saved.push_back({W::Input, in_elems * b, 0});
+        break;
+      case LayerKind::BatchNorm:
+        l.saved.push_back({W::Input, in_elems * b, 0});
+        l.saved.push_back({W::Stats, 0, 2 * channels * b});  // save_mean, save_invstd
+        break;
+      case LayerKind::LayerNorm:
+      case LayerKind::GroupNorm: {
+        // mean and rstd per normalised row: every dim but the last for LayerNorm.
+        const std::int64_t last = l.out_shape.empty() ? 1 : l.out_shape.back();
+        const std::int64_t rows = last > 0 ? out / last : 0;
+        l.saved.push_back({W::Input, in_elems * b, 0});
+        l.saved.push_back({W::Stats, 2 * rows * b, 0});
+        break;
+      }
+      case LayerKind::ReLU:
+      case LayerKind::Sigmoid:
+      case LayerKind::Tanh:
+      case LayerKind::Softmax:
+        l.saved.push_back({W::Output, out * b, 0});
+        break;
+      case LayerKind::Dropout:
+        if (l.type_name == "StochasticDepth") {
+          // torchvision StochasticDepth(mode="row") multiplies by a per-sample noise tensor.
+          l.saved.push_back({W::Mask, b, 0});
+        } else {
+          l.saved.push_back({W::Mask, out, 0});  // bool mask, one byte per element
+        }
+        break;
+      case LayerKind::MaxPool:
+        l.saved.push_back({W::Input, in_elems * b, 0});
+        l.saved.push_back({W::Indices, out * 8, 0});  // int64 argmax per output element
+        break;
+      case LayerKind::Embedding:
+        l.saved.push_back({W::Indices, in_elems * 8, 0});
+        break;
+      case LayerKind::Attention:
+        // Fused (memory-efficient) attention keeps its inputs, output and the log-sum-exp.
+        l.saved.push_back({W::Input, 3 * out * b, 0});
+        l.saved.push_back({W::Output, out * b, 0});
+        break;
+      case LayerKind::Flatten:
+      case LayerKind::Identity:
+      case LayerKind::Container:
+      case LayerKind::Unknown:
+        break;
+    }
+    // The input of the next layer is this layer's output; a container that only reports its
+    // last child's output (same element count) does not change it.
+    if (!l.out_shape.empty()) in_elems = out;
+  }
+}
+
+std::int64_t ModelGraph::total_params() const {
+  std::int64_t n = 0;
+  for (const auto& l : layers) n += l.params;
+  return n;
+}
+
+std::int64_t ModelGraph::total_activations() const {
+  std::int64_t n = 0;
+  for (const auto& l : layers)
+    if (l.kind != LayerKind::Container) n += l.out_elems();
+  return n;
+}
+
+std::int64_t ModelGraph::count(LayerKind k) const {
+  return std::count_if(layers.begin(), layers.end(), [k](const Layer& l) { return l.kind == k; });
+}
+
+std::vector<std::string> ModelGraph::unknown_types() const {
+  std::set<std::string> s;
+  for (const auto& l : layers)
+    if (l.kind == LayerKind::Unknown) s.insert(l.type_name);
+  return {s.begin(), s.end()};
+}
+
+}  // namespace colo::estimate
