@@ -12,8 +12,13 @@ namespace {
 // Decision-round view of the GPUs: the ledger's numbers plus what this round placed already.
 struct Round {
   std::vector<Candidate> cands;
-  MiB largest_usable_mib = 0;
+  std::vector<MiB> usable_totals;  // total memory of each healthy, undrained GPU
   int usable_count = 0;
+
+  int gpus_with_at_least(MiB mib) const {
+    return static_cast<int>(std::count_if(usable_totals.begin(), usable_totals.end(),
+                                          [&](MiB t) { return t >= mib; }));
+  }
 };
 
 Round make_round(const SchedulerInput& in) {
@@ -29,7 +34,7 @@ Round make_round(const SchedulerInput& in) {
     c.held_exclusively = in.ledger->held_exclusively(g.index);
     r.cands.push_back(c);
     if (g.healthy && !g.drained) {
-      r.largest_usable_mib = std::max(r.largest_usable_mib, g.total_mib);
+      r.usable_totals.push_back(g.total_mib);
       ++r.usable_count;
     }
   }
@@ -46,10 +51,12 @@ PlacementRequest make_request(const Job& job, const Policy& policy, const Round&
     if (job.recovery_need_mib) req.need_mib = job.recovery_need_mib;
   }
   if (policy.kind == PolicyKind::Exclusive) req.idle_only = true;
-  // A need no GPU could hold with the margin on top can only mean "a whole GPU".
-  if (req.need_mib && policy.conditions.enabled &&
-      *req.need_mib + policy.conditions.margin_mib > round.largest_usable_mib)
-    req.idle_only = true;
+  // A need that not enough GPUs could hold even when empty (margin on top, unless this is a
+  // recovery retry) can only mean "whole GPUs"; without this the job would block the queue forever.
+  if (req.need_mib && (policy.conditions.enabled || recovery)) {
+    const MiB margin = recovery ? 0 : policy.conditions.margin_mib;
+    if (round.gpus_with_at_least(*req.need_mib + margin) < job.gpus) req.idle_only = true;
+  }
   return req;
 }
 
@@ -75,12 +82,15 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
       return true;  // not blocking: the caller fails it
     }
     const PlacementRequest req = make_request(job, cfg_.policy, round, recovery);
-    // Recovery requests bypass the policy's conditions: strict wants an idle GPU, loose wants
-    // its escalated need free (thesis §7.2), nothing else.
+    // A request for whole GPUs needs idle ones and nothing else. Recovery requests bypass the
+    // policy's conditions: loose recovery wants its escalated need free (thesis §7.2), no more.
     std::vector<FilterPtr> filters{base};
-    if (req.idle_only) filters.push_back(idle);
-    if (recovery && !req.idle_only) filters.push_back(fits_memory(0, cfg_.policy.conditions.min_free_unknown_mib));
-    if (!recovery) filters.insert(filters.end(), cfg_.policy.filters.begin(), cfg_.policy.filters.end());
+    if (req.idle_only)
+      filters.push_back(idle);
+    else if (recovery)
+      filters.push_back(fits_memory(0, cfg_.policy.conditions.min_free_unknown_mib));
+    else
+      filters.insert(filters.end(), cfg_.policy.filters.begin(), cfg_.policy.filters.end());
 
     const ScoreContext ctx{n, state.rr_next};
     std::vector<std::pair<double, int>> ranked;  // (score, position)

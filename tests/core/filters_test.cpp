@@ -1,0 +1,72 @@
+#include <gtest/gtest.h>
+
+#include "core/policy/filters.h"
+#include "test_support.h"
+
+namespace colo {
+namespace {
+
+Candidate cand(const GpuSnapshot& g, MiB avail, int jobs = 0, bool excl = false) {
+  Candidate c;
+  c.gpu = &g;
+  c.available_mib = avail;
+  c.jobs = jobs;
+  c.held_exclusively = excl;
+  return c;
+}
+
+PlacementRequest req(const Job& j) {
+  PlacementRequest r;
+  r.job = &j;
+  r.need_mib = j.need.mib;
+  return r;
+}
+
+TEST(Filters, UsableRejectsUnhealthyDrainedExclusiveAndBusyMigSlots) {
+  const Job j = test::job(1, 1000);
+  auto f = usable();
+  GpuSnapshot g = test::gpu(0, 40960);
+  EXPECT_TRUE(f->admit(cand(g, 40960), req(j)));
+  g.healthy = false;
+  EXPECT_FALSE(f->admit(cand(g, 40960), req(j)));
+  g.healthy = true;
+  g.drained = true;
+  EXPECT_FALSE(f->admit(cand(g, 40960), req(j)));
+  g.drained = false;
+  EXPECT_FALSE(f->admit(cand(g, 30000, 1, true), req(j)));
+  g.mode = SharingMode::MigInstance;
+  EXPECT_TRUE(f->admit(cand(g, 20000, 0), req(j)));
+  EXPECT_FALSE(f->admit(cand(g, 20000, 1), req(j)));  // one job per MIG slice
+}
+
+TEST(Filters, IdleOnlyLooksAtLedgerAndRunningList) {
+  const Job j = test::job(1, 1000);
+  auto f = idle_only();
+  GpuSnapshot g = test::gpu(0, 40960);
+  EXPECT_TRUE(f->admit(cand(g, 40960, 0), req(j)));
+  EXPECT_FALSE(f->admit(cand(g, 30000, 1), req(j)));
+  g.running = {9};
+  EXPECT_FALSE(f->admit(cand(g, 40960, 0), req(j)));
+}
+
+TEST(Filters, FitsMemoryAddsMarginToKnownNeed) {
+  auto f = fits_memory(2048, 5120);
+  const GpuSnapshot g = test::gpu(0, 40960);
+  const Job known = test::job(1, 10000);
+  EXPECT_TRUE(f->admit(cand(g, 12048), req(known)));   // exactly need + margin
+  EXPECT_FALSE(f->admit(cand(g, 12047), req(known)));
+  const Job unknown = test::job(2, std::nullopt);
+  EXPECT_TRUE(f->admit(cand(g, 5120), req(unknown)));   // min free when unknown
+  EXPECT_FALSE(f->admit(cand(g, 5119), req(unknown)));
+}
+
+TEST(Filters, SmactBelowCapAndUnmeasurablePasses) {
+  auto f = smact_below(0.8);
+  const Job j = test::job(1, 1000);
+  EXPECT_TRUE(f->admit(cand(test::gpu(0, 1, 0, 0.79), 1), req(j)));
+  EXPECT_FALSE(f->admit(cand(test::gpu(0, 1, 0, 0.80), 1), req(j)));
+  EXPECT_TRUE(f->admit(cand(test::gpu(0, 1, 0, std::nullopt), 1), req(j)));
+}
+
+}  // namespace
+}  // namespace colo

@@ -1,0 +1,57 @@
+#include <gtest/gtest.h>
+
+#include "core/ledger.h"
+#include "test_support.h"
+
+namespace colo {
+namespace {
+
+TEST(Ledger, ReservesEstimateUntilObservedPeakExceedsIt) {
+  Ledger l;
+  l.reserve(1, 0, 10000, false, 0);
+  EXPECT_EQ(l.reserved_on(0), 10000);
+  l.observe(1, 0, 4000);  // still ramping up: the estimate holds
+  EXPECT_EQ(l.reserved_on(0), 10000);
+  l.observe(1, 0, 12000);  // grew past its estimate: the peak holds
+  EXPECT_EQ(l.reserved_on(0), 12000);
+  l.observe(1, 0, 9000);  // peaks never shrink
+  EXPECT_EQ(l.reserved_on(0), 12000);
+}
+
+TEST(Ledger, AvailableUsesTheLargerOfReservedAndObserved) {
+  Ledger l;
+  l.reserve(1, 0, 10000, false, 0);
+  EXPECT_EQ(l.available(test::gpu(0, 40960, 2000)), 40960 - 10000);  // job not ramped yet
+  EXPECT_EQ(l.available(test::gpu(0, 40960, 15000)), 40960 - 15000);  // foreign process uses more
+  EXPECT_EQ(l.available(test::gpu(0, 8000, 0)), 0);                  // never negative
+}
+
+TEST(Ledger, ReleaseForgetsEveryGpuOfAJob) {
+  Ledger l;
+  l.reserve(7, 0, 1000, false, 0);
+  l.reserve(7, 1, 1000, true, 0);
+  l.reserve(8, 1, 500, false, 0);
+  EXPECT_EQ(l.jobs_on(1), 2);
+  EXPECT_TRUE(l.held_exclusively(1));
+  EXPECT_EQ(l.gpus_of(7), (std::vector<int>{0, 1}));
+  l.release(7);
+  EXPECT_EQ(l.reserved_on(0), 0);
+  EXPECT_EQ(l.reserved_on(1), 500);
+  EXPECT_FALSE(l.held_exclusively(1));
+  l.release(7);  // idempotent
+  l.observe(7, 0, 99999);  // a late sample for a released job changes nothing
+  EXPECT_EQ(l.reserved_on(0), 0);
+}
+
+TEST(Ledger, ReReserveReplacesInsteadOfDoubleCounting) {
+  Ledger l;
+  l.reserve(1, 0, 1000, false, 0);
+  l.reserve(1, 0, 3000, false, 5);
+  EXPECT_EQ(l.reserved_on(0), 3000);
+  EXPECT_EQ(l.jobs_on(0), 1);
+  ASSERT_TRUE(l.entry(1, 0).has_value());
+  EXPECT_EQ(l.entry(1, 0)->placed_at, 5);
+}
+
+}  // namespace
+}  // namespace colo
