@@ -1,0 +1,123 @@
+#pragma once
+// A faithful, device-free model of PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp,
+// native backend, default configuration: no expandable segments, no garbage-collection threshold,
+// max_split_size unlimited unless configured). It replays malloc/free events and tracks what the
+// real allocator would have *allocated* (handed to tensors) and *reserved* (cudaMalloc'ed
+// segments, which is what nvidia-smi shows on top of the CUDA context).
+//
+// Rules modelled (names as in PyTorch):
+//   - every request is rounded up to a multiple of kMinBlockSize (512 B);
+//   - requests <= kSmallSize (1 MiB) use the small pool, others the large pool;
+//   - a cache miss cudaMallocs a segment: kSmallBuffer (2 MiB) for small requests, kLargeBuffer
+//     (20 MiB) for requests < kMinLargeAlloc (10 MiB), else the request rounded up to kRoundLarge (2 MiB);
+//   - best fit: the smallest cached block of the same stream and pool that fits (ties: lowest address);
+//   - a block is split if the rest is >= kMinBlockSize (small pool) or > kSmallSize (large pool);
+//   - freed blocks merge with free neighbours of the same segment and stay cached (never released);
+//   - when a cudaMalloc would exceed the device capacity, all unsplit cached segments are released
+//     and the cudaMalloc is retried once; if it still does not fit, OutOfMemory is thrown.
+#include <cstdint>
+#include <limits>
+#include <memory_resource>
+#include <set>
+#include <stdexcept>
+#include <vector>
+
+namespace colo::estimate {
+
+class CachingAllocator {
+ public:
+  static constexpr std::uint64_t kMinBlockSize = 512;
+  static constexpr std::uint64_t kSmallSize = 1048576;
+  static constexpr std::uint64_t kSmallBuffer = 2097152;
+  static constexpr std::uint64_t kLargeBuffer = 20971520;
+  static constexpr std::uint64_t kMinLargeAlloc = 10485760;
+  static constexpr std::uint64_t kRoundLarge = 2097152;
+
+  struct Config {
+    std::uint64_t device_capacity = std::numeric_limits<std::uint64_t>::max();  // bytes cudaMalloc may take
+    std::uint64_t max_split_size = std::numeric_limits<std::uint64_t>::max();   // PYTORCH_CUDA_ALLOC_CONF
+  };
+
+  struct Stats {
+    std::uint64_t allocated = 0;       // bytes in blocks handed out (rounded sizes)
+    std::uint64_t allocated_peak = 0;
+    std::uint64_t reserved = 0;        // bytes in cudaMalloc'ed segments
+    std::uint64_t reserved_peak = 0;
+    std::uint64_t requested = 0;       // bytes asked for (unrounded)
+    std::uint64_t requested_peak = 0;
+    std::uint64_t segments = 0;        // live segments
+    std::uint64_t cuda_mallocs = 0;    // segments ever created
+    std::uint64_t cuda_frees = 0;      // segments released on an out-of-memory retry or empty_cache()
+    std::uint64_t alloc_retries = 0;   // cudaMallocs that first failed and were retried after a release
+  };
+
+  // Thrown by malloc when even after releasing the cache the segment does not fit.
+  class OutOfMemory : public std::runtime_error {
+   public:
+    using std::runtime_error::runtime_error;
+  };
+
+  // Identifies a live allocation (the model has no real addresses to return).
+  using Handle = std::uint32_t;
+
+  CachingAllocator();
+  explicit CachingAllocator(Config cfg);
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  Handle malloc(std::uint64_t bytes, int stream = 0);
+  void free(Handle h);              // throws std::invalid_argument for a handle that is not live
+  void empty_cache();               // torch.cuda.empty_cache(): release every unsplit cached segment
+  void reset_peaks();
+  const Stats& stats() const { return stats_; }
+  std::uint64_t block_size(Handle h) const;  // the rounded size a live allocation occupies
+
+  static std::uint64_t round_size(std::uint64_t bytes);
+  static std::uint64_t allocation_size(std::uint64_t rounded);  // segment size for a cache miss
+
+ private:
+  struct Block {
+    std::uint64_t size = 0;
+    std::uint64_t addr = 0;
+    std::uint64_t requested = 0;
+    std::uint32_t prev = kNone, next = kNone;
+    int stream = 0;
+    bool small = false;
+    bool allocated = false;
+    bool live = false;                 // slot in use (allocated or cached)
+  };
+  struct Key {                         // ordering of PyTorch's BlockComparator: stream, size, address
+    int stream;
+    std::uint64_t size;
+    std::uint64_t addr;
+    std::uint32_t idx;
+    bool operator<(const Key& o) const {
+      if (stream != o.stream) return stream < o.stream;
+      if (size != o.size) return size < o.size;
+      return addr < o.addr;
+    }
+  };
+  using Pool = std::pmr::set<Key>;
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+
+  std::uint32_t new_block();
+  void drop_block(std::uint32_t i);
+  Pool& pool_of(const Block& b) { return b.small ? small_ : large_; }
+  Key key_of(std::uint32_t i) const { return {blocks_[i].stream, blocks_[i].size, blocks_[i].addr, i}; }
+  bool should_split(const Block& b, std::uint64_t size) const;
+  std::uint32_t find_free_block(Pool& pool, int stream, std::uint64_t size);
+  bool try_cuda_malloc(std::uint64_t size);
+  void release_cached_segments();
+  void merge_into(std::uint32_t dst, std::uint32_t src);
+
+  Config cfg_;
+  Stats stats_;
+  std::vector<Block> blocks_;
+  std::vector<std::uint32_t> free_slots_;
+  std::pmr::unsynchronized_pool_resource node_memory_;
+  Pool small_{&node_memory_};
+  Pool large_{&node_memory_};
+  std::uint64_t next_addr_ = 1ull << 32;  // simulated device addresses, one range per segment
+};
+
+}  // namespace colo::estimate
