@@ -71,6 +71,9 @@ struct DeviceInfo {
   bool mig_enabled = false;                    // current MIG mode
   std::vector<MigInstanceInfo> mig_instances;  // empty unless mig_enabled
   Capabilities caps;
+  // Non-empty when this device failed during discovery (the GpuError text): the other
+  // devices are still reported; the daemon marks this one unhealthy and drains it.
+  std::string error;
 };
 
 // Memory of one device or MIG instance, with the processes using it.
@@ -109,8 +112,9 @@ class GpuBackend {
   // "nvml (libnvidia-ml.so.1, driver 550.54.15)" — for logs and `colo gpus`.
   virtual std::string describe() const = 0;
 
-  // All devices with their MIG instances and capabilities. Throws GpuError (device
-  // "library" or the failing device).
+  // All devices with their MIG instances and capabilities. A device whose calls fail is
+  // still listed, with `error` set (index known, other fields may be empty). Throws GpuError
+  // (device "library") only when the device list itself cannot be read.
   virtual std::vector<DeviceInfo> discover() = 0;
 
   // One sample of device `index` (NVML index). Throws GpuError naming the device and call;

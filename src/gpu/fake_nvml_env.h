@@ -15,28 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/units.h"
+#include "gpu/fake_nvml/fake_spec.h"
 
 namespace colo::gpu {
-
-struct FakeMigSpec {
-  std::string profile;  // "3g.40gb"
-  MiB total_mib = 0;
-};
-
-struct FakeGpuSpec {
-  MiB total_mib = 0;
-  bool gpm = true;
-  std::vector<FakeMigSpec> mig;  // empty = MIG disabled
-};
-
-// Parses the grammar above into one entry per GPU. Throws colo::UserError with a one-line
-// message naming the offending part, e.g. "fake GPU spec '2x40GB': unit must be GiB or MiB".
-std::vector<FakeGpuSpec> parse_fake_gpu_spec(std::string_view spec);
-
-// Deterministic UUIDs the fake reports (and fake jobs match CUDA_VISIBLE_DEVICES against).
-std::string fake_gpu_uuid(int index);
-std::string fake_mig_uuid(int gpu_index, int mig_index);
 
 // Absolute paths of the built fake library and job program (known at build time).
 std::string fake_nvml_library_path();

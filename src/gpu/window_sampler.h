@@ -27,11 +27,11 @@ class WindowSampler {
   // Mean over the samples in the window that carry the metric; nullopt if none does.
   std::optional<double> smact_average() const;
   std::optional<double> util_average() const;
-  // Samples currently in the window (and how many had SMACT).
+  // Samples currently in the window.
   int samples() const { return static_cast<int>(window_.size()); }
 
-  // Highest memory seen for `pid` since it first appeared (0 if never seen), and the sum of
-  // the peaks of a set of pids (one job can have several processes).
+  // Highest memory seen for `pid` since it first appeared (0 if never seen). A job with
+  // several processes sums its pids' peaks.
   MiB peak_mib(int pid) const;
   const std::map<int, MiB>& peaks() const { return peaks_; }
   // Forget a process that exited (its peak is no longer needed).

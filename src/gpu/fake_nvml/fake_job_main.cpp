@@ -1,0 +1,260 @@
+// colo-fake-job: a stand-in for a training job on the fake NVML. It finds its GPUs the way a
+// CUDA application does (CUDA_VISIBLE_DEVICES: UUIDs or indices), "allocates" memory on each
+// by registering its pid in the fake NVML state directory, optionally ramping up, and dies
+// with PyTorch's out-of-memory message when a GPU would be over-committed.
+//
+//   colo-fake-job --mem 10GiB [--ramp 5] [--hold 3|inf] [--sm-activity 0.4]
+//                 [--sm-occupancy 0.2] [--exit-code 0]
+//
+// Needs COLO_FAKE_NVML_DIR (and COLO_FAKE_NVML_GPUS or DIR/gpus.spec), as the fake library.
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "gpu/fake_nvml/fake_spec.h"
+#include "gpu/fake_nvml/fake_state.h"
+
+namespace {
+
+using colo::MiB;
+namespace fake = colo::gpu::fake;
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop = true; }
+
+struct Options {
+  MiB mem = 0;
+  double ramp_s = 0;
+  double hold_s = 0;  // infinity = until signalled
+  double sm_activity = 0;
+  std::optional<double> sm_occupancy;
+  int exit_code = 0;
+};
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::fprintf(stderr, "colo-fake-job: error: %s\n", msg.c_str());
+  std::exit(2);
+}
+
+double parse_number(const std::string& flag, const std::string& v, double lo, double hi) {
+  if (v == "inf") return INFINITY;
+  char* end = nullptr;
+  errno = 0;
+  double d = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || errno != 0 || !(d >= lo && d <= hi)) {
+    usage_error(flag + " '" + v + "' must be a number in [" + std::to_string(lo) + ", " +
+                std::to_string(hi) + "]");
+  }
+  return d;
+}
+
+MiB parse_mem(const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  long long n = std::strtoll(v.c_str(), &end, 10);
+  std::string unit = end ? end : "";
+  if (v.empty() || end == v.c_str() || errno != 0 || n < 0) {
+    usage_error("--mem '" + v + "' must look like 10GiB or 512MiB");
+  }
+  if (unit == "GiB") return n * colo::kGiB;
+  if (unit == "MiB") return n;
+  usage_error("--mem '" + v + "': unit must be GiB or MiB");
+}
+
+Options parse_args(int argc, char** argv) {
+  Options o;
+  bool have_mem = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--mem") {
+      o.mem = parse_mem(value());
+      have_mem = true;
+    } else if (a == "--ramp") {
+      o.ramp_s = parse_number(a, value(), 0, 86400);
+    } else if (a == "--hold") {
+      o.hold_s = parse_number(a, value(), 0, INFINITY);
+    } else if (a == "--sm-activity") {
+      o.sm_activity = parse_number(a, value(), 0, 1);
+    } else if (a == "--sm-occupancy") {
+      o.sm_occupancy = parse_number(a, value(), 0, 1);
+    } else if (a == "--exit-code") {
+      o.exit_code = static_cast<int>(parse_number(a, value(), 0, 255));
+    } else {
+      usage_error("unknown argument '" + a + "'");
+    }
+  }
+  if (!have_mem) usage_error("--mem is required");
+  return o;
+}
+
+struct Device {
+  int gpu = 0;
+  std::string uuid;
+  MiB total = 0;
+};
+
+// The devices this process sees, CUDA-style: CUDA_VISIBLE_DEVICES lists UUIDs or indices;
+// unset means every GPU (a MIG-enabled GPU shows its first instance).
+std::vector<Device> visible_devices(const std::vector<colo::gpu::FakeGpuSpec>& gpus) {
+  auto device_of = [&](int i) {
+    const auto& g = gpus[static_cast<std::size_t>(i)];
+    if (!g.mig.empty()) return Device{i, colo::gpu::fake_mig_uuid(i, 0), g.mig[0].total_mib};
+    return Device{i, colo::gpu::fake_gpu_uuid(i), g.total_mib};
+  };
+  std::vector<Device> out;
+  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (!cvd) {
+    for (std::size_t i = 0; i < gpus.size(); ++i) out.push_back(device_of(static_cast<int>(i)));
+    return out;
+  }
+  std::string list = cvd;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    std::size_t comma = list.find(',', start);
+    std::string item = list.substr(start, comma == std::string::npos ? comma : comma - start);
+    start = comma == std::string::npos ? list.size() + 1 : comma + 1;
+    if (item.empty()) continue;
+    bool found = false;
+    for (std::size_t i = 0; i < gpus.size() && !found; ++i) {
+      const int gi = static_cast<int>(i);
+      if (item == std::to_string(i) || item == colo::gpu::fake_gpu_uuid(gi)) {
+        if (!gpus[i].mig.empty()) {
+          std::fprintf(stderr, "RuntimeError: CUDA error: GPU %s has MIG enabled; select a MIG "
+                               "instance UUID\n", item.c_str());
+          std::exit(1);
+        }
+        out.push_back(device_of(gi));
+        found = true;
+      }
+      for (std::size_t j = 0; j < gpus[i].mig.size() && !found; ++j) {
+        if (item == colo::gpu::fake_mig_uuid(gi, static_cast<int>(j))) {
+          out.push_back(Device{gi, item, gpus[i].mig[j].total_mib});
+          found = true;
+        }
+      }
+    }
+    if (!found) {
+      // CUDA stops at the first invalid entry; a job with none left has no device.
+      break;
+    }
+  }
+  return out;
+}
+
+std::string gib(MiB mib) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(mib) / 1024.0);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt = parse_args(argc, argv);
+  const char* dir = std::getenv("COLO_FAKE_NVML_DIR");
+  if (!dir || !*dir) usage_error("COLO_FAKE_NVML_DIR is not set (the fake NVML state directory)");
+  fake::StateDir state(dir);
+  const char* env_spec = std::getenv("COLO_FAKE_NVML_GPUS");
+  std::string spec = env_spec && *env_spec ? env_spec : state.stored_spec();
+  std::vector<colo::gpu::FakeGpuSpec> gpus;
+  try {
+    gpus = colo::gpu::parse_fake_gpu_spec(spec);
+  } catch (const colo::UserError& e) {
+    usage_error(e.what());
+  }
+  std::vector<Device> devices = visible_devices(gpus);
+  if (devices.empty()) {
+    std::fprintf(stderr, "RuntimeError: No CUDA GPUs are available\n");
+    return 1;
+  }
+
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGINT, on_signal);
+  const int pid = static_cast<int>(::getpid());
+  fake::ProcessRecord rec;
+  rec.pid = pid;
+  rec.start_time = fake::process_start_time(pid).value_or(0);
+  const double occupancy = opt.sm_occupancy.value_or(opt.sm_activity / 2.0);
+
+  auto finish = [&](int code) {
+    state.remove_record(pid);
+    if (g_stop) {
+      // Die of the signal, as an unhandled SIGTERM would, so the exit status says so.
+      std::signal(SIGTERM, SIG_DFL);
+      std::raise(SIGTERM);
+    }
+    return code;
+  };
+  auto sleep_for = [&](double seconds) {
+    using namespace std::chrono;
+    const auto until = steady_clock::now() + duration<double>(std::min(seconds, 1e9));
+    while (!g_stop && steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::min<steady_clock::duration>(
+          milliseconds(50), duration_cast<steady_clock::duration>(until - steady_clock::now())));
+    }
+  };
+
+  // Ramp in steps of about 0.1 s; every step is a check-and-allocate under the state lock.
+  const int steps = opt.ramp_s > 0 ? std::max(1, static_cast<int>(std::ceil(opt.ramp_s / 0.1))) : 1;
+  MiB held = 0;
+  for (int k = 1; k <= steps && !g_stop; ++k) {
+    const MiB target = opt.mem * k / steps;
+    {
+      fake::StateDir::Lock lock(state.path());
+      auto live = state.live_processes(/*lock_held=*/true);
+      for (std::size_t d = 0; d < devices.size(); ++d) {
+        MiB others = 0;
+        for (const auto& r : live) {
+          if (r.pid == pid) continue;
+          for (const auto& a : r.allocations) {
+            if (a.uuid == devices[d].uuid) others += a.mib;
+          }
+        }
+        if (others + target > devices[d].total) {
+          const MiB free = devices[d].total - others - held;
+          std::fprintf(stderr,
+                       "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate %s. "
+                       "GPU %zu has a total capacity of %s of which %s is free. Including "
+                       "non-PyTorch memory, this process has %s memory in use. Of the allocated "
+                       "memory %s is allocated by PyTorch, and 0 bytes is reserved by PyTorch "
+                       "but unallocated.\n",
+                       gib(target - held).c_str(), d, gib(devices[d].total).c_str(),
+                       gib(std::max<MiB>(0, free)).c_str(), gib(held).c_str(), gib(held).c_str());
+          state.remove_record(pid);
+          return 1;
+        }
+      }
+      rec.allocations.clear();
+      for (const Device& dev : devices) {
+        rec.allocations.push_back({dev.uuid, target, opt.sm_activity, occupancy});
+      }
+      state.write_record(rec);
+      held = target;
+    }
+    if (steps > 1) sleep_for(opt.ramp_s / steps);
+  }
+  if (g_stop) return finish(143);
+  for (const Device& dev : devices) {
+    std::printf("colo-fake-job: pid %d holds %lld MiB on %s\n", pid, static_cast<long long>(held),
+                dev.uuid.c_str());
+  }
+  std::fflush(stdout);
+  sleep_for(opt.hold_s);
+  return finish(opt.exit_code);
+}

@@ -1,0 +1,65 @@
+// Wiring for the in-tree fake NVML: paths of the built artefacts and the environment.
+#include "gpu/fake_nvml_env.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+
+#ifndef COLO_FAKE_NVML_LIBRARY
+#error "COLO_FAKE_NVML_LIBRARY must name the built fake NVML library (src/gpu/CMakeLists.txt)"
+#endif
+#ifndef COLO_FAKE_JOB
+#error "COLO_FAKE_JOB must name the built colo-fake-job program (src/gpu/CMakeLists.txt)"
+#endif
+
+namespace colo::gpu {
+
+std::string fake_nvml_library_path() { return COLO_FAKE_NVML_LIBRARY; }
+std::string fake_job_path() { return COLO_FAKE_JOB; }
+
+FakeNvmlSetup configure_fake_nvml_env(std::string_view spec, const std::string& state_dir) {
+  parse_fake_gpu_spec(spec);  // throws UserError with the problem
+  if (state_dir.empty()) throw UserError("fake NVML state directory is empty");
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::absolute(state_dir, ec);
+  if (ec) throw UserError("fake NVML state directory '" + state_dir + "': " + ec.message());
+  fs::create_directories(dir / "procs", ec);
+  if (ec) {
+    throw UserError("cannot create fake NVML state directory '" + (dir / "procs").string() +
+                    "': " + ec.message());
+  }
+  {
+    std::ofstream out(dir / "gpus.spec", std::ios::trunc);
+    out << spec << "\n";
+    if (!out) throw UserError("cannot write '" + (dir / "gpus.spec").string() + "'");
+  }
+  const std::string spec_s(spec);
+  if (::setenv("COLO_FAKE_NVML_GPUS", spec_s.c_str(), 1) != 0 ||
+      ::setenv("COLO_FAKE_NVML_DIR", dir.c_str(), 1) != 0) {
+    throw UserError(std::string("setenv for the fake NVML failed: ") + std::strerror(errno));
+  }
+  FakeNvmlSetup setup;
+  setup.library_path = fake_nvml_library_path();
+  setup.job_env = {{"COLO_FAKE_NVML_GPUS", spec_s}, {"COLO_FAKE_NVML_DIR", dir.string()}};
+  return setup;
+}
+
+void set_fake_gpu_failure(const std::string& state_dir, int index, bool failing) {
+  const std::string path = state_dir + "/fail-" + std::to_string(index);
+  if (failing) {
+    std::ofstream out(path, std::ios::trunc);
+    out << "15\n";  // NVML_ERROR_GPU_IS_LOST
+    if (!out) throw UserError("cannot write '" + path + "'");
+  } else {
+    std::filesystem::remove(path);
+  }
+}
+
+}  // namespace colo::gpu
