@@ -118,25 +118,16 @@ class NvmlBackend final : public GpuBackend {
     std::vector<DeviceInfo> out;
     for (unsigned int i = 0; i < n; ++i) {
       const int index = static_cast<int>(i);
-      nvmlDevice_t dev = handle(index);
-      DeviceInfo d;
-      d.index = index;
-      d.uuid = uuid_of(dev, index);
-      d.name = name_of(dev, index);
-      d.total_mib = memory_of(dev, index).total_mib;
-      d.mig_enabled = mig_enabled(dev, index);
-      if (d.mig_enabled) {
-        for (auto& [mig_index, mig_dev] : mig_devices(dev, index)) {
-          MigInstanceInfo m;
-          m.index = mig_index;
-          m.uuid = uuid_of(mig_dev, index);
-          m.name = name_of(mig_dev, index);
-          m.total_mib = memory_of(mig_dev, index).total_mib;
-          d.mig_instances.push_back(std::move(m));
-        }
+      try {
+        out.push_back(discover_one(index));
+      } catch (const GpuError& e) {
+        // One failing GPU must not hide the others: list it with its error.
+        DeviceInfo d;
+        d.index = index;
+        if (auto it = uuids_.find(index); it != uuids_.end()) d.uuid = it->second;
+        d.error = e.what();
+        out.push_back(std::move(d));
       }
-      d.caps = capabilities_locked(dev, index);
-      out.push_back(std::move(d));
     }
     return out;
   }
@@ -185,6 +176,28 @@ class NvmlBackend final : public GpuBackend {
   }
 
  private:
+  DeviceInfo discover_one(int index) {
+    nvmlDevice_t dev = handle(index);
+    DeviceInfo d;
+    d.index = index;
+    d.uuid = uuid_of(dev, index);
+    d.name = name_of(dev, index);
+    d.total_mib = memory_of(dev, index).total_mib;
+    d.mig_enabled = mig_enabled(dev, index);
+    if (d.mig_enabled) {
+      for (auto& [mig_index, mig_dev] : mig_devices(dev, index)) {
+        MigInstanceInfo m;
+        m.index = mig_index;
+        m.uuid = uuid_of(mig_dev, index);
+        m.name = name_of(mig_dev, index);
+        m.total_mib = memory_of(mig_dev, index).total_mib;
+        d.mig_instances.push_back(std::move(m));
+      }
+    }
+    d.caps = capabilities_locked(dev, index);
+    return d;
+  }
+
   void resolve_all() {
     const std::string& L = opts_.library;
     resolve(lib_, L, "nvmlInit_v2", api_.init);

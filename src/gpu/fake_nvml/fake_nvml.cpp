@@ -338,7 +338,10 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d,
                                                              nvmlUtilization_t* util) {
   return guarded([&](State& s) {
     if (auto r = enter(s, d)) return r;
-    if (d->mig >= 0) return NVML_ERROR_NOT_SUPPORTED;  // as on real MIG instances
+    // As on real GPUs: no utilisation counters for MIG instances or a MIG-enabled GPU.
+    if (d->mig >= 0 || !s.gpus[static_cast<std::size_t>(d->gpu)].mig.empty()) {
+      return NVML_ERROR_NOT_SUPPORTED;
+    }
     if (!util) return NVML_ERROR_INVALID_ARGUMENT;
     // A kernel is "running" whenever any job computes: utilisation is the declared activity,
     // which is what a saturating job shows (nvidia-smi utilisation >= SMACT on real GPUs).

@@ -28,10 +28,13 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
   }
 }
 
-// Leading decimal digits of `s` as a positive number; `rest` gets what follows.
-bool leading_int(std::string_view s, long long& value, std::string_view& rest) {
+// Leading decimal digits of `s` as a number; `rest` gets what follows. False when there are
+// none; a number that does not fit is an error of its own.
+bool leading_int(std::string_view spec, std::string_view s, long long& value,
+                 std::string_view& rest) {
   const char* end = s.data() + s.size();
   auto [ptr, ec] = std::from_chars(s.data(), end, value);
+  if (ec == std::errc::result_out_of_range) fail(spec, "number too large", s);
   if (ec != std::errc() || ptr == s.data()) return false;
   rest = s.substr(static_cast<std::size_t>(ptr - s.data()));
   return true;
@@ -40,7 +43,7 @@ bool leading_int(std::string_view s, long long& value, std::string_view& rest) {
 MiB parse_size(std::string_view spec, std::string_view text) {
   long long v = 0;
   std::string_view unit;
-  if (!leading_int(text, v, unit)) fail(spec, "size must start with a number", text);
+  if (!leading_int(spec, text, v, unit)) fail(spec, "size must start with a number", text);
   if (v <= 0) fail(spec, "size must be positive", text);
   if (unit == "GiB") {
     if (v > 1024 * 1024) fail(spec, "size too large", text);
@@ -57,11 +60,11 @@ FakeMigSpec parse_profile(std::string_view spec, std::string_view text) {
   // <slices>g.<GB>gb, e.g. 3g.40gb; the memory counts as GiB.
   long long slices = 0, gb = 0;
   std::string_view rest;
-  if (!leading_int(text, slices, rest) || slices <= 0 || rest.substr(0, 2) != "g.") {
+  if (!leading_int(spec, text, slices, rest) || slices <= 0 || rest.substr(0, 2) != "g.") {
     fail(spec, "MIG profile must look like 3g.40gb", text);
   }
   std::string_view mem = rest.substr(2);
-  if (!leading_int(mem, gb, rest) || gb <= 0 || rest != "gb") {
+  if (!leading_int(spec, mem, gb, rest) || gb <= 0 || rest != "gb") {
     fail(spec, "MIG profile must look like 3g.40gb", text);
   }
   return FakeMigSpec{std::string(text), gb * kGiB};
@@ -78,7 +81,7 @@ std::vector<FakeGpuSpec> parse_fake_gpu_spec(std::string_view spec) {
     std::string_view head = parts[0];
     long long count = 0;
     std::string_view rest;
-    if (!leading_int(head, count, rest) || rest.empty() || rest[0] != 'x') {
+    if (!leading_int(spec, head, count, rest) || rest.empty() || rest[0] != 'x') {
       fail(spec, "expected COUNTxSIZE such as 2x40GiB", head);
     }
     if (count <= 0) fail(spec, "GPU count must be positive", head);
