@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "gpu/nvml_backend.h"
 
 #ifndef COLO_FAKE_NVML_LIBRARY
 #error "COLO_FAKE_NVML_LIBRARY must name the built fake NVML library (src/gpu/CMakeLists.txt)"
@@ -35,6 +36,15 @@ FakeNvmlSetup configure_fake_nvml_env(std::string_view spec, const std::string& 
     throw UserError("cannot create fake NVML state directory '" + (dir / "procs").string() +
                     "': " + ec.message());
   }
+  // Jobs may run under other uids than colod (root launching as the submitter).
+  fs::permissions(dir / "procs", fs::perms::all | fs::perms::sticky_bit, ec);
+  {
+    std::ofstream lock(dir / "lock", std::ios::app);
+  }
+  fs::permissions(dir / "lock",
+                  fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                      fs::perms::group_write | fs::perms::others_read | fs::perms::others_write,
+                  ec);
   {
     std::ofstream out(dir / "gpus.spec", std::ios::trunc);
     out << spec << "\n";
@@ -49,6 +59,17 @@ FakeNvmlSetup configure_fake_nvml_env(std::string_view spec, const std::string& 
   setup.library_path = fake_nvml_library_path();
   setup.job_env = {{"COLO_FAKE_NVML_GPUS", spec_s}, {"COLO_FAKE_NVML_DIR", dir.string()}};
   return setup;
+}
+
+std::unique_ptr<GpuBackend> open_fake_nvml_backend(std::string_view spec,
+                                                   const std::string& state_dir,
+                                                   FakeNvmlSetup* setup) {
+  FakeNvmlSetup s = configure_fake_nvml_env(spec, state_dir);
+  NvmlOptions opts;
+  opts.library = s.library_path;
+  auto backend = open_nvml_backend(opts);
+  if (setup) *setup = std::move(s);
+  return backend;
 }
 
 void set_fake_gpu_failure(const std::string& state_dir, int index, bool failing) {

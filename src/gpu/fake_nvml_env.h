@@ -10,11 +10,13 @@
 //           | 'nogpm'                               device without NVML GPM (pre-Hopper)
 //   PROFILE := Ng.SIZEgb                            MIG instance of SIZE GiB
 // Examples: "2x40GiB", "4x80GiB", "1x80GiB:mig=3g.40gb,3g.40gb+1x40GiB:nogpm".
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "gpu/backend.h"
 #include "gpu/fake_nvml/fake_spec.h"
 
 namespace colo::gpu {
@@ -30,11 +32,18 @@ struct FakeNvmlSetup {
   std::vector<std::pair<std::string, std::string>> job_env;
 };
 
-// Validates `spec`, creates `state_dir` (and its procs/ subdirectory), writes the spec into
+// Validates `spec`, creates `state_dir` (and its procs/ subdirectory, world-writable and
+// sticky like /tmp, so jobs launched under other uids can register), writes the spec into
 // it and setenv()s COLO_FAKE_NVML_GPUS / COLO_FAKE_NVML_DIR for this process so the fake
 // library finds them when dlopen()ed. Call once at startup, before threads exist.
 // Throws colo::UserError on a bad spec or an unusable directory.
 FakeNvmlSetup configure_fake_nvml_env(std::string_view spec, const std::string& state_dir);
+
+// configure_fake_nvml_env + open_nvml_backend on the fake library: what `colod --fake-gpus`
+// does in one call. `setup`, when given, receives the environment jobs need.
+std::unique_ptr<GpuBackend> open_fake_nvml_backend(std::string_view spec,
+                                                   const std::string& state_dir,
+                                                   FakeNvmlSetup* setup = nullptr);
 
 // Error injection: while set, every fake NVML call about GPU `index` fails with
 // NVML_ERROR_GPU_IS_LOST (a file "fail-<index>" in the state directory).

@@ -107,10 +107,7 @@ class FakeNvmlTest : public ::testing::Test {
   // Configures the fake for `spec` in a fresh directory and opens the backend on it.
   GpuBackend& open(const std::string& spec) {
     dir_ = make_temp_dir();
-    FakeNvmlSetup setup = configure_fake_nvml_env(spec, dir_);
-    NvmlOptions opts;
-    opts.library = setup.library_path;
-    backend_ = open_nvml_backend(opts);
+    backend_ = open_fake_nvml_backend(spec, dir_);
     return *backend_;
   }
 

@@ -74,6 +74,8 @@ TEST(FakeNvmlEnv, ConfigureWritesSpecAndSetsEnvironment) {
   EXPECT_TRUE(std::filesystem::exists(s.library_path)) << s.library_path;
   EXPECT_TRUE(std::filesystem::exists(fake_job_path())) << fake_job_path();
   EXPECT_TRUE(std::filesystem::is_directory(dir + "/procs"));
+  auto perms = std::filesystem::status(dir + "/procs").permissions();
+  EXPECT_EQ(perms, std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
   EXPECT_EQ(testing::slurp(dir + "/gpus.spec"), "2x40GiB\n");
   EXPECT_STREQ(std::getenv("COLO_FAKE_NVML_GPUS"), "2x40GiB");
   EXPECT_STREQ(std::getenv("COLO_FAKE_NVML_DIR"), dir.c_str());
