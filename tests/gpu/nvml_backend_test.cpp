@@ -112,6 +112,19 @@ TEST_F(FakeNvmlTest, CudaVisibleDevicesByIndexAndSeveralGpus) {
   EXPECT_EQ(b.sample(2).memory.total_mib, 24576);
 }
 
+TEST_F(FakeNvmlTest, ManyProcessesGrowTheProcessListBuffer) {
+  GpuBackend& b = open("1x40GiB");
+  std::vector<std::unique_ptr<testing::FakeJob>> jobs;  // more than the initial 16 slots
+  for (int i = 0; i < 20; ++i) {
+    jobs.push_back(job(fake_gpu_uuid(0), {"--mem", std::to_string(100 + i) + "MiB", "--hold", "inf"},
+                       "j" + std::to_string(i)));
+  }
+  ASSERT_TRUE(eventually([&] { return b.sample(0).memory.process_mib.size() == 20; }));
+  auto s = b.sample(0);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(s.memory.process_mib.at(jobs[i]->pid()), 100 + i);
+  EXPECT_EQ(s.memory.used_mib, 20 * 100 + 190);
+}
+
 TEST_F(FakeNvmlTest, KilledJobDoesNotLeakMemoryEvenAsAZombie) {
   GpuBackend& b = open("1x40GiB");
   auto j = job(fake_gpu_uuid(0), {"--mem", "5GiB", "--hold", "inf"});
