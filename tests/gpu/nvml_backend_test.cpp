@@ -294,6 +294,12 @@ TEST_F(FakeNvmlTest, EnergyCounterIsMonotonic) {
   ASSERT_TRUE(second.has_value());
   EXPECT_GT(*second, *first);  // 60 W idle for >= 20 ms is >= 1200 mJ
   EXPECT_GE(*second - *first, 1000u);
+  // A restarted daemon (a new backend on the same state directory) continues the counter.
+  backend_.reset();
+  backend_ = open_fake_nvml_backend("1x40GiB", dir_);
+  auto third = backend_->sample(0).energy_mj;
+  ASSERT_TRUE(third.has_value());
+  EXPECT_GE(*third, *second);
 }
 
 TEST_F(FakeNvmlTest, FakeJobRejectsBadInputWithOneLine) {

@@ -62,13 +62,6 @@ struct State {
   // Stable handles: index i -> parents[i]; MIG instance j of GPU i -> migs[i][j].
   std::vector<std::unique_ptr<nvmlDevice_st>> parents;
   std::vector<std::vector<std::unique_ptr<nvmlDevice_st>>> migs;
-  // Energy counters integrate power between calls (piecewise constant at the last value).
-  struct Energy {
-    double mj = 0;
-    double last_t = -1;
-    double last_w = kIdleWatts;
-  };
-  std::map<int, Energy> energy;
 };
 
 State& state() {
@@ -211,7 +204,6 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlInit_v2(void) {
         s.migs.back().push_back(std::move(m));
       }
     }
-    s.energy.clear();
     s.init_count = 1;
     return NVML_SUCCESS;
   });
@@ -368,12 +360,30 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d
     if (auto r = enter(s, d)) return r;
     if (d->mig >= 0) return NVML_ERROR_NOT_SUPPORTED;
     if (!mj) return NVML_ERROR_INVALID_ARGUMENT;
-    State::Energy& e = s.energy[d->gpu];
+    // The counter lives in DIR/energy-<index> so it stays monotonic across colod restarts,
+    // like the driver's (CLOCK_MONOTONIC is system-wide, so times compare across processes).
+    // Usage first: reading it may take the state lock itself to drop dead records.
+    const double w = power_w(usage_of(s, *d));
+    fake::StateDir::Lock lock(s.dir->path());
+    const std::string path = s.dir->path() + "/energy-" + std::to_string(d->gpu);
+    double total_mj = 0, last_t = -1, last_w = kIdleWatts;
+    if (std::FILE* f = std::fopen(path.c_str(), "r")) {
+      if (std::fscanf(f, "%lf %lf %lf", &total_mj, &last_t, &last_w) != 3) {
+        total_mj = 0;
+        last_t = -1;
+      }
+      std::fclose(f);
+    }
     const double t = now_s();
-    if (e.last_t >= 0) e.mj += e.last_w * (t - e.last_t) * 1000.0;
-    e.last_t = t;
-    e.last_w = power_w(usage_of(s, *d));
-    *mj = static_cast<unsigned long long>(e.mj);
+    // Power is piecewise constant at the value seen on the previous call.
+    if (last_t >= 0 && t > last_t) total_mj += last_w * (t - last_t) * 1000.0;
+    const std::string tmp = path + ".tmp";
+    if (std::FILE* f = std::fopen(tmp.c_str(), "w")) {
+      std::fprintf(f, "%.3f %.9f %.3f\n", total_mj, t, w);
+      std::fclose(f);
+      std::rename(tmp.c_str(), path.c_str());
+    }
+    *mj = static_cast<unsigned long long>(total_mj);
     return NVML_SUCCESS;
   });
 }
