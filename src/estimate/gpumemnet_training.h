@@ -15,7 +15,7 @@ namespace colo::estimate {
 
 struct EnsembleConfig {
   // Hidden layer widths of each member; varied depth, as in the thesis' ensemble.
-  std::vector<std::vector<int>> members = {{64}, {64, 32}, {64, 64, 32}, {128, 64, 32, 16}};
+  std::vector<std::vector<int>> members = {{32}, {32, 16}, {64, 32}, {64, 32, 16}};
   AdamOptions adam;
   std::uint64_t seed = 20240501;  // member weights and batch order derive from it
 };

@@ -68,9 +68,9 @@ class MlpClassifier {
 };
 
 struct AdamOptions {
-  int epochs = 200;
+  int epochs = 150;
   int batch_size = 64;
-  double learning_rate = 1e-3;
+  double learning_rate = 3e-3;
   double beta1 = 0.9;
   double beta2 = 0.999;
   double epsilon = 1e-8;

@@ -1,0 +1,170 @@
+#include "estimate/gpumemnet_dataset.h"
+
+#include <charconv>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace colo::estimate {
+
+GpuMemNetFamily parse_gpumemnet_family(std::string_view format) {
+  if (format == "gpumemnet-mlp") return GpuMemNetFamily::MLP;
+  if (format == "gpumemnet-cnn") return GpuMemNetFamily::CNN;
+  throw UserError(fmt::format("gpumemnet: format '{}' is not gpumemnet-mlp or gpumemnet-cnn", format));
+}
+
+std::string_view to_string(GpuMemNetFamily f) { return f == GpuMemNetFamily::MLP ? "mlp" : "cnn"; }
+
+std::uint64_t fnv1a64(std::string_view s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+bool in_test_split(std::string_view filename) { return fnv1a64(filename) % 5 == 0; }
+
+namespace {
+
+// Splits one CSV record (RFC 4180 quoting: "" inside quotes is a quote). Returns false when a
+// quoted field is still open at the end of `text`, i.e. the record continues on the next line.
+bool split_csv(const std::string& text, std::vector<std::string>& fields) {
+  fields.assign(1, "");
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        fields.back().push_back('"');
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        fields.back().push_back(c);
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.emplace_back();
+    } else if (c != '\r') {
+      fields.back().push_back(c);
+    }
+  }
+  return !quoted;
+}
+
+double number(const std::string& s, const std::string& where, std::string_view column) {
+  double v = 0;
+  const char* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, v);
+  if (ec != std::errc() || p != end) {
+    throw UserError(fmt::format("{}: column '{}' is not a number: '{}'", where, column, s));
+  }
+  return v;
+}
+
+std::int64_t integer(const std::string& s, const std::string& where, std::string_view column) {
+  const double v = number(s, where, column);
+  if (v < 0 || v != static_cast<double>(static_cast<std::int64_t>(v))) {
+    throw UserError(fmt::format("{}: column '{}' must be a non-negative integer, got '{}'", where, column, s));
+  }
+  return static_cast<std::int64_t>(v);
+}
+
+// Counts layer types in "[('linear', 936, 1754064), ('Softplus', 936, 0), ...]".
+void count_layers(const std::string& list, const std::string& where, GpuMemNetInputs& in) {
+  std::size_t pos = 0, tuples = 0;
+  while ((pos = list.find("('", pos)) != std::string::npos) {
+    const std::size_t end = list.find('\'', pos + 2);
+    if (end == std::string::npos) throw UserError(fmt::format("{}: unterminated layer name in Activations-Params", where));
+    const std::string type = list.substr(pos + 2, end - pos - 2);
+    if (type == "linear") ++in.linear;
+    else if (type == "conv2d") ++in.conv;
+    else if (type == "batch_normalization" || type == "batch_norm2d") ++in.batchnorm;
+    else if (type == "dropout") ++in.dropout;
+    ++tuples;
+    pos = end;
+  }
+  if (tuples == 0) throw UserError(fmt::format("{}: Activations-Params lists no layers", where));
+}
+
+}  // namespace
+
+GpuMemNetDataset load_gpumemnet_dataset(const std::string& path, GpuMemNetFamily family) {
+  std::ifstream in(path);
+  if (!in) throw UserError(fmt::format("{}: cannot open GPUMemNet dataset", path));
+  std::string line, record;
+  std::vector<std::string> fields;
+  int line_no = 0;
+  if (!std::getline(in, line)) throw UserError(fmt::format("{}:1: empty file", path));
+  ++line_no;
+  split_csv(line, fields);
+  std::map<std::string, std::size_t> col;
+  for (std::size_t i = 0; i < fields.size(); ++i) col[fields[i]] = i;
+  std::vector<std::string> needed = {"Filename",         "Activations-Params", "Activation Function",
+                                     "Total Activations", "Total Parameters",   "Batch Size",
+                                     "Max GPU Memory (MiB)"};
+  if (family == GpuMemNetFamily::CNN) needed.push_back("Status");
+  for (const auto& n : needed) {
+    if (!col.count(n)) {
+      throw UserError(fmt::format("{}:1: no '{}' column; is this a {} GPUMemNet dataset?", path, n, to_string(family)));
+    }
+  }
+  GpuMemNetDataset ds;
+  while (std::getline(in, line)) {
+    ++line_no;
+    const int first_line = line_no;
+    record = line;
+    while (!split_csv(record, fields)) {
+      if (!std::getline(in, line)) throw UserError(fmt::format("{}:{}: unterminated quoted field", path, first_line));
+      ++line_no;
+      record += "\n" + line;
+    }
+    if (record.empty()) continue;
+    const std::string where = fmt::format("{}:{}", path, first_line);
+    if (fields.size() != col.size()) {
+      throw UserError(fmt::format("{}: {} fields, header has {}", where, fields.size(), col.size()));
+    }
+    auto field = [&](const std::string& n) -> const std::string& { return fields[col.at(n)]; };
+    GpuMemNetRow row;
+    row.filename = field("Filename");
+    row.line = first_line;
+    if (field("Activations-Params") == "[]") {
+      ++ds.no_layers;
+      continue;
+    }
+    count_layers(field("Activations-Params"), where, row.inputs);
+    row.inputs.depth = row.inputs.linear + row.inputs.conv;
+    row.inputs.params = integer(field("Total Parameters"), where, "Total Parameters");
+    row.inputs.activations = integer(field("Total Activations"), where, "Total Activations");
+    row.inputs.batch = integer(field("Batch Size"), where, "Batch Size");
+    if (row.inputs.batch <= 0) throw UserError(fmt::format("{}: Batch Size must be positive", where));
+    try {
+      row.inputs.activation = canonical_activation(field("Activation Function"));
+    } catch (const UserError& e) {
+      throw UserError(fmt::format("{}: {}", where, e.what()));
+    }
+    row.measured_mib = number(field("Max GPU Memory (MiB)"), where, "Max GPU Memory (MiB)");
+    if (family == GpuMemNetFamily::CNN) {
+      const auto& status = field("Status");
+      if (status == "OOM_CRASH") row.oom = true;
+      else if (status != "SUCCESSFUL")
+        throw UserError(fmt::format("{}: Status '{}' is neither SUCCESSFUL nor OOM_CRASH", where, status));
+    }
+    if (row.measured_mib < 0) throw UserError(fmt::format("{}: negative measured memory", where));
+    if (!row.oom && row.measured_mib == 0) {
+      ++ds.unmeasured;
+      continue;
+    }
+    ds.rows.push_back(std::move(row));
+  }
+  if (ds.rows.empty()) throw UserError(fmt::format("{}: no usable rows", path));
+  return ds;
+}
+
+}  // namespace colo::estimate
