@@ -119,10 +119,22 @@ void ModelGraph::finalize() {
     return n;
   };
   std::int64_t in_elems = elems(input_shape);
+  std::vector<std::int64_t> prev_shape = input_shape;
   const std::int64_t b = dtype_bytes;
   for (auto& l : layers) {
     l.saved.clear();
     const std::int64_t out = l.out_elems();
+    // A conv/linear whose in-channels are known may read a wider tensor than the previous layer's
+    // output (a concatenation in a dense block, a residual block's input): size the input from it.
+    if (l.in_features > 0 && !prev_shape.empty() && in_elems > 0) {
+      if (l.kind == LayerKind::Conv || l.kind == LayerKind::ConvTranspose) {
+        const std::int64_t c = prev_shape.front();
+        if (c > 0 && in_elems % c == 0) in_elems = in_elems / c * l.in_features;
+      } else if (l.kind == LayerKind::Linear && in_elems % l.in_features != 0) {
+        in_elems = l.in_features;  // the (flattened) features the layer really reads
+      }
+    }
+    l.input_elems = in_elems;
     // Channels of a batch/group norm: the first per-sample dim (C of C×H×W, features of a vector).
     const std::int64_t channels = l.out_shape.empty() ? 1 : l.out_shape.front();
     using W = SavedTensor::What;
@@ -169,11 +181,24 @@ void ModelGraph::finalize() {
       case LayerKind::Embedding:
         l.saved.push_back({W::Indices, in_elems * 8, 0});
         break;
-      case LayerKind::Attention:
-        // Fused (memory-efficient) attention keeps its inputs, output and the log-sum-exp.
-        l.saved.push_back({W::Input, 3 * out * b, 0});
-        l.saved.push_back({W::Output, out * b, 0});
+      case LayerKind::Attention: {
+        const std::int64_t seq = l.out_shape.size() >= 2 ? l.out_shape.front() : 1;
+        if (l.attn_materialized) {
+          // q, k, v, the relative-position keys (2S) and the biased queries (2 x S*H), the
+          // attention output before projection: ~7 x S*H; softmax output and dropped-out
+          // probabilities (2 x heads*S*S floats) and the dropout mask (bytes).
+          const std::int64_t hss = l.attn_heads * seq * seq;
+          l.saved.push_back({W::Input, 7 * out * b, 0});
+          l.saved.push_back({W::Other, 2 * hss * b, 0});
+          l.saved.push_back({W::Mask, hss, 0});
+        } else {
+          // Fused (memory-efficient) attention keeps q, k, v, its output and the log-sum-exp.
+          l.saved.push_back({W::Input, 3 * out * b, 0});
+          l.saved.push_back({W::Output, out * b, 0});
+          l.saved.push_back({W::Stats, std::max<std::int64_t>(l.attn_heads, 1) * seq * b, 0});
+        }
         break;
+      }
       case LayerKind::Flatten:
       case LayerKind::Identity:
       case LayerKind::Container:
@@ -182,7 +207,10 @@ void ModelGraph::finalize() {
     }
     // The input of the next layer is this layer's output; a container that only reports its
     // last child's output (same element count) does not change it.
-    if (!l.out_shape.empty()) in_elems = out;
+    if (!l.out_shape.empty()) {
+      in_elems = out;
+      prev_shape = l.out_shape;
+    }
   }
 }
 

@@ -72,7 +72,13 @@ struct Layer {
   // The activation count the source itself reported, before any normalisation (the GPUMemNet CSV
   // "activations": per-sample units for MLPs, H*W only for CNNs); -1 when the source has none.
   std::int64_t source_activations = -1;
-  // Filled by ModelGraph::finalize(): what this layer keeps alive until its backward runs.
+  // Attention layers: heads, and whether the scores are materialised (explicit softmax over a
+  // [heads, S, S] matrix, e.g. XLNet) instead of a fused kernel (SDPA memory-efficient attention).
+  std::int64_t attn_heads = 0;
+  bool attn_materialized = false;
+  // Filled by ModelGraph::finalize(): per-sample element count of this layer's input, and what the
+  // layer keeps alive until its backward runs.
+  std::int64_t input_elems = 0;
   std::vector<SavedTensor> saved;
 
   std::int64_t out_elems() const;        // product of out_shape (1 for an empty shape)

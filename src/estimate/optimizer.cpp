@@ -62,4 +62,20 @@ int state_tensors_per_param(Optimizer o) {
   return 0;
 }
 
+int step_temporaries_per_param(Optimizer o) {
+  switch (o) {
+    case Optimizer::SGD:
+    case Optimizer::SGDMomentum: return 0;
+    case Optimizer::Adam:
+    case Optimizer::AdamW:
+    case Optimizer::Adamax:
+    case Optimizer::Adagrad:
+    case Optimizer::RMSprop: return 1;
+    case Optimizer::Adadelta:
+    case Optimizer::NAdam:
+    case Optimizer::RAdam: return 2;
+  }
+  return 0;
+}
+
 }  // namespace colo::estimate

@@ -19,4 +19,9 @@ std::vector<std::string> optimizer_names();
 // Adagrad 1, RMSprop 1, Adamax 2, NAdam 2, RAdam 2.
 int state_tensors_per_param(Optimizer o);
 
+// Number of parameter-sized temporaries alive at once inside the default (foreach) step on CUDA:
+// Adam/AdamW: sqrt(exp_avg_sq) 1; Adadelta: std and delta 2; RMSprop/Adagrad: the sqrt 1;
+// Adamax: |grad| 1; NAdam/RAdam 2; SGD (with or without momentum) 0.
+int step_temporaries_per_param(Optimizer o);
+
 }  // namespace colo::estimate

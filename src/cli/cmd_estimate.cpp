@@ -1,0 +1,211 @@
+// colo estimate: peak GPU memory of a training job before it runs.
+//   colo estimate --summary FILE --batch N --optimizer adam --estimator allocsim [--gpu a100-40gb] [--json]
+//   colo estimate eval --dataset FILE --format gpumemnet-cnn|gpumemnet-mlp|carma-workloads
+//                      --estimator NAME [--split all|train|test] [--json]
+//   colo estimate calibrate --dataset FILE --format gpumemnet-cnn --split train --gpu a100-40gb
+//                      [--out calibration/a100-40gb.json]
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/command_registry.h"
+#include "core/error.h"
+#include "estimate/calibration_fit.h"
+#include "estimate/calibration_profile.h"
+#include "estimate/dataset.h"
+#include "estimate/estimator.h"
+#include "estimate/evaluation.h"
+#include "estimate/parsers.h"
+
+namespace {
+
+using namespace colo::estimate;
+
+struct Opts {
+  std::string summary, optimizer = "adam", estimator = "auto", gpu = "a100-40gb";
+  std::int64_t batch = 0, seq_len = 0;
+  std::optional<long long> stated;
+  bool json = false;
+};
+struct EvalOpts {
+  std::string dataset, format, estimator = "allocsim", split = "all", gpu = "a100-40gb", optimizer = "adam";
+  bool json = false, rows = false;
+};
+struct CalOpts {
+  std::string dataset, format = "gpumemnet-cnn", split = "train", gpu = "a100-40gb", out, optimizer = "adam";
+  double max_under = 0.05;
+};
+
+void run_single(const Opts& o) {
+  if (o.summary.empty() && !o.stated) throw colo::UserError("estimate: --summary is required (or --stated-mib for oracle)");
+  Estimate e;
+  if (o.summary.empty()) {
+    EstimateRequest req;
+    req.gpu = o.gpu;
+    req.batch = o.batch;
+    req.optimizer = parse_optimizer(o.optimizer);
+    req.stated_mib = *o.stated;
+    e = make_estimator(o.estimator)->estimate(req);
+  } else {
+    if (o.batch <= 0) throw colo::UserError("estimate: --batch must be > 0");
+    auto est = make_estimator(o.estimator);
+    const ModelGraph g = load_summary(o.summary, o.seq_len);
+    EstimateRequest req;
+    req.gpu = o.gpu;
+    req.batch = o.batch;
+    req.optimizer = parse_optimizer(o.optimizer);
+    req.graph = &g;
+    if (o.stated) req.stated_mib = *o.stated;
+    e = est->estimate(req);
+    if (o.json) {
+      nlohmann::ordered_json j;
+      j["estimate_mib"] = e.mib;
+      j["estimator"] = e.estimator;
+      j["explanation"] = e.explanation;
+      j["gpu"] = o.gpu;
+      j["batch"] = o.batch;
+      j["optimizer"] = std::string(to_string(req.optimizer));
+      j["summary"] = o.summary;
+      j["layers"] = g.layers.size();
+      j["params"] = g.total_params();
+      j["unknown_layer_types"] = g.unknown_types();
+      std::cout << j.dump() << "\n";
+      return;
+    }
+  }
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["estimate_mib"] = e.mib;
+    j["estimator"] = e.estimator;
+    j["explanation"] = e.explanation;
+    std::cout << j.dump() << "\n";
+  } else {
+    std::cout << e.mib << " MiB  (" << e.estimator << ": " << e.explanation << ")\n";
+  }
+}
+
+void run_eval(const EvalOpts& o) {
+  auto est = make_estimator(o.estimator);
+  const auto fmt_ = parse_dataset_format(o.format);
+  const auto rows = load_dataset(o.dataset, fmt_, parse_split(o.split));
+  const auto profile = load_profile(o.gpu);
+  const auto results = evaluate(rows, *est, o.gpu, parse_optimizer(o.optimizer));
+  const auto s = summarize(results, profile.gpu_total_mib);
+  if (o.json) {
+    auto j = s.to_json();
+    j["estimator"] = o.estimator;
+    j["dataset"] = o.dataset;
+    j["format"] = o.format;
+    j["split"] = o.split;
+    j["gpu"] = o.gpu;
+    if (o.rows) {
+      nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+      for (const auto& r : results)
+        arr.push_back({{"id", r.id},
+                       {"measured_mib", r.measured ? nlohmann::ordered_json(*r.measured) : nlohmann::ordered_json()},
+                       {"oom", r.oom},
+                       {"estimate_mib", r.estimate}});
+      j["rows"] = arr;
+    }
+    std::cout << j.dump() << "\n";
+    return;
+  }
+  if (o.rows)
+    for (const auto& r : results)
+      std::cout << fmt::format("{:<60} measured {:>7} est {:>7}{}\n", r.id.substr(0, 60),
+                               r.measured ? std::to_string(*r.measured) : "-", r.estimate, r.oom ? " (OOM)" : "");
+  std::cout << fmt::format(
+      "{} on {} ({}, split {}): n={} median |err| {:.1f}%  p90 {:.1f}%  max {:.1f}%  under {:.1f}%  "
+      "bucket acc 1/2/8 GiB {:.2f}/{:.2f}/{:.2f}  OOM rows {} predicted {}\n",
+      o.estimator, o.dataset, o.format, o.split, s.n, 100 * s.median_abs_rel_err, 100 * s.p90_abs_rel_err,
+      100 * s.max_abs_rel_err, 100 * s.under_rate, s.bucket_acc_1gib, s.bucket_acc_2gib, s.bucket_acc_8gib,
+      s.oom_rows, s.oom_predicted);
+}
+
+void run_calibrate(const CalOpts& o, const std::string& command_line) {
+  const auto fmt_ = parse_dataset_format(o.format);
+  if (fmt_ == DatasetFormat::CarmaWorkloads)
+    throw colo::UserError("calibrate: the carma workloads are the held-out test; fit on a GPUMemNet set");
+  const auto rows = load_dataset(o.dataset, fmt_, parse_split(o.split));
+  CalibrationProfile base;
+  if (!profile_path(o.gpu).empty()) base = load_profile(o.gpu);
+  base.gpu = o.gpu;
+  FitOptions fo;
+  fo.max_under_rate = o.max_under;
+  fo.default_optimizer = parse_optimizer(o.optimizer);
+  auto res = fit_profile(rows, base, fo);
+  res.profile.fitted_on = fmt::format("{} ({}, split {}, {} rows)", std::filesystem::path(o.dataset).filename().string(),
+                                      o.format, o.split, res.report["rows"].get<std::size_t>());
+  res.profile.fit_command = command_line;
+  const std::string out = o.out.empty() ? "calibration/" + o.gpu + ".json" : o.out;
+  std::filesystem::path outp(out);
+  if (outp.has_parent_path()) std::filesystem::create_directories(outp.parent_path());
+  auto write = [](const std::filesystem::path& p, const std::string& text) {
+    std::ofstream f(p);
+    if (!f) throw colo::UserError(p.string() + ": cannot write");
+    f << text;
+  };
+  const auto stem = outp.parent_path() / outp.stem();
+  write(outp, res.profile.to_json());
+  res.report["profile"] = nlohmann::ordered_json::parse(res.profile.to_json());
+  write(stem.string() + ".fit.json", res.report.dump(2) + "\n");
+  write(stem.string() + ".fit-inputs.csv", res.inputs_csv);
+  std::cout << fmt::format("wrote {} (context {:.0f} MiB, conv workspace {:.0f} MiB; fit median |err| {:.1f}%, under {:.1f}%)\n",
+                           out, res.profile.context_mib, res.profile.conv_workspace_mib,
+                           100 * res.report["chosen"]["median_abs_rel_err"].get<double>(),
+                           100 * res.report["chosen"]["under_rate"].get<double>());
+}
+
+colo::cli::RegisterCommand reg([](CLI::App& app) {
+  auto* cmd = app.add_subcommand("estimate", "estimate a training job's peak GPU memory (MiB, nvidia-smi view)");
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("--summary", o->summary, "model summary: torchsummary table, module repr or Keras summary");
+  cmd->add_option("--batch", o->batch, "per-GPU batch size");
+  cmd->add_option("--optimizer", o->optimizer, "sgd, sgd-momentum, adam, adamw, adadelta, adagrad, rmsprop, ...")
+      ->capture_default_str();
+  cmd->add_option("--estimator", o->estimator, "oracle, horus, allocsim, gpumemnet or auto")->capture_default_str();
+  cmd->add_option("--gpu", o->gpu, "calibration profile (calibration/<gpu>.json)")->capture_default_str();
+  cmd->add_option("--seq-len", o->seq_len, "tokens per sample for transformer summaries (default 512)");
+  cmd->add_option("--stated-mib", o->stated, "a stated figure (for the oracle estimator)");
+  cmd->add_flag("--json", o->json, "print one JSON object");
+
+  auto* ev = cmd->add_subcommand("eval", "accuracy of an estimator on a data set with measured peaks");
+  auto e = std::make_shared<EvalOpts>();
+  ev->add_option("--dataset", e->dataset, "CSV file")->required();
+  ev->add_option("--format", e->format, "gpumemnet-mlp, gpumemnet-cnn or carma-workloads")->required();
+  ev->add_option("--estimator", e->estimator, "estimator name")->capture_default_str();
+  ev->add_option("--split", e->split, "all, train or test (GPUMemNet rows: 80/20 by filename hash)")->capture_default_str();
+  ev->add_option("--gpu", e->gpu, "calibration profile")->capture_default_str();
+  ev->add_option("--optimizer", e->optimizer, "optimizer for rows that do not state one")->capture_default_str();
+  ev->add_flag("--json", e->json, "print one JSON object");
+  ev->add_flag("--rows", e->rows, "also list every row's estimate");
+  ev->callback([e] { run_eval(*e); });
+
+  auto* cal = cmd->add_subcommand("calibrate", "fit a calibration profile on a GPUMemNet training split");
+  auto c = std::make_shared<CalOpts>();
+  cal->add_option("--dataset", c->dataset, "GPUMemNet CSV")->required();
+  cal->add_option("--format", c->format, "gpumemnet-cnn or gpumemnet-mlp")->capture_default_str();
+  cal->add_option("--split", c->split, "train (default), test or all")->capture_default_str();
+  cal->add_option("--gpu", c->gpu, "profile name")->capture_default_str();
+  cal->add_option("--out", c->out, "profile path (default calibration/<gpu>.json); also writes .fit.json, .fit-inputs.csv");
+  cal->add_option("--optimizer", c->optimizer, "optimizer the data set's runs used")->capture_default_str();
+  cal->add_option("--max-under-rate", c->max_under, "largest share of under-estimated fit rows")->capture_default_str();
+  cal->callback([c, cal] {
+    std::string line = "colo estimate calibrate --dataset " + c->dataset + " --format " + c->format + " --split " +
+                       c->split + " --gpu " + c->gpu + " --optimizer " + c->optimizer +
+                       fmt::format(" --max-under-rate {}", c->max_under);
+    if (!c->out.empty()) line += " --out " + c->out;
+    (void)cal;
+    run_calibrate(*c, line);
+  });
+
+  cmd->callback([o, cmd] {
+    if (cmd->get_subcommands().empty()) run_single(*o);
+  });
+});
+
+}  // namespace

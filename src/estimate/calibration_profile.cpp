@@ -1,0 +1,88 @@
+#include "estimate/calibration_profile.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace colo::estimate {
+
+std::string CalibrationProfile::to_json() const {
+  nlohmann::ordered_json j;
+  j["gpu"] = gpu;
+  j["name"] = name;
+  j["gpu_total_mib"] = gpu_total_mib;
+  j["context_mib"] = context_mib;
+  j["cublas_workspace_mib"] = cublas_workspace_mib;
+  j["conv_workspace_mib"] = conv_workspace_mib;
+  j["fitted_on"] = fitted_on;
+  j["fit_command"] = fit_command;
+  return j.dump(2) + "\n";
+}
+
+CalibrationProfile CalibrationProfile::from_json(const std::string& text, const std::string& source) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UserError(source + ":1: not valid JSON (" + std::string(e.what()) + ")");
+  }
+  if (!j.is_object()) throw UserError(source + ":1: a calibration profile is a JSON object");
+  CalibrationProfile p;
+  auto num = [&](const char* key, double& out, bool required) {
+    if (!j.contains(key)) {
+      if (required) throw UserError(source + ":1: missing field '" + std::string(key) + "'");
+      return;
+    }
+    if (!j[key].is_number()) throw UserError(source + ":1: field '" + std::string(key) + "' is not a number");
+    out = j[key].get<double>();
+    if (out < 0) throw UserError(source + ":1: field '" + std::string(key) + "' is negative");
+  };
+  auto str = [&](const char* key, std::string& out) {
+    if (j.contains(key) && j[key].is_string()) out = j[key].get<std::string>();
+  };
+  str("gpu", p.gpu);
+  str("name", p.name);
+  str("fitted_on", p.fitted_on);
+  str("fit_command", p.fit_command);
+  double total = 0;
+  num("gpu_total_mib", total, true);
+  p.gpu_total_mib = static_cast<MiB>(total);
+  num("context_mib", p.context_mib, true);
+  num("cublas_workspace_mib", p.cublas_workspace_mib, false);
+  num("conv_workspace_mib", p.conv_workspace_mib, false);
+  return p;
+}
+
+std::string profile_path(const std::string& gpu) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> dirs;
+  if (const char* d = std::getenv("COLO_CALIBRATION_DIR")) dirs.emplace_back(d);
+  dirs.emplace_back("calibration");
+  dirs.emplace_back(fs::path(COLO_SOURCE_DIR) / "calibration");
+  for (const auto& d : dirs) {
+    fs::path p = d / (gpu + ".json");
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  return {};
+}
+
+CalibrationProfile load_profile(const std::string& gpu) {
+  if (gpu.empty() || gpu.find('/') != std::string::npos)
+    throw UserError("bad GPU profile name '" + gpu + "'");
+  const std::string path = profile_path(gpu);
+  if (path.empty())
+    throw UserError("no calibration profile for GPU '" + gpu + "' (looked for " + gpu +
+                    ".json in $COLO_CALIBRATION_DIR, ./calibration and " + COLO_SOURCE_DIR + "/calibration)");
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return CalibrationProfile::from_json(ss.str(), path);
+}
+
+}  // namespace colo::estimate

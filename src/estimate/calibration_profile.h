@@ -1,0 +1,32 @@
+#pragma once
+// Constants that depend on the GPU and the software stack rather than on the model: what the CUDA
+// context and libraries take outside PyTorch's allocator, library workspaces, the GPU's capacity.
+// One JSON file per profile in calibration/ (e.g. calibration/a100-40gb.json, profile name
+// "a100-40gb-pytorch2"), written by `colo estimate calibrate` together with its fit inputs/results.
+#include <cstdint>
+#include <string>
+
+#include "core/units.h"
+
+namespace colo::estimate {
+
+struct CalibrationProfile {
+  std::string gpu = "a100-40gb";            // the name requests use
+  std::string name = "a100-40gb-pytorch2";  // GPU + framework
+  MiB gpu_total_mib = 40960;                // what nvidia-smi reports as total
+  double context_mib = 0;                   // CUDA context + cuDNN/cuBLAS kernels: outside the allocator
+  double cublas_workspace_mib = 8.125;      // cuBLAS workspace (via the caching allocator, kept)
+  double conv_workspace_mib = 0;            // transient cuDNN workspace around each conv call
+  std::string fitted_on;                    // provenance: data set, split and command
+  std::string fit_command;
+
+  std::string to_json() const;
+  static CalibrationProfile from_json(const std::string& text, const std::string& source);
+};
+
+// Finds the profile for `gpu` ("a100-40gb"): $COLO_CALIBRATION_DIR, ./calibration, then the
+// source tree's calibration/ directory; file <gpu>.json. Throws colo::UserError if none.
+CalibrationProfile load_profile(const std::string& gpu);
+std::string profile_path(const std::string& gpu);  // where load_profile found it ("" if nowhere)
+
+}  // namespace colo::estimate

@@ -1,0 +1,175 @@
+#include "estimate/dataset.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "core/error.h"
+#include "estimate/parsers.h"
+
+namespace colo::estimate {
+
+DatasetFormat parse_dataset_format(const std::string& s) {
+  if (s == "gpumemnet-mlp") return DatasetFormat::GpuMemNetMLP;
+  if (s == "gpumemnet-cnn") return DatasetFormat::GpuMemNetCNN;
+  if (s == "carma-workloads") return DatasetFormat::CarmaWorkloads;
+  throw UserError("unknown dataset format '" + s + "' (expected gpumemnet-mlp, gpumemnet-cnn or carma-workloads)");
+}
+
+Split parse_split(const std::string& s) {
+  if (s == "all") return Split::All;
+  if (s == "train") return Split::Train;
+  if (s == "test") return Split::Test;
+  throw UserError("unknown split '" + s + "' (expected all, train or test)");
+}
+
+bool in_train_split(const std::string& key) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : key) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h % 10 < 8;
+}
+
+namespace {
+
+// RFC 4180 records: quoted fields may hold commas, quotes ("") and newlines.
+bool read_record(std::istream& in, std::vector<std::string>& fields, std::size_t& line) {
+  fields.clear();
+  std::string f;
+  bool quoted = false, any = false;
+  char c;
+  while (in.get(c)) {
+    any = true;
+    if (quoted) {
+      if (c == '"') {
+        if (in.peek() == '"') {
+          in.get(c);
+          f += '"';
+        } else {
+          quoted = false;
+        }
+      } else {
+        if (c == '\n') ++line;
+        f += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.push_back(std::move(f));
+      f.clear();
+    } else if (c == '\n') {
+      ++line;
+      fields.push_back(std::move(f));
+      return true;
+    } else if (c != '\r') {
+      f += c;
+    }
+  }
+  if (!any) return false;
+  fields.push_back(std::move(f));
+  return true;
+}
+
+std::int64_t to_int(const std::string& s, const std::string& loc, const std::string& col) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(s, &used);
+    if (used != s.size()) throw std::invalid_argument(s);
+    return static_cast<std::int64_t>(v);
+  } catch (const std::exception&) {
+    throw UserError(loc + ": column '" + col + "' is not a number: '" + s + "'");
+  }
+}
+
+}  // namespace
+
+std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt, Split split) {
+  std::ifstream in(path);
+  if (!in) throw UserError(path + ": cannot open data set");
+  if (fmt == DatasetFormat::CarmaWorkloads && split == Split::Train)
+    throw UserError(path + ": the carma workloads are held out: there is no train split");
+  std::vector<std::string> header, rec;
+  std::size_t line = 0;
+  if (!read_record(in, header, line)) throw UserError(path + ":1: empty data set");
+  std::map<std::string, std::size_t> col;
+  for (std::size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+  auto need = [&](const std::string& name) {
+    auto it = col.find(name);
+    if (it == col.end()) throw UserError(path + ":1: missing column '" + name + "'");
+    return it->second;
+  };
+  std::vector<DatasetRow> rows;
+  if (fmt == DatasetFormat::CarmaWorkloads) {
+    const auto c_name = need("workload"), c_batch = need("batch_size"), c_gpus = need("gpus"),
+               c_meas = need("measured_mib"), c_sum = need("summary"), c_opt = need("optimizer"),
+               c_seq = need("seq_len");
+    const auto dir = std::filesystem::path(path).parent_path() / "summaries";
+    std::map<std::string, std::shared_ptr<const ModelGraph>> cache;
+    while (true) {
+      const std::size_t rec_line = line + 1;
+      if (!read_record(in, rec, line)) break;
+      if (rec.size() == 1 && rec[0].empty()) continue;
+      const std::string loc = path + ":" + std::to_string(rec_line);
+      if (rec.size() != header.size())
+        throw UserError(loc + ": expected " + std::to_string(header.size()) + " fields, found " + std::to_string(rec.size()));
+      DatasetRow r;
+      r.id = rec[c_name];
+      r.location = loc;
+      r.batch = to_int(rec[c_batch], loc, "batch_size");
+      r.gpus = static_cast<int>(to_int(rec[c_gpus], loc, "gpus"));
+      if (!rec[c_meas].empty()) r.measured = to_int(rec[c_meas], loc, "measured_mib");
+      if (!rec[c_opt].empty()) r.optimizer = parse_optimizer(rec[c_opt]);
+      const std::int64_t seq = rec[c_seq].empty() ? 0 : to_int(rec[c_seq], loc, "seq_len");
+      // Summary names in the table do not always match the files' case (efficientNet_32 vs
+      // efficientnet_32.model): resolve case-insensitively.
+      std::string file = rec[c_sum];
+      auto p = dir / file;
+      std::error_code ec;
+      if (!std::filesystem::exists(p, ec)) {
+        auto lower = [](std::string s) {
+          for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+          return s;
+        };
+        for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+          if (lower(e.path().filename().string()) == lower(file)) p = e.path();
+      }
+      if (!std::filesystem::exists(p, ec)) throw UserError(loc + ": summary '" + file + "' not found in " + dir.string());
+      const std::string key = p.string() + "#" + std::to_string(seq);
+      auto it = cache.find(key);
+      if (it == cache.end()) it = cache.emplace(key, std::make_shared<ModelGraph>(load_summary(p.string(), seq))).first;
+      r.graph = it->second;
+      if (split == Split::Test || split == Split::All) rows.push_back(std::move(r));
+    }
+    return rows;
+  }
+  const bool cnn = fmt == DatasetFormat::GpuMemNetCNN;
+  const auto c_file = need("Filename"), c_ap = need("Activations-Params"), c_batch = need("Batch Size"),
+             c_mem = need("Max GPU Memory (MiB)");
+  const auto st = col.find("Status");
+  while (true) {
+    const std::size_t rec_line = line + 1;
+    if (!read_record(in, rec, line)) break;
+    if (rec.size() == 1 && rec[0].empty()) continue;
+    const std::string loc = path + ":" + std::to_string(rec_line);
+    if (rec.size() != header.size())
+      throw UserError(loc + ": expected " + std::to_string(header.size()) + " fields, found " + std::to_string(rec.size()));
+    DatasetRow r;
+    r.id = rec[c_file];
+    const bool train = in_train_split(r.id);
+    if ((split == Split::Train && !train) || (split == Split::Test && train)) continue;
+    r.location = loc;
+    r.batch = to_int(rec[c_batch], loc, "Batch Size");
+    const std::int64_t mem = to_int(rec[c_mem], loc, "Max GPU Memory (MiB)");
+    if (mem > 0) r.measured = mem;  // 0 = not recorded
+    r.oom = st != col.end() && rec[st->second] == "OOM_CRASH";
+    r.graph = std::make_shared<ModelGraph>(
+        parse_gpumemnet_row(rec[c_file], rec[c_ap], cnn ? GpuMemNetKind::CNN : GpuMemNetKind::MLP, loc));
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+}  // namespace colo::estimate

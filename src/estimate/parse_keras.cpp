@@ -1,0 +1,154 @@
+// Keras model.summary() text -> ModelGraph.
+//
+//   Model: "sequential"
+//   _________________________________________________________________
+//    Layer (type)                Output Shape              Param #
+//   =================================================================
+//    conv2d (Conv2D)             (None, 26, 26, 32)        320
+//    ...
+//   =================================================================
+//   Total params: 1,199,882
+//
+// Keras shapes are channels-last; they are stored channels-first like PyTorch's. Functional
+// models add a "Connected to" column, which is ignored.
+#include <sstream>
+#include <string>
+
+#include "core/error.h"
+#include "estimate/parsers.h"
+
+namespace colo::estimate {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& source, std::size_t line, const std::string& what) {
+  throw UserError(source + ":" + std::to_string(line) + ": " + what);
+}
+
+std::string trim(const std::string& s) {
+  const auto a = s.find_first_not_of(" \t\r");
+  if (a == std::string::npos) return {};
+  const auto b = s.find_last_not_of(" \t\r");
+  return s.substr(a, b - a + 1);
+}
+
+bool is_rule(const std::string& t) {
+  return t.size() >= 8 && (t.find_first_not_of('=') == std::string::npos || t.find_first_not_of('_') == std::string::npos);
+}
+
+std::int64_t parse_count(const std::string& s, const std::string& source, std::size_t line) {
+  std::int64_t v = 0;
+  bool any = false;
+  for (char c : s) {
+    if (c == ',') continue;
+    if (c < '0' || c > '9') fail(source, line, "bad parameter count '" + s + "'");
+    v = v * 10 + (c - '0');
+    any = true;
+  }
+  if (!any) fail(source, line, "missing parameter count");
+  return v;
+}
+
+}  // namespace
+
+ModelGraph parse_keras(std::string_view text, const std::string& source) {
+  ModelGraph g;
+  g.source_format = "keras";
+  std::stringstream in{std::string(text)};
+  std::string raw;
+  std::size_t line = 0;
+  enum { Before, Header, Rows, After } state = Before;
+  while (std::getline(in, raw)) {
+    ++line;
+    const std::string t = trim(raw);
+    if (state == Before) {
+      if (t.find("Layer (type)") != std::string::npos) {
+        if (t.find("Output Shape") == std::string::npos || t.find("Param #") == std::string::npos)
+          fail(source, line, "table header lacks 'Output Shape' or 'Param #'");
+        state = Header;
+      }
+      continue;
+    }
+    if (state == Header) {
+      if (!is_rule(t)) fail(source, line, "expected a '====' rule under the header");
+      state = Rows;
+      continue;
+    }
+    if (state == Rows) {
+      if (t.empty() || t.find_first_not_of('_') == std::string::npos) continue;
+      if (t.find_first_not_of('=') == std::string::npos) {
+        state = After;
+        continue;
+      }
+      // name (Type)   (None, d1, d2, ...)   params   [connected to]
+      const auto tp_open = t.find(" (");
+      const auto tp_close = t.find(')', tp_open == std::string::npos ? 0 : tp_open);
+      if (tp_open == std::string::npos || tp_close == std::string::npos)
+        fail(source, line, "layer row without '(Type)': '" + t + "'");
+      Layer l;
+      l.name = trim(t.substr(0, tp_open));
+      l.type_name = t.substr(tp_open + 2, tp_close - tp_open - 2);
+      const auto sh_open = t.find('(', tp_close + 1);
+      const auto sh_close = t.find(')', sh_open == std::string::npos ? 0 : sh_open);
+      if (sh_open == std::string::npos || sh_close == std::string::npos)
+        fail(source, line, "layer row without an output shape: '" + t + "'");
+      std::string shape = t.substr(sh_open + 1, sh_close - sh_open - 1);
+      std::stringstream ss(shape);
+      std::string item;
+      std::vector<std::int64_t> dims;
+      bool first = true;
+      while (std::getline(ss, item, ',')) {
+        item = trim(item);
+        if (first) {
+          first = false;
+          if (item != "None" && item.find_first_not_of("0123456789") != std::string::npos)
+            fail(source, line, "bad output shape '(" + shape + ")'");
+          continue;  // the batch dim
+        }
+        if (item.empty()) continue;
+        if (item.find_first_not_of("0123456789") != std::string::npos)
+          fail(source, line, "bad output shape '(" + shape + ")'");
+        dims.push_back(std::stoll(item));
+      }
+      if (dims.size() >= 2) {  // channels-last -> channels-first
+        dims.insert(dims.begin(), dims.back());
+        dims.pop_back();
+      }
+      l.out_shape = dims;
+      std::string rest = trim(t.substr(sh_close + 1));
+      const auto sp = rest.find(' ');
+      l.params = parse_count(sp == std::string::npos ? rest : rest.substr(0, sp), source, line);
+      l.kind = classify_layer_type(l.type_name);
+      if (l.type_name == "InputLayer") {
+        g.input_shape = dims;
+        continue;
+      }
+      if (l.type_name == "Activation" || l.type_name == "ReLU") {
+        // Keras' Activation layer: the function is in the name only when named after it.
+        l.kind = l.type_name == "ReLU" ? LayerKind::ReLU : LayerKind::Activation;
+      }
+      g.layers.push_back(std::move(l));
+      continue;
+    }
+    if (t.rfind("Total params:", 0) == 0) {
+      auto v = trim(t.substr(13));
+      const auto sp = v.find(' ');
+      g.declared_total_params = parse_count(sp == std::string::npos ? v : v.substr(0, sp), source, line);
+    }
+  }
+  if (state == Before) fail(source, line == 0 ? 1 : line, "not a Keras summary (no 'Layer (type)' header)");
+  if (state != After) fail(source, line, "table not closed by a '====' rule (truncated file?)");
+  if (g.layers.empty()) fail(source, line, "summary has no layers");
+  if (g.input_shape.empty()) {
+    // Sequential models do not print their InputLayer: infer the input from the first layer.
+    const Layer& f = g.layers.front();
+    g.input_shape = f.out_shape;
+  }
+  bool has_conv = false;
+  for (const auto& l : g.layers) has_conv |= l.kind == LayerKind::Conv;
+  g.family = has_conv ? ModelFamily::CNN : ModelFamily::MLP;
+  g.finalize();
+  return g;
+}
+
+}  // namespace colo::estimate
