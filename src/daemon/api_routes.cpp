@@ -1,0 +1,347 @@
+// colod's HTTP/JSON API (docs/DAEMON.md lists the routes). Every handler authorises with the
+// peer's kernel-given uid: users see and touch only their own jobs; root (and the daemon's own
+// uid) sees everything and may drain GPUs.
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <pwd.h>
+
+#include "core/error.h"
+#include "daemon/client/job_request.h"
+#include "daemon/daemon.h"
+
+namespace colo::daemon {
+
+using nlohmann::json;
+
+namespace {
+
+HttpResponse reply(int status, const json& body) {
+  return HttpResponse{status, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace)};
+}
+HttpResponse error(int status, const std::string& msg) { return reply(status, json{{"error", msg}}); }
+
+bool is_admin(const Peer& p) { return p.uid == 0 || p.uid == geteuid(); }
+
+std::optional<JobId> parse_id(std::string_view s) {
+  JobId v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || v == 0) return std::nullopt;
+  return v;
+}
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (j > i) parts.push_back(path.substr(i, j - i));
+    i = j;
+  }
+  return parts;
+}
+
+std::string user_name(uid_t uid) {
+  if (passwd* pw = getpwuid(uid)) return pw->pw_name;
+  return std::to_string(uid);
+}
+
+}  // namespace
+
+HttpResponse Daemon::handle(const HttpRequest& req, const Peer& peer) {
+  try {
+    return route(req, peer);
+  } catch (const UserError& e) {
+    return error(400, e.what());
+  }
+}
+
+HttpResponse Daemon::route(const HttpRequest& req, const Peer& peer) {
+  const std::vector<std::string> p = split_path(req.path);
+  const std::string& m = req.method;
+  auto method_not_allowed = [&](const char* allowed) {
+    return error(405, fmt::format("{} is not allowed on {} (use {})", m, req.path, allowed));
+  };
+  if (p.size() < 2 || p[0] != "v1") return error(404, fmt::format("unknown route '{}'", req.path));
+  if (p.size() == 2 && p[1] == "status") return m == "GET" ? status(peer) : method_not_allowed("GET");
+  if (p[1] == "jobs") {
+    if (p.size() == 2) {
+      if (m == "GET") return list_jobs(req, peer);
+      if (m == "POST") return submit(req, peer);
+      return method_not_allowed("GET or POST");
+    }
+    auto id = parse_id(p[2]);
+    if (!id) return error(400, fmt::format("'{}' is not a job id", p[2]));
+    if (p.size() == 3) return m == "GET" ? show_job(*id, peer) : method_not_allowed("GET");
+    if (p.size() == 4 && p[3] == "cancel") return m == "POST" ? cancel_job(*id, peer) : method_not_allowed("POST");
+    if (p.size() == 4 && p[3] == "logs") return m == "GET" ? job_logs(*id, req, peer) : method_not_allowed("GET");
+  }
+  if (p[1] == "gpus") {
+    if (p.size() == 2) return m == "GET" ? list_gpus(peer) : method_not_allowed("GET");
+    if (p.size() == 4 && (p[3] == "drain" || p[3] == "resume"))
+      return m == "POST" ? drain_gpu(p[2], p[3] == "drain", req, peer) : method_not_allowed("POST");
+  }
+  return error(404, fmt::format("unknown route '{}'", req.path));
+}
+
+std::optional<JobRow> Daemon::visible_job(JobId id, const Peer& peer) {
+  auto j = store_.job(id);
+  if (!j || (!is_admin(peer) && j->uid != static_cast<std::int64_t>(peer.uid))) return std::nullopt;
+  return j;
+}
+
+json Daemon::job_json(const JobRow& j, bool detail) {
+  json o;
+  o["id"] = j.id;
+  o["name"] = j.name;
+  o["user"] = j.user;
+  o["uid"] = j.uid;
+  o["state"] = std::string(to_string(j.state));
+  o["gpus_requested"] = j.gpus;
+  o["need_mib"] = j.need_mib ? json(*j.need_mib) : json(nullptr);
+  o["need_source"] = j.need_source;
+  o["submit_time"] = j.submit_time;
+  o["end_time"] = j.end_time ? json(*j.end_time) : json(nullptr);
+  o["attempt_count"] = j.attempts;
+  o["exit_code"] = j.exit_code ? json(*j.exit_code) : json(nullptr);
+  o["reason"] = j.reason;
+  o["cancel_requested"] = j.cancel_requested;
+  const std::vector<AttemptRow> attempts = store_.attempts_of(j.id);
+  json gpus = json::array();
+  if (!attempts.empty()) {
+    const AttemptRow& last = attempts.back();
+    for (size_t k = 0; k < last.slots.size(); ++k)
+      gpus.push_back({{"index", last.slots[k]}, {"uuid", k < last.uuids.size() ? last.uuids[k] : ""}});
+  }
+  o["gpus"] = gpus;  // GPUs of the latest attempt (empty until placed)
+  if (!detail) return o;
+  o["argv"] = j.argv;
+  o["workdir"] = j.workdir;
+  o["env"] = j.env;
+  o["need_explanation"] = j.need_explanation;
+  o["requested_mib"] = j.requested_mib ? json(*j.requested_mib) : json(nullptr);
+  o["requested_source"] = j.requested_source;
+  o["fingerprint"] = j.fingerprint;
+  o["recovery"] = {{"need_mib", j.recovery_need_mib ? json(*j.recovery_need_mib) : json(nullptr)},
+                   {"idle_only", j.recovery_idle_only}};
+  o["stdout"] = log_path(j.id, "stdout");
+  o["stderr"] = log_path(j.id, "stderr");
+  json aj = json::array();
+  for (const AttemptRow& a : attempts) {
+    json x{{"n", a.n}, {"state", a.state}, {"outcome", a.outcome}, {"gpus", a.slots}, {"uuids", a.uuids},
+           {"reserve_mib", a.reserve_mib}, {"exclusive", a.exclusive}, {"recovery", a.recovery},
+           {"launch_time", a.launch_time}, {"evidence", a.evidence}};
+    x["start_time"] = a.start_time ? json(*a.start_time) : json(nullptr);
+    x["end_time"] = a.end_time ? json(*a.end_time) : json(nullptr);
+    x["exit_code"] = a.exit_code ? json(*a.exit_code) : json(nullptr);
+    x["signal"] = a.signal ? json(*a.signal) : json(nullptr);
+    MiB peak = a.peak_mib.value_or(0);
+    if (auto it = live_.find(a.id); it != live_.end()) peak = std::max(peak, it->second.peak_mib);
+    x["peak_mib"] = peak > 0 ? json(peak) : json(nullptr);
+    aj.push_back(std::move(x));
+  }
+  o["attempts"] = aj;
+  json ev = json::array();
+  for (const EventRow& e : store_.events_of(j.id)) ev.push_back({{"time", e.time}, {"kind", e.kind}, {"message", e.message}});
+  o["events"] = ev;
+  return o;
+}
+
+HttpResponse Daemon::submit(const HttpRequest& req, const Peer& peer) {
+  if (geteuid() != 0 && peer.uid != geteuid())
+    return error(403, fmt::format("colod runs as uid {} (not root) and can only run jobs for that user", geteuid()));
+  const json body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded()) return error(400, "request body is not valid JSON");
+  SubmitRequest r = submit_request_from_json(body);
+  if (r.workdir.empty()) {
+    if (passwd* pw = getpwuid(peer.uid)) r.workdir = pw->pw_dir;
+    else r.workdir = "/";
+  }
+  JobRow j;
+  j.uid = peer.uid;
+  j.gid = peer.gid;
+  j.user = user_name(peer.uid);
+  if (passwd* pw = getpwuid(peer.uid)) j.gid = pw->pw_gid;
+  j.name = r.name;
+  j.argv = r.argv;
+  j.env = r.env;
+  j.workdir = r.workdir;
+  j.gpus = r.gpus;
+  j.requested_mib = r.mem_mib;
+  j.requested_source = r.mem_mib ? (r.mem_source.empty() ? "user" : r.mem_source) : "";
+  json inputs = r.fingerprint_inputs;
+  if (r.mem_mib && !inputs.contains("stated_mib")) inputs["stated_mib"] = *r.mem_mib;
+  j.fingerprint = job_fingerprint(r.argv, r.gpus, inputs);
+  j.need_mib = r.mem_mib;
+  j.need_source = j.requested_source;
+  j.need_explanation = r.mem_explanation;
+  if (cfg_.history) {
+    if (auto h = history_.estimate(j.fingerprint)) {
+      j.need_mib = *h;
+      j.need_source = "history";
+      j.need_explanation = fmt::format("observed peak of earlier runs of this job + {:.0f}%{}", cfg_.history_margin * 100,
+                                       r.mem_mib ? fmt::format(" (submitted with {})", format_mib(*r.mem_mib)) : "");
+    }
+  }
+  j.state = JobState::Queued;
+  j.submit_time = now();
+  JobId id = 0;
+  {
+    Txn txn(store_.db());
+    id = store_.insert_job(j);
+    store_.event(id, j.submit_time, "submitted",
+                 fmt::format("by {} (uid {}), need {}", j.user, j.uid,
+                             j.need_mib ? format_mib(*j.need_mib) + " [" + j.need_source + "]" : "unknown"));
+    txn.commit();
+  }
+  std::filesystem::create_directories(job_dir(id));
+  dirty_ = true;
+  auto stored = store_.job(id);
+  return reply(201, job_json(*stored, false));
+}
+
+HttpResponse Daemon::list_jobs(const HttpRequest& req, const Peer& peer) {
+  const bool all = req.query.count("all") && req.query.at("all") != "0";
+  std::optional<std::int64_t> uid;
+  if (!is_admin(peer)) uid = peer.uid;
+  json out = json::array();
+  for (const JobRow& j : store_.jobs(uid, !all, all ? 1000 : 10000)) out.push_back(job_json(j, false));
+  return reply(200, out);
+}
+
+HttpResponse Daemon::show_job(JobId id, const Peer& peer) {
+  auto j = visible_job(id, peer);
+  if (!j) return error(404, fmt::format("job {} not found", id));
+  return reply(200, job_json(*j, true));
+}
+
+HttpResponse Daemon::cancel_job(JobId id, const Peer& peer) {
+  auto jr = visible_job(id, peer);
+  if (!jr) return error(404, fmt::format("job {} not found", id));
+  JobRow j = *jr;
+  if (is_terminal(j.state)) return error(409, fmt::format("job {} already ended ({})", id, to_string(j.state)));
+  const double t = now();
+  {
+    Txn txn(store_.db());
+    j.cancel_requested = true;
+    // Not started yet: cancelled at once. Placed/running: the shim stops it (SIGTERM, then
+    // SIGKILL after the grace period) and finalize() records the cancellation.
+    if (j.state == JobState::Queued || j.state == JobState::Recovering || j.state == JobState::Oom) {
+      Job c = j.to_core();
+      transition(c, JobState::Cancelled);
+      j.state = c.state;
+      j.end_time = t;
+      j.reason = "cancelled";
+    }
+    store_.update_job(j);
+    store_.event(id, t, "cancel", fmt::format("requested by {} (uid {})", user_name(peer.uid), peer.uid));
+    txn.commit();
+  }
+  for (auto& [aid, l] : live_)
+    if (l.attempt.job_id == id) request_cancel_signal(l);
+  dirty_ = true;
+  return reply(200, job_json(*store_.job(id), false));
+}
+
+HttpResponse Daemon::job_logs(JobId id, const HttpRequest& req, const Peer& peer) {
+  auto j = visible_job(id, peer);
+  if (!j) return error(404, fmt::format("job {} not found", id));
+  std::string stream = "stdout";
+  if (req.query.count("stream")) stream = req.query.at("stream");
+  if (stream != "stdout" && stream != "stderr") return error(400, "query 'stream' must be stdout or stderr");
+  std::int64_t offset = 0, max = 1 << 20;
+  auto num = [&](const char* key, std::int64_t& v) -> bool {
+    if (!req.query.count(key)) return true;
+    const std::string& s = req.query.at(key);
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return ec == std::errc() && ptr == s.data() + s.size() && v >= 0;
+  };
+  if (!num("offset", offset)) return error(400, "query 'offset' must be a non-negative integer");
+  if (!num("max", max) || max == 0) return error(400, "query 'max' must be a positive integer");
+  max = std::min<std::int64_t>(max, 1 << 20);
+  std::string data;
+  std::int64_t size = 0;
+  std::ifstream in(log_path(id, stream), std::ios::binary);
+  if (in) {
+    in.seekg(0, std::ios::end);
+    size = in.tellg();
+    if (offset < size) {
+      in.seekg(offset);
+      data.resize(static_cast<size_t>(std::min(max, size - offset)));
+      in.read(data.data(), static_cast<std::streamsize>(data.size()));
+      data.resize(static_cast<size_t>(in.gcount()));
+    }
+  }
+  return reply(200, json{{"data", data}, {"offset", offset + static_cast<std::int64_t>(data.size())}, {"size", size},
+                         {"state", std::string(to_string(j->state))}, {"finished", is_terminal(j->state)}});
+}
+
+HttpResponse Daemon::list_gpus(const Peer& peer) {
+  (void)peer;  // GPU state is not private
+  json out = json::array();
+  for (const GpuSlot& s : monitor_.slots()) {
+    json g{{"index", s.slot}, {"nvml_index", s.nvml_index}, {"uuid", s.uuid}, {"name", s.name},
+           {"total_mib", s.total_mib}, {"used_mib", s.used_mib}, {"healthy", s.healthy}, {"error", s.error},
+           {"reserved_mib", ledger_.reserved_on(s.slot)}, {"available_mib", ledger_.available(monitor_.snapshot(s))},
+           {"smact_path", gpu::to_string(s.smact_path)}};
+    g["mig_index"] = s.mig_index >= 0 ? json(s.mig_index) : json(nullptr);
+    const auto avg = s.window.smact_average();
+    g["smact"] = avg ? json(*avg) : json(nullptr);
+    g["power_w"] = s.power_w ? json(*s.power_w) : json(nullptr);
+    g["drained"] = drained_.count(s.uuid) > 0;
+    g["drain_reason"] = drained_.count(s.uuid) ? drained_.at(s.uuid) : "";
+    g["mps"] = s.mig_index < 0 && mps_.count(s.nvml_index) > 0;
+    json jobs = json::array();
+    for (const auto& [aid, l] : live_)
+      if (std::find(l.attempt.slots.begin(), l.attempt.slots.end(), s.slot) != l.attempt.slots.end())
+        jobs.push_back(l.attempt.job_id);
+    g["jobs"] = jobs;
+    out.push_back(std::move(g));
+  }
+  return reply(200, out);
+}
+
+HttpResponse Daemon::drain_gpu(const std::string& key, bool drain, const HttpRequest& req, const Peer& peer) {
+  if (!is_admin(peer)) return error(403, "only root (or colod's own user) may drain or resume GPUs");
+  GpuSlot* s = monitor_.find(key);
+  if (!s) return error(404, fmt::format("no managed GPU '{}'", key));
+  std::string reason = drain ? fmt::format("drained by {}", user_name(peer.uid)) : "";
+  if (!req.body.empty()) {
+    const json b = json::parse(req.body, nullptr, false);
+    if (b.is_discarded() || !b.is_object()) return error(400, "request body is not a JSON object");
+    for (const auto& [k, v] : b.items()) {
+      if (k != "reason") return error(400, fmt::format("unknown field '{}'", k));
+      if (!v.is_string()) return error(400, "field 'reason': expected a string");
+      if (drain) reason = v.get<std::string>();
+    }
+  }
+  if (!drain && !s->healthy) return error(409, fmt::format("GPU {} is unhealthy ({}); restart colod once it is fixed", s->slot, s->error));
+  {
+    Txn txn(store_.db());
+    store_.set_drained(s->slot, s->uuid, drain, reason);
+    store_.event(std::nullopt, now(), "gpu", fmt::format("GPU {} {} by {}", s->slot, drain ? "drained" : "resumed", user_name(peer.uid)));
+    txn.commit();
+  }
+  if (drain) drained_[s->uuid] = reason;
+  else drained_.erase(s->uuid);
+  dirty_ = true;
+  return reply(200, json{{"index", s->slot}, {"uuid", s->uuid}, {"drained", drain}, {"reason", reason}});
+}
+
+HttpResponse Daemon::status(const Peer& peer) {
+  json o{{"policy", scheduler_.config().policy.describe()},
+         {"recovery", std::string(to_string(cfg_.recovery.mode))},
+         {"sharing", cfg_.sharing == Sharing::Mps ? "mps" : "streams"},
+         {"backend", monitor_.describe()},
+         {"smact_available", monitor_.smact_available()},
+         {"running_attempts", live_.size()},
+         {"you", {{"uid", peer.uid}, {"user", user_name(peer.uid)}, {"admin", is_admin(peer)}}}};
+  return reply(200, o);
+}
+
+}  // namespace colo::daemon

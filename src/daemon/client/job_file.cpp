@@ -1,0 +1,111 @@
+#include "daemon/client/job_file.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "core/error.h"
+
+namespace colo::daemon {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& path, const toml::node& n, const std::string& msg) {
+  throw UserError(fmt::format("{}:{}: {}", path, n.source().begin.line, msg));
+}
+
+std::string need_string(const std::string& path, const toml::node& n, const char* key) {
+  if (!n.is_string()) bad(path, n, fmt::format("'{}' must be a string", key));
+  return n.as_string()->get();
+}
+
+std::int64_t need_int(const std::string& path, const toml::node& n, const char* key, std::int64_t lo) {
+  if (!n.is_integer() || n.as_integer()->get() < lo)
+    bad(path, n, fmt::format("'{}' must be an integer ≥ {}", key, lo));
+  return n.as_integer()->get();
+}
+
+}  // namespace
+
+JobFile parse_job_file(const std::string& path) {
+  toml::table t;
+  try {
+    t = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    const auto& b = e.source().begin;
+    std::string desc(e.description());
+    throw UserError(fmt::format("{}:{}:{}: {}", path, b.line, b.column, desc));
+  }
+  JobFile jf;
+  SubmitRequest& r = jf.request;
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::absolute(fs::path(path)).parent_path();
+  bool have_command = false;
+  for (const auto& [key, node] : t) {
+    const std::string k(key.str());
+    if (k == "name") {
+      r.name = need_string(path, node, "name");
+    } else if (k == "command") {
+      if (node.is_string()) {
+        r.argv = {"/bin/sh", "-c", node.as_string()->get()};
+      } else if (const toml::array* a = node.as_array()) {
+        for (const toml::node& e : *a) r.argv.push_back(need_string(path, e, "command[]"));
+        if (r.argv.empty()) bad(path, node, "'command' is an empty array");
+      } else {
+        bad(path, node, "'command' must be a string or an array of strings");
+      }
+      have_command = true;
+    } else if (k == "gpus") {
+      r.gpus = static_cast<int>(need_int(path, node, "gpus", 1));
+      if (r.gpus > 64) bad(path, node, "'gpus' must be at most 64");
+    } else if (k == "mem") {
+      try {
+        r.mem_mib = parse_memory(need_string(path, node, "mem"));
+      } catch (const UserError& e) {
+        bad(path, node, e.what());
+      }
+      r.mem_source = "user";
+    } else if (k == "workdir") {
+      r.workdir = need_string(path, node, "workdir");
+      if (r.workdir.empty() || r.workdir[0] != '/') r.workdir = (dir / r.workdir).lexically_normal().string();
+    } else if (k == "env") {
+      const toml::table* e = node.as_table();
+      if (!e) bad(path, node, "'env' must be a table of strings");
+      for (const auto& [ek, ev] : *e) {
+        try {
+          check_env_name(ek.str());
+        } catch (const UserError& err) {
+          bad(path, ev, err.what());
+        }
+        r.env[std::string(ek.str())] = need_string(path, ev, "env value");
+      }
+    } else if (k == "estimate") {
+      const toml::table* e = node.as_table();
+      if (!e) bad(path, node, "'estimate' must be a table");
+      EstimateSpec s;
+      for (const auto& [ek, ev] : *e) {
+        const std::string kk(ek.str());
+        if (kk == "estimator") s.estimator = need_string(path, ev, "estimator");
+        else if (kk == "summary") {
+          s.summary = need_string(path, ev, "summary");
+          if (s.summary.empty() || s.summary[0] != '/') s.summary = (dir / s.summary).lexically_normal().string();
+        } else if (kk == "batch") s.batch = need_int(path, ev, "batch", 1);
+        else if (kk == "optimizer") s.optimizer = need_string(path, ev, "optimizer");
+        else if (kk == "seq_len") s.seq_len = need_int(path, ev, "seq_len", 1);
+        else bad(path, ev, fmt::format("unknown key 'estimate.{}'", kk));
+      }
+      if (s.summary.empty()) bad(path, node, "'estimate' needs 'summary'");
+      if (s.batch == 0) bad(path, node, "'estimate' needs 'batch'");
+      jf.estimate = s;
+    } else {
+      bad(path, node, fmt::format("unknown key '{}'", k));
+    }
+  }
+  if (!have_command) throw UserError(fmt::format("{}:1: missing 'command'", path));
+  if (r.mem_mib && jf.estimate) throw UserError(fmt::format("{}:1: give either 'mem' or [estimate], not both", path));
+  if (r.workdir.empty()) r.workdir = dir.string();
+  return jf;
+}
+
+}  // namespace colo::daemon

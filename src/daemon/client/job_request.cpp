@@ -1,0 +1,152 @@
+#include "daemon/client/job_request.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace colo::daemon {
+
+using nlohmann::json;
+
+namespace {
+
+[[noreturn]] void bad(std::string_view field, std::string_view what) {
+  throw UserError(fmt::format("field '{}': {}", field, what));
+}
+
+std::string get_string(const json& j, const char* field, size_t max_len = 4096) {
+  const json& v = j.at(field);
+  if (!v.is_string()) bad(field, "expected a string");
+  std::string s = v.get<std::string>();
+  if (s.size() > max_len) bad(field, fmt::format("longer than {} characters", max_len));
+  if (s.find('\0') != std::string::npos) bad(field, "contains a NUL character");
+  return s;
+}
+
+}  // namespace
+
+bool is_reserved_env(std::string_view name) {
+  return name == "CUDA_VISIBLE_DEVICES" || name.rfind("CUDA_MPS_", 0) == 0 || name.rfind("COLO_", 0) == 0;
+}
+
+void check_env_name(std::string_view name) {
+  const bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                  std::all_of(name.begin(), name.end(), [](char c) {
+                    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                  });
+  if (!ok) throw UserError(fmt::format("environment variable name '{}' is not [A-Za-z_][A-Za-z0-9_]*", name));
+  if (is_reserved_env(name))
+    throw UserError(fmt::format("environment variable '{}' is set by colo and cannot be overridden", name));
+}
+
+json to_json(const SubmitRequest& r) {
+  json j;
+  j["name"] = r.name;
+  j["argv"] = r.argv;
+  j["gpus"] = r.gpus;
+  j["mem_mib"] = r.mem_mib ? json(*r.mem_mib) : json(nullptr);
+  j["mem_source"] = r.mem_source;
+  j["mem_explanation"] = r.mem_explanation;
+  j["workdir"] = r.workdir;
+  j["env"] = r.env;
+  j["fingerprint_inputs"] = r.fingerprint_inputs;
+  return j;
+}
+
+SubmitRequest submit_request_from_json(const json& j) {
+  if (!j.is_object()) throw UserError("request body: expected a JSON object");
+  static const std::vector<std::string> known = {"name", "argv", "gpus", "mem_mib", "mem_source",
+                                                 "mem_explanation", "workdir", "env", "fingerprint_inputs"};
+  for (const auto& [k, v] : j.items())
+    if (std::find(known.begin(), known.end(), k) == known.end())
+      throw UserError(fmt::format("unknown field '{}'", k));
+  SubmitRequest r;
+  if (!j.contains("argv")) bad("argv", "missing (the command to run)");
+  const json& argv = j.at("argv");
+  if (!argv.is_array() || argv.empty()) bad("argv", "expected a non-empty array of strings");
+  if (argv.size() > 4096) bad("argv", "more than 4096 arguments");
+  for (const json& a : argv) {
+    if (!a.is_string()) bad("argv", "expected a non-empty array of strings");
+    std::string s = a.get<std::string>();
+    if (s.find('\0') != std::string::npos) bad("argv", "an argument contains a NUL character");
+    r.argv.push_back(std::move(s));
+  }
+  if (r.argv[0].empty()) bad("argv", "the program name is empty");
+  if (j.contains("name")) r.name = get_string(j, "name", 200);
+  if (j.contains("gpus")) {
+    const json& g = j.at("gpus");
+    if (!g.is_number_integer() || g.get<std::int64_t>() < 1 || g.get<std::int64_t>() > 64)
+      bad("gpus", "expected an integer in 1..64");
+    r.gpus = g.get<int>();
+  }
+  if (j.contains("mem_mib") && !j.at("mem_mib").is_null()) {
+    const json& m = j.at("mem_mib");
+    if (!m.is_number_integer() || m.get<std::int64_t>() < 1 || m.get<std::int64_t>() > (std::int64_t{1} << 30))
+      bad("mem_mib", "expected a positive integer (MiB) or null");
+    r.mem_mib = m.get<MiB>();
+  }
+  if (j.contains("mem_source")) r.mem_source = get_string(j, "mem_source", 100);
+  if (j.contains("mem_explanation")) r.mem_explanation = get_string(j, "mem_explanation", 1000);
+  if (j.contains("workdir")) {
+    r.workdir = get_string(j, "workdir");
+    if (!r.workdir.empty() && r.workdir[0] != '/') bad("workdir", "must be an absolute path");
+  }
+  if (j.contains("env")) {
+    const json& e = j.at("env");
+    if (!e.is_object()) bad("env", "expected an object of string values");
+    if (e.size() > 1000) bad("env", "more than 1000 variables");
+    for (const auto& [k, v] : e.items()) {
+      if (!v.is_string()) bad("env", fmt::format("value of '{}' is not a string", k));
+      check_env_name(k);
+      std::string s = v.get<std::string>();
+      if (s.find('\0') != std::string::npos) bad("env", fmt::format("value of '{}' contains a NUL character", k));
+      r.env[k] = std::move(s);
+    }
+  }
+  if (j.contains("fingerprint_inputs")) {
+    if (!j.at("fingerprint_inputs").is_object()) bad("fingerprint_inputs", "expected an object");
+    r.fingerprint_inputs = j.at("fingerprint_inputs");
+  }
+  if (r.name.empty()) {
+    const std::string& p = r.argv[0];
+    r.name = p.substr(p.find_last_of('/') == std::string::npos ? 0 : p.find_last_of('/') + 1);
+  }
+  return r;
+}
+
+MiB parse_memory(std::string_view text) {
+  std::string_view s = text;
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+  const std::string num(s.substr(0, i));
+  std::string unit(s.substr(i));
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
+  if (num.empty() || ec != std::errc() || ptr != num.data() + num.size() || !std::isfinite(v))
+    throw UserError(fmt::format("memory '{}': expected a number with a unit, e.g. 12GiB or 512MiB", text));
+  double mib = 0;
+  if (unit.empty() || unit == "mib" || unit == "m") mib = v;
+  else if (unit == "gib" || unit == "g") mib = v * 1024;
+  else if (unit == "tib") mib = v * 1024 * 1024;
+  else if (unit == "gb") mib = v * 1e9 / (1024.0 * 1024.0);
+  else if (unit == "mb") mib = v * 1e6 / (1024.0 * 1024.0);
+  else throw UserError(fmt::format("memory '{}': unknown unit '{}' (use MiB, GiB, MB or GB)", text, unit));
+  if (mib < 1 || mib > double(std::int64_t{1} << 30))
+    throw UserError(fmt::format("memory '{}': out of range", text));
+  return static_cast<MiB>(std::ceil(mib));
+}
+
+std::string format_mib(MiB mib) {
+  if (mib >= 1024) return fmt::format("{:.1f} GiB", static_cast<double>(mib) / 1024.0);
+  return fmt::format("{} MiB", mib);
+}
+
+}  // namespace colo::daemon

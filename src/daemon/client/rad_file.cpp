@@ -1,0 +1,87 @@
+#include "daemon/client/rad_file.h"
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace colo::daemon {
+
+namespace {
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  return s.substr(i);
+}
+
+}  // namespace
+
+RadJob parse_rad_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UserError(fmt::format("{}: cannot open .rad file", path));
+  std::vector<std::pair<int, std::string>> fields;  // (line number, text)
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.find('\0') != std::string::npos) throw UserError(fmt::format("{}:{}: binary data in .rad file", path, lineno));
+    line = trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    fields.emplace_back(lineno, line);
+  }
+  static const char* names[] = {"environment activation", "command", "model summary file", "dataset",
+                                "batch size", "placement mode", "GPU count"};
+  if (fields.size() < 7)
+    throw UserError(fmt::format("{}:{}: missing field '{}' (a .rad file has 7 required lines)", path,
+                                lineno + 1, names[fields.size()]));
+  if (fields.size() > 11)
+    throw UserError(fmt::format("{}:{}: unexpected extra line (a .rad file has at most 11 fields)", path,
+                                fields[11].first));
+  auto integer = [&](size_t k, const char* what) {
+    const auto& [ln, text] = fields[k];
+    int v = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || p != text.data() + text.size() || v < 1)
+      throw UserError(fmt::format("{}:{}: {} '{}' is not a positive integer", path, ln, what, text));
+    return v;
+  };
+  auto mib = [&](size_t k, const char* what) -> std::optional<MiB> {
+    if (k >= fields.size()) return std::nullopt;
+    const auto& [ln, text] = fields[k];
+    double v = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || p != text.data() + text.size() || !std::isfinite(v) || v <= 0)
+      throw UserError(fmt::format("{}:{}: {} '{}' is not a positive number of MiB", path, ln, what, text));
+    return static_cast<MiB>(std::ceil(v));
+  };
+  RadJob r;
+  r.path = path;
+  r.activation = fields[0].second;
+  r.command = fields[1].second;
+  r.summary_file = fields[2].second;
+  r.dataset = fields[3].second;
+  r.batch = integer(4, "batch size");
+  r.mode = fields[5].second;
+  if (r.mode != "exclusive" && r.mode != "shared")
+    throw UserError(fmt::format("{}:{}: placement mode '{}' is not 'exclusive' or 'shared'", path, fields[5].first, r.mode));
+  r.gpus = integer(6, "GPU count");
+  r.measured_mib = mib(7, "measured memory");
+  r.horus_mib = mib(8, "Horus estimate");
+  r.faketensor_mib = mib(9, "FakeTensor estimate");
+  r.gpumemnet_mib = mib(10, "GPUMemNet estimate");
+
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(path).parent_path();
+  const fs::path sibling = dir.parent_path() / "summaries" / r.summary_file;
+  r.summary_path = fs::exists(sibling) ? sibling.string() : (dir / r.summary_file).string();
+  return r;
+}
+
+}  // namespace colo::daemon

@@ -1,0 +1,89 @@
+// colod: the colo daemon. `colod --fake-gpus 2x40GiB --state-dir DIR` runs it on the in-tree
+// fake NVML (no GPU needed); `colod --config /etc/colo/colod.toml` on the real GPUs.
+#include <climits>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <unistd.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <filesystem>
+
+#include <CLI/CLI.hpp>
+
+#include "core/error.h"
+#include "daemon/config.h"
+#include "daemon/daemon.h"
+#include "daemon/shim.h"
+#include "gpu/fake_nvml_env.h"
+#include "gpu/nvml_backend.h"
+
+namespace {
+
+std::string self_exe() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) throw std::runtime_error("cannot resolve /proc/self/exe");
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "__shim") == 0) return colo::daemon::shim_main(argv[2]);
+
+  CLI::App app{"colod: the colo daemon (collocation-aware GPU resource manager)"};
+  std::string config_file, state_dir, fake_gpus, socket, policy;
+  app.add_option("--config", config_file, "TOML configuration (see packaging/colod.toml)");
+  app.add_option("--state-dir", state_dir, "state directory (database, job logs); overrides paths.state_dir");
+  app.add_option("--fake-gpus", fake_gpus, "run on the in-tree fake NVML, e.g. 2x40GiB");
+  app.add_option("--socket", socket, "API socket (default STATE_DIR/colo.sock)");
+  app.add_option("--policy", policy, "placement policy (exclusive, round-robin, first-fit, best-fit, magm, lug)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    using namespace colo::daemon;
+    DaemonConfig cfg;
+    if (!config_file.empty()) cfg = load_config(config_file, cfg);
+    if (!state_dir.empty()) cfg.state_dir = state_dir;
+    if (!socket.empty()) cfg.socket = socket;
+    if (!fake_gpus.empty()) cfg.fake_gpus = fake_gpus;
+    if (!policy.empty()) {
+      auto k = colo::policy_kind_from_string(policy);
+      if (!k) throw colo::UserError("--policy: unknown policy '" + policy + "'");
+      cfg.policy = *k;
+    }
+    if (cfg.state_dir.empty() || cfg.state_dir[0] != '/') {
+      char cwd[PATH_MAX];
+      if (getcwd(cwd, sizeof(cwd))) cfg.state_dir = std::string(cwd) + "/" + cfg.state_dir;
+    }
+    std::filesystem::create_directories(cfg.state_dir);
+    // One colod per state directory: a second one would launch every queued job again.
+    const std::string lock_path = cfg.state_dir + "/colod.lock";
+    const int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0)
+      throw colo::UserError("another colod is running on " + cfg.state_dir + " (" + lock_path + " is locked)");
+    colo::gpu::NvmlOptions nvml;
+    nvml.library = cfg.nvml_library;
+    std::vector<std::pair<std::string, std::string>> job_env;
+    if (!cfg.fake_gpus.empty()) {
+      const colo::gpu::FakeNvmlSetup fake = colo::gpu::configure_fake_nvml_env(cfg.fake_gpus, cfg.state_dir + "/fake-nvml");
+      nvml.library = fake.library_path;
+      job_env = fake.job_env;
+    }
+    Daemon d(cfg, colo::gpu::open_nvml_backend(nvml), job_env, self_exe());
+    return d.run();
+  } catch (const colo::UserError& e) {
+    std::cerr << "colod: error: " << e.what() << "\n";
+    return 2;
+  } catch (const colo::gpu::GpuError& e) {
+    std::cerr << "colod: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "colod: fatal: " << e.what() << "\n";
+    return 1;
+  }
+}

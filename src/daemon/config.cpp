@@ -1,0 +1,122 @@
+#include "daemon/config.h"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "core/error.h"
+#include "daemon/client/job_request.h"
+
+namespace colo::daemon {
+
+namespace {
+
+struct Reader {
+  std::string path;
+
+  [[noreturn]] void bad(const toml::node& n, const std::string& msg) const {
+    throw UserError(fmt::format("{}:{}: {}", path, n.source().begin.line, msg));
+  }
+  std::string str(const toml::node& n, const std::string& key) const {
+    if (!n.is_string()) bad(n, fmt::format("'{}' must be a string", key));
+    return n.as_string()->get();
+  }
+  bool boolean(const toml::node& n, const std::string& key) const {
+    if (!n.is_boolean()) bad(n, fmt::format("'{}' must be true or false", key));
+    return n.as_boolean()->get();
+  }
+  double number(const toml::node& n, const std::string& key, double lo, double hi) const {
+    double v = 0;
+    if (n.is_integer()) v = static_cast<double>(n.as_integer()->get());
+    else if (n.is_floating_point()) v = n.as_floating_point()->get();
+    else bad(n, fmt::format("'{}' must be a number", key));
+    if (v < lo || v > hi) bad(n, fmt::format("'{}' must be in [{}, {}]", key, lo, hi));
+    return v;
+  }
+  MiB memory(const toml::node& n, const std::string& key) const {
+    if (n.is_integer()) {
+      if (n.as_integer()->get() < 0) bad(n, fmt::format("'{}' must not be negative", key));
+      return n.as_integer()->get();
+    }
+    const std::string s = str(n, key);
+    try {
+      return parse_memory(s);
+    } catch (const UserError& e) {
+      bad(n, e.what());
+    }
+  }
+  const toml::table& table(const toml::node& n, const std::string& key) const {
+    if (!n.is_table()) bad(n, fmt::format("'{}' must be a table", key));
+    return *n.as_table();
+  }
+};
+
+}  // namespace
+
+DaemonConfig load_config(const std::string& path, DaemonConfig c) {
+  toml::table t;
+  try {
+    t = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    throw UserError(fmt::format("{}:{}:{}: {}", path, e.source().begin.line, e.source().begin.column, e.description()));
+  }
+  const Reader r{path};
+  for (const auto& [sk, snode] : t) {
+    const std::string section(sk.str());
+    const toml::table& s = r.table(snode, section);
+    for (const auto& [kk, n] : s) {
+      const std::string k(kk.str());
+      const std::string full = section + "." + k;
+      if (section == "paths" && k == "state_dir") c.state_dir = r.str(n, full);
+      else if (section == "paths" && k == "socket") c.socket = r.str(n, full);
+      else if (section == "gpus" && k == "managed") {
+        const toml::array* a = n.as_array();
+        if (!a) r.bad(n, "'gpus.managed' must be an array of indices or UUIDs");
+        c.managed.clear();
+        for (const toml::node& e : *a) {
+          if (e.is_integer()) c.managed.push_back(std::to_string(e.as_integer()->get()));
+          else if (e.is_string()) c.managed.push_back(e.as_string()->get());
+          else r.bad(e, "'gpus.managed' entries must be integers (NVML index) or UUID strings");
+        }
+      } else if (section == "gpus" && k == "nvml_library") c.nvml_library = r.str(n, full);
+      else if (section == "gpus" && k == "fake") c.fake_gpus = r.str(n, full);
+      else if (section == "policy" && k == "name") {
+        const std::string v = r.str(n, full);
+        auto p = policy_kind_from_string(v);
+        if (!p) r.bad(n, fmt::format("unknown policy '{}' (exclusive, round-robin, first-fit, best-fit, magm, lug)", v));
+        c.policy = *p;
+      } else if (section == "policy" && k == "conditions") c.conditions.enabled = r.boolean(n, full);
+      else if (section == "policy" && k == "smact_cap") c.conditions.smact_cap = r.number(n, full, 0.0, 1.0);
+      else if (section == "policy" && k == "margin") c.conditions.margin_mib = r.memory(n, full);
+      else if (section == "policy" && k == "min_free_unknown") c.conditions.min_free_unknown_mib = r.memory(n, full);
+      else if (section == "recovery" && k == "mode") {
+        const std::string v = r.str(n, full);
+        auto m = recovery_mode_from_string(v);
+        if (!m) r.bad(n, fmt::format("unknown recovery mode '{}' (strict, loose)", v));
+        c.recovery.mode = *m;
+      } else if (section == "recovery" && k == "step") c.recovery.step_mib = r.memory(n, full);
+      else if (section == "recovery" && k == "max_attempts") c.max_attempts = static_cast<int>(r.number(n, full, 1, 1000));
+      else if (section == "recovery" && k == "lost") {
+        const std::string v = r.str(n, full);
+        if (v != "requeue" && v != "fail") r.bad(n, fmt::format("'recovery.lost' must be 'requeue' or 'fail', not '{}'", v));
+        c.requeue_lost = v == "requeue";
+      } else if (section == "estimator" && k == "history") c.history = r.boolean(n, full);
+      else if (section == "estimator" && k == "history_margin") c.history_margin = r.number(n, full, 0.0, 10.0);
+      else if (section == "sharing" && k == "mode") {
+        const std::string v = r.str(n, full);
+        if (v == "streams") c.sharing = Sharing::Streams;
+        else if (v == "mps") c.sharing = Sharing::Mps;
+        else r.bad(n, fmt::format("'sharing.mode' must be 'streams' or 'mps', not '{}'", v));
+      } else if (section == "sharing" && k == "mps_control") c.mps_control = r.str(n, full);
+      else if (section == "sharing" && k == "mps_root") c.mps_root = r.str(n, full);
+      else if (section == "sampling" && k == "interval_s") c.sample_interval = r.number(n, full, 0.05, 60);
+      else if (section == "sampling" && k == "window_s") c.window = r.number(n, full, 1, 3600);
+      else if (section == "jobs" && k == "cancel_grace_s") c.cancel_grace = r.number(n, full, 0, 3600);
+      else if (section == "jobs" && k == "max_request_bytes")
+        c.max_request_bytes = static_cast<std::size_t>(r.number(n, full, 1024, 64.0 * 1024 * 1024));
+      else r.bad(n, fmt::format("unknown key '{}'", full));
+    }
+  }
+  return c;
+}
+
+}  // namespace colo::daemon

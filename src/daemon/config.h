@@ -1,0 +1,53 @@
+#pragma once
+// colod's configuration (TOML, e.g. /etc/colo/colod.toml; packaging/colod.toml documents every
+// key). Command-line flags (--state-dir, --fake-gpus, --socket, --policy) override the file.
+#include <string>
+#include <vector>
+
+#include "core/policy/policies.h"
+#include "core/recovery.h"
+#include "core/units.h"
+
+namespace colo::daemon {
+
+enum class Sharing { Streams, Mps };
+
+struct DaemonConfig {
+  // [paths]
+  std::string state_dir = "/var/lib/colo";  // colo.db, jobs/<id>/…, fake-nvml/
+  std::string socket;                       // default <state_dir>/colo.sock
+  // [gpus]
+  std::vector<std::string> managed;         // NVML indices or UUIDs; empty = every GPU
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string fake_gpus;                    // "2x40GiB": the in-tree fake NVML (tests, demos)
+  // [policy]
+  PolicyKind policy = PolicyKind::Magm;
+  Conditions conditions;
+  // [recovery]
+  RecoveryConfig recovery;
+  int max_attempts = 5;        // launches per job before an OOM becomes a failure
+  bool requeue_lost = true;    // a job whose process vanished with the machine: requeue or fail
+  // [estimator]
+  bool history = true;         // reuse the observed peak of the same job fingerprint
+  double history_margin = 0.10;  // on top of the observed peak
+  // [sharing]
+  Sharing sharing = Sharing::Streams;
+  std::string mps_control = "nvidia-cuda-mps-control";
+  std::string mps_root;        // default <state_dir>/mps
+  // [sampling]
+  Seconds sample_interval = 1.0;
+  Seconds window = 90.0;
+  // [jobs]
+  Seconds cancel_grace = 10.0;  // SIGTERM, then SIGKILL after this
+  std::size_t max_request_bytes = 1024 * 1024;
+
+  std::string socket_path() const { return socket.empty() ? state_dir + "/colo.sock" : socket; }
+  std::string db_path() const { return state_dir + "/colo.db"; }
+  std::string jobs_dir() const { return state_dir + "/jobs"; }
+};
+
+// Reads a TOML file over the defaults. Throws colo::UserError "FILE:LINE: …" for syntax errors,
+// unknown keys, wrong types and out-of-range values.
+DaemonConfig load_config(const std::string& path, DaemonConfig base = {});
+
+}  // namespace colo::daemon

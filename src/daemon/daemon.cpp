@@ -1,0 +1,630 @@
+#include "daemon/daemon.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include <fmt/format.h>
+#include <pwd.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "daemon/client/job_request.h"
+#include "daemon/oom_detector.h"
+#include "daemon/proc.h"
+
+namespace colo::daemon {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double mono() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+Policy policy_from(const DaemonConfig& c) { return make_policy(c.policy, c.conditions); }
+
+std::int64_t file_size(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::int64_t>(st.st_size) : 0;
+}
+
+}  // namespace
+
+Daemon::Daemon(DaemonConfig cfg, std::unique_ptr<gpu::GpuBackend> backend,
+               std::vector<std::pair<std::string, std::string>> job_env, std::string shim_exe)
+    : cfg_(std::move(cfg)),
+      store_((fs::create_directories(cfg_.state_dir), cfg_.db_path())),
+      monitor_(std::move(backend), cfg_.managed, cfg_.window),
+      scheduler_(SchedulerConfig{policy_from(cfg_), cfg_.recovery}),
+      history_(store_, cfg_.history_margin),
+      job_env_(std::move(job_env)),
+      shim_exe_(std::move(shim_exe)) {
+  fs::create_directories(cfg_.jobs_dir());
+  ::chmod(cfg_.jobs_dir().c_str(), 0755);
+  for (const GpuSlot& s : monitor_.slots())
+    if (auto r = store_.drained_reason(s.uuid)) drained_[s.uuid] = *r;
+
+  log(fmt::format("colod: {} GPU slot(s) via {}", monitor_.slots().size(), monitor_.describe()));
+  for (const std::string& l : monitor_.capability_lines()) log("colod: " + l);
+  log("colod: policy " + scheduler_.config().policy.describe() +
+      fmt::format(", recovery {}", to_string(cfg_.recovery.mode)));
+  if (!monitor_.smact_available())
+    log("colod: SMACT is unavailable on every managed GPU: policies fall back to memory-only conditions");
+
+  if (cfg_.sharing == Sharing::Mps) {
+    gpu::MpsOptions o;
+    o.control_binary = cfg_.mps_control;
+    o.root_dir = cfg_.mps_root.empty() ? cfg_.state_dir + "/mps" : cfg_.mps_root;
+    for (const GpuSlot& s : monitor_.slots()) {
+      if (s.mig_index >= 0 || mps_.count(s.nvml_index)) continue;
+      auto d = std::make_unique<gpu::MpsDaemon>(o, s.uuid);
+      try {
+        d->start();
+        log(fmt::format("colod: MPS control daemon for GPU {} (pipes in {})", s.nvml_index, d->pipe_dir()));
+      } catch (const std::exception& e) {
+        log(fmt::format("colod: MPS for GPU {} failed: {}; jobs there run as plain CUDA clients", s.nvml_index, e.what()));
+        continue;
+      }
+      mps_[s.nvml_index] = std::move(d);
+    }
+  }
+
+  recover_at_start();
+
+  HttpLimits limits;
+  limits.max_body_bytes = cfg_.max_request_bytes;
+  api_ = std::make_unique<ApiServer>(cfg_.socket_path(), limits,
+                                     [this](const HttpRequest& r, const Peer& p) { return handle(r, p); });
+  log("colod: listening on " + cfg_.socket_path());
+}
+
+Daemon::~Daemon() {
+  if (signal_fd_ >= 0) ::close(signal_fd_);
+  // MPS servers stay up while jobs use them; a restarted colod finds them running.
+  if (live_.empty())
+    for (auto& [idx, d] : mps_) {
+      try {
+        d->stop();
+      } catch (const std::exception& e) {
+        log(fmt::format("colod: stopping MPS for GPU {}: {}", idx, e.what()));
+      }
+    }
+}
+
+double Daemon::now() const {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+void Daemon::log(const std::string& line) const { std::cerr << line << std::endl; }
+
+std::string Daemon::job_dir(JobId id) const { return fmt::format("{}/{}", cfg_.jobs_dir(), id); }
+std::string Daemon::log_path(JobId id, const std::string& stream) const {
+  return fmt::format("{}/{}.log", job_dir(id), stream);
+}
+
+MiB Daemon::largest_slot_mib() const {
+  MiB m = 0;
+  for (const GpuSlot& s : monitor_.slots())
+    if (s.healthy && !drained_.count(s.uuid)) m = std::max(m, s.total_mib);
+  return m;
+}
+
+// ---- crash recovery -------------------------------------------------------------------------
+
+void Daemon::adopt(const AttemptRow& a) {
+  auto j = store_.job(a.job_id);
+  Live l;
+  l.attempt = a;
+  l.fingerprint = j ? j->fingerprint : "";
+  l.peak_mib = a.peak_mib.value_or(0);
+  for (int s : a.slots) {
+    ledger_.reserve(a.job_id, s, a.reserve_mib, a.exclusive, a.launch_time);
+    if (l.peak_mib > 0) ledger_.observe(a.job_id, s, l.peak_mib);
+  }
+  if (a.shim_pid) by_shim_[static_cast<int>(*a.shim_pid)] = a.id;
+  live_[a.id] = std::move(l);
+}
+
+void Daemon::recover_at_start() {
+  int adopted = 0, finished = 0, lost = 0, unstarted = 0;
+  for (const AttemptRow& a : store_.open_attempts()) {
+    if (!a.shim_pid) {
+      // The daemon stopped between recording the attempt and recording its shim: the shim (if
+      // any) never got "go", so the job never started.
+      adopt(a);
+      finalize(a.id, ShimExit{false, {}, {}, "colod stopped before the launch completed", 0, now()});
+      ++unstarted;
+      continue;
+    }
+    adopt(a);
+    if (process_alive(static_cast<pid_t>(*a.shim_pid), static_cast<std::uint64_t>(a.shim_start.value_or(0)))) {
+      ++adopted;
+      Live& l = live_[a.id];
+      if (auto j = store_.job(a.job_id); j && j->cancel_requested) request_cancel_signal(l);
+      continue;
+    }
+    if (auto ex = read_shim_exit(a.dir)) {
+      finalize(a.id, *ex);
+      ++finished;
+    } else {
+      mark_lost(a.id);
+      ++lost;
+    }
+  }
+  log(fmt::format("colod: recovery: {} running job(s) re-adopted, {} finished while colod was down, {} lost, "
+                  "{} launch(es) never started",
+                  adopted, finished, lost, unstarted));
+}
+
+// ---- attempts -------------------------------------------------------------------------------
+
+void Daemon::check_attempts() {
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+  std::vector<std::int64_t> ids;
+  for (const auto& [id, l] : live_) ids.push_back(id);
+  for (std::int64_t id : ids) {
+    auto it = live_.find(id);
+    if (it == live_.end()) continue;
+    const AttemptRow& a = it->second.attempt;
+    if (!a.shim_pid) continue;  // being launched right now
+    std::optional<ShimExit> ex;
+    try {
+      ex = read_shim_exit(a.dir);
+    } catch (const std::exception& e) {
+      log(fmt::format("colod: attempt {}: unreadable exit.json: {}", a.id, e.what()));
+      ex = ShimExit{shim_started(a.dir), {}, {}, std::string("unreadable exit.json: ") + e.what(), 0, now()};
+    }
+    try {
+      if (ex) {
+        finalize(id, *ex);
+        continue;
+      }
+    } catch (const std::exception& e) {
+      // A broken row must not take the daemon (and every other job) down with it.
+      log(fmt::format("colod: attempt {}: cannot record its end: {}", a.id, e.what()));
+      live_.erase(id);
+      continue;
+    }
+    if (!process_alive(static_cast<pid_t>(*a.shim_pid), static_cast<std::uint64_t>(a.shim_start.value_or(0)))) {
+      // exit.json is written before the shim exits: look once more, the write may have raced us.
+      if (auto again = read_shim_exit(a.dir)) finalize(id, *again);
+      else mark_lost(id);
+    }
+  }
+}
+
+void Daemon::finalize(std::int64_t attempt_id, const ShimExit& ex) {
+  auto it = live_.find(attempt_id);
+  if (it == live_.end()) return;
+  Live l = it->second;
+  AttemptRow a = l.attempt;
+  const double t = now();
+  Txn txn(store_.db());
+  auto jr = store_.job(a.job_id);
+  if (!jr) throw std::runtime_error(fmt::format("attempt {} belongs to missing job {}", a.id, a.job_id));
+  JobRow j = *jr;
+  Job core = j.to_core();
+  a.end_time = ex.end_time > 0 ? ex.end_time : t;
+  a.peak_mib = l.peak_mib > 0 ? std::optional<MiB>(l.peak_mib) : a.peak_mib;
+  a.exit_code = ex.exit_code;
+  a.signal = ex.signal;
+  a.evidence = ex.error;
+  std::string message;
+
+  if (!ex.started) {
+    a.state = "not_started";
+    a.outcome = "not_started";
+    if (core.state == JobState::Running) {
+      // Recorded as running, yet the shim says it never started the program: undo the count.
+      core.state = JobState::Placed;
+      core.attempts = std::max(0, core.attempts - 1);
+    }
+    if (core.state == JobState::Placed) {
+      if (j.cancel_requested) {
+        transition(core, JobState::Cancelled);
+        j.reason = "cancelled before it started";
+        j.end_time = t;
+      } else {
+        transition(core, a.recovery ? JobState::Recovering : JobState::Queued);
+      }
+    }
+    message = fmt::format("attempt {} did not start ({}); job {}", a.n, ex.error, to_string(core.state));
+  } else {
+    a.state = "finished";
+    a.start_time = ex.start_time;
+    if (core.state == JobState::Placed) transition(core, JobState::Running);  // colod died before recording it
+    const int code = ex.exit_code ? *ex.exit_code : 128 + ex.signal.value_or(0);
+    j.exit_code = code;
+    std::optional<OomEvidence> oom;
+    if (!j.cancel_requested && code != 0) {
+      oom = find_oom_in_file(log_path(j.id, "stderr"), a.err_offset);
+      if (!oom) oom = find_oom_in_file(log_path(j.id, "stdout"), a.out_offset);
+    }
+    if (j.cancel_requested) {
+      a.outcome = "cancelled";
+      transition(core, JobState::Cancelled);
+      j.reason = "cancelled";
+      j.end_time = t;
+    } else if (code == 0) {
+      a.outcome = "done";
+      transition(core, JobState::Done);
+      j.reason = "";
+      j.end_time = t;
+      if (cfg_.history && a.peak_mib && *a.peak_mib > 0) history_.record(j.fingerprint, *a.peak_mib, t);
+    } else if (oom) {
+      a.outcome = "oom";
+      a.evidence = fmt::format("{}: {}", oom->framework, oom->line);
+      transition(core, JobState::Oom);
+      if (core.attempts >= cfg_.max_attempts) {
+        transition(core, JobState::Failed);
+        j.reason = fmt::format("out of memory in {} attempt(s) (recovery.max_attempts = {})", core.attempts,
+                               cfg_.max_attempts);
+        j.end_time = t;
+      } else {
+        plan_recovery(core, cfg_.recovery, a.reserve_mib, a.peak_mib, largest_slot_mib());
+        j.recovery_seq = store_.next_recovery_seq();
+        j.reason = core.recovery_idle_only
+                       ? "out of memory: retry on an idle GPU"
+                       : fmt::format("out of memory: retry with {} free", format_mib(core.recovery_need_mib.value_or(0)));
+      }
+    } else {
+      a.outcome = "failed";
+      transition(core, JobState::Failed);
+      j.reason = ex.error.empty() ? (ex.signal ? fmt::format("killed by signal {}", *ex.signal)
+                                               : fmt::format("exit code {}", code))
+                                  : ex.error;
+      j.end_time = t;
+    }
+    message = fmt::format("attempt {} ended: {} (exit {}{}){}", a.n, a.outcome, code,
+                          a.peak_mib ? fmt::format(", peak {}", format_mib(*a.peak_mib)) : "",
+                          a.evidence.empty() ? "" : " — " + a.evidence);
+  }
+  j.state = core.state;
+  j.attempts = core.attempts;
+  j.recovery_need_mib = core.recovery_need_mib;
+  j.recovery_idle_only = core.recovery_idle_only;
+  store_.update_attempt(a);
+  store_.update_job(j);
+  store_.event(j.id, t, "attempt", message);
+  txn.commit();
+  log(fmt::format("colod: job {}: {}", j.id, message));
+  ledger_.release(a.job_id);
+  if (a.shim_pid) by_shim_.erase(static_cast<int>(*a.shim_pid));
+  live_.erase(attempt_id);
+  dirty_ = true;
+}
+
+void Daemon::mark_lost(std::int64_t attempt_id) {
+  auto it = live_.find(attempt_id);
+  if (it == live_.end()) return;
+  AttemptRow a = it->second.attempt;
+  const bool started = shim_started(a.dir);
+  if (!started) {
+    finalize(attempt_id, ShimExit{false, {}, {}, "its shim vanished before starting the job", 0, now()});
+    return;
+  }
+  // The shim is gone: whatever is left of the job's session must go too before the job may
+  // run anywhere else (never two copies at once).
+  if (a.shim_pid) kill_session(static_cast<pid_t>(*a.shim_pid));
+  const double t = now();
+  Txn txn(store_.db());
+  JobRow j = *store_.job(a.job_id);
+  a.state = "lost";
+  a.outcome = "lost";
+  a.end_time = t;
+  a.evidence = "the job's shim vanished without an exit status (machine restart or killed)";
+  if (j.cancel_requested) {
+    j.state = JobState::Cancelled;
+    j.reason = "cancelled";
+    j.end_time = t;
+  } else if (cfg_.requeue_lost) {
+    // Not an edge of the core's state machine: the core never sees a running job vanish; for
+    // it the job simply is queued again (a new attempt follows).
+    j.state = a.recovery ? JobState::Recovering : JobState::Queued;
+    j.reason = "requeued: its previous attempt was lost";
+  } else {
+    j.state = JobState::Failed;
+    j.reason = "lost (recovery.lost = fail)";
+    j.end_time = t;
+  }
+  store_.update_attempt(a);
+  store_.update_job(j);
+  store_.event(j.id, t, "attempt", fmt::format("attempt {} lost; job {}", a.n, to_string(j.state)));
+  txn.commit();
+  log(fmt::format("colod: job {}: attempt {} lost; job {}", j.id, a.n, to_string(j.state)));
+  ledger_.release(a.job_id);
+  if (a.shim_pid) by_shim_.erase(static_cast<int>(*a.shim_pid));
+  live_.erase(attempt_id);
+  dirty_ = true;
+}
+
+void Daemon::request_cancel_signal(Live& l) {
+  if (l.term_sent || !l.attempt.shim_pid) return;
+  const pid_t pid = static_cast<pid_t>(*l.attempt.shim_pid);
+  if (process_alive(pid, static_cast<std::uint64_t>(l.attempt.shim_start.value_or(0)))) ::kill(pid, SIGTERM);
+  l.term_sent = true;
+}
+
+// ---- launching ------------------------------------------------------------------------------
+
+std::vector<std::pair<std::string, std::string>> Daemon::job_environment(const JobRow& j, const AttemptRow& a) const {
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string home = "/", shell = "/bin/sh";
+  if (passwd* pw = getpwuid(static_cast<uid_t>(j.uid))) {
+    home = pw->pw_dir;
+    shell = pw->pw_shell;
+  }
+  env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+         {"HOME", home},
+         {"USER", j.user},
+         {"LOGNAME", j.user},
+         {"SHELL", shell},
+         {"LANG", "C.UTF-8"}};
+  auto set = [&](const std::string& k, const std::string& v) {
+    for (auto& kv : env)
+      if (kv.first == k) {
+        kv.second = v;
+        return;
+      }
+    env.emplace_back(k, v);
+  };
+  for (const auto& [k, v] : j.env.items()) set(k, v.get<std::string>());
+  for (const auto& [k, v] : job_env_) set(k, v);
+  std::string cvd;
+  for (const std::string& u : a.uuids) cvd += (cvd.empty() ? "" : ",") + u;
+  set("CUDA_VISIBLE_DEVICES", cvd);
+  set("COLO_JOB_ID", std::to_string(j.id));
+  set("COLO_ATTEMPT", std::to_string(a.n));
+  // MPS: a client talks to one MPS server; colod runs one per GPU, so a single-GPU job joins
+  // its GPU's server and a multi-GPU job runs as a plain CUDA client (docs/DAEMON.md).
+  if (a.slots.size() == 1) {
+    const GpuSlot& s = monitor_.slots()[static_cast<size_t>(a.slots[0])];
+    if (auto m = mps_.find(s.nvml_index); m != mps_.end() && s.mig_index < 0)
+      for (const auto& [k, v] : m->second->client_env()) set(k, v);
+  }
+  return env;
+}
+
+void Daemon::launch(const Placement& p) {
+  auto jr = store_.job(p.job);
+  if (!jr || (jr->state != JobState::Queued && jr->state != JobState::Recovering) || jr->cancel_requested) return;
+  JobRow j = *jr;
+  Job core = j.to_core();
+  transition(core, JobState::Placed);
+  const double t = now();
+
+  AttemptRow a;
+  a.job_id = j.id;
+  a.n = static_cast<int>(store_.attempts_of(j.id).size()) + 1;
+  a.state = "launching";
+  a.slots = p.gpu_indices;
+  for (int s : p.gpu_indices) a.uuids.push_back(monitor_.slots()[static_cast<size_t>(s)].uuid);
+  a.reserve_mib = p.reserve_mib;
+  a.exclusive = p.exclusive;
+  a.recovery = p.recovery;
+  a.launch_time = t;
+  a.out_offset = file_size(log_path(j.id, "stdout"));
+  a.err_offset = file_size(log_path(j.id, "stderr"));
+  {
+    // 1. Durable intent first: after a crash the row tells the next colod to look for a shim.
+    Txn txn(store_.db());
+    a.dir = fmt::format("{}/attempt-{}", job_dir(j.id), a.n);
+    a.id = store_.insert_attempt(a);
+    j.state = JobState::Placed;
+    store_.update_job(j);
+    std::string where;
+    for (size_t k = 0; k < a.slots.size(); ++k) where += fmt::format("{}GPU {}", k ? ", " : "", a.slots[k]);
+    store_.event(j.id, t, "placed",
+                 fmt::format("attempt {} on {} reserving {}{}{}", a.n, where, format_mib(a.reserve_mib),
+                             a.exclusive ? " (alone)" : "", a.recovery ? " [recovery]" : ""));
+    txn.commit();
+  }
+  adopt(a);
+  dirty_ = true;
+
+  ShimProcess shim;
+  try {
+    fs::create_directories(a.dir);
+    ::chmod(a.dir.c_str(), 0700);
+    ShimSpec spec;
+    spec.argv = j.argv;
+    spec.env = job_environment(j, a);
+    spec.workdir = j.workdir;
+    spec.user = j.user;
+    if (geteuid() == 0) {
+      spec.uid = j.uid;
+      spec.gid = j.gid;
+    }
+    spec.stdout_path = log_path(j.id, "stdout");
+    spec.stderr_path = log_path(j.id, "stderr");
+    spec.grace_s = cfg_.cancel_grace;
+    write_shim_spec(a.dir, spec);
+    shim = spawn_shim(shim_exe_, a.dir);
+  } catch (const std::exception& e) {
+    log(fmt::format("colod: job {}: launch failed: {}", j.id, e.what()));
+    finalize(a.id, ShimExit{false, {}, {}, std::string("launch failed: ") + e.what(), 0, now()});
+    return;
+  }
+  // 2. Record who the shim is, 3. then let it start the job: a crash between the two leaves a
+  // shim that sees EOF on its pipe and exits without running anything.
+  {
+    Txn txn(store_.db());
+    a.shim_pid = shim.pid;
+    a.shim_start = static_cast<std::int64_t>(shim.start_ticks);
+    store_.update_attempt(a);
+    txn.commit();
+  }
+  Live& l = live_[a.id];
+  l.attempt = a;
+  by_shim_[shim.pid] = a.id;
+  if (!send_go(shim)) return;  // the shim died; check_attempts() will notice
+  {
+    Txn txn(store_.db());
+    auto cur = store_.job(j.id);
+    if (cur && cur->state == JobState::Placed) {
+      JobRow r = *cur;
+      Job c = r.to_core();
+      transition(c, JobState::Running);
+      r.state = c.state;
+      r.attempts = c.attempts;
+      store_.update_job(r);
+    }
+    a.state = "running";
+    a.start_time = now();
+    store_.update_attempt(a);
+    txn.commit();
+  }
+  l.attempt = a;
+  if (j.cancel_requested) request_cancel_signal(l);
+}
+
+void Daemon::schedule() {
+  dirty_ = false;
+  std::vector<Job> recovery, main;
+  for (const JobRow& r : store_.jobs_in_state(JobState::Recovering))
+    if (!r.cancel_requested) recovery.push_back(r.to_core());
+  for (const JobRow& r : store_.jobs_in_state(JobState::Queued))
+    if (!r.cancel_requested) main.push_back(r.to_core());
+  if (recovery.empty() && main.empty()) return;
+  std::vector<GpuSnapshot> snaps;
+  for (const GpuSlot& s : monitor_.slots()) {
+    GpuSnapshot g = monitor_.snapshot(s);
+    if (drained_.count(s.uuid)) g.drained = true;
+    if (cfg_.sharing == Sharing::Mps && g.mode == SharingMode::Plain && mps_.count(s.nvml_index)) g.mode = SharingMode::Mps;
+    for (const auto& [id, l] : live_)
+      if (std::find(l.attempt.slots.begin(), l.attempt.slots.end(), s.slot) != l.attempt.slots.end())
+        g.running.push_back(l.attempt.job_id);
+    snaps.push_back(std::move(g));
+  }
+  SchedulerInput in;
+  in.recovery_queue = recovery;
+  in.main_queue = main;
+  in.gpus = snaps;
+  in.ledger = &ledger_;
+  in.now = now();
+  const Decision d = scheduler_.decide(in, sched_state_);
+  for (const Rejection& r : d.rejections) {
+    Txn txn(store_.db());
+    auto j = store_.job(r.job);
+    if (!j || (j->state != JobState::Queued && j->state != JobState::Recovering)) continue;
+    j->state = JobState::Failed;
+    j->reason = r.reason;
+    j->end_time = now();
+    store_.update_job(*j);
+    store_.event(j->id, now(), "rejected", r.reason);
+    txn.commit();
+    log(fmt::format("colod: job {} rejected: {}", r.job, r.reason));
+  }
+  for (const Placement& p : d.placements) launch(p);
+}
+
+// ---- monitoring -----------------------------------------------------------------------------
+
+void Daemon::tick() {
+  const double t = now();
+  const std::vector<int> bad = monitor_.sample(t);
+  // Per-process memory → the attempt whose shim leads the process's session.
+  std::map<std::int64_t, std::map<int, MiB>> usage;  // attempt -> slot -> MiB
+  for (const GpuSlot& s : monitor_.slots()) {
+    for (const auto& [pid, mib] : s.process_mib) {
+      auto st = read_proc_stat(pid);
+      if (!st) continue;
+      auto it = by_shim_.find(st->session);
+      if (it != by_shim_.end()) usage[it->second][s.slot] += mib;
+    }
+  }
+  for (const auto& [aid, per_slot] : usage) {
+    auto it = live_.find(aid);
+    if (it == live_.end()) continue;
+    Live& l = it->second;
+    for (const auto& [slot, mib] : per_slot) {
+      ledger_.observe(l.attempt.job_id, slot, mib);
+      if (mib > l.peak_mib) {
+        l.peak_mib = mib;
+        l.peak_dirty = true;
+      }
+    }
+  }
+  Txn txn(store_.db());
+  for (int slot : bad) {
+    GpuSlot& s = monitor_.slots()[static_cast<size_t>(slot)];
+    const std::string reason = "unhealthy: " + s.error;
+    drained_[s.uuid] = reason;
+    store_.set_drained(slot, s.uuid, true, reason);
+    store_.event(std::nullopt, t, "gpu", fmt::format("GPU {} ({}) drained: {}", slot, s.uuid, reason));
+    log(fmt::format("colod: GPU {} ({}) is unhealthy and drained: {}", slot, s.uuid, s.error));
+  }
+  for (const GpuSlot& s : monitor_.slots())
+    if (s.healthy) store_.add_sample(t, s.slot, s.used_mib, s.last_smact, s.power_w);
+  for (auto& [aid, l] : live_) {
+    if (!l.peak_dirty) continue;
+    AttemptRow a = l.attempt;
+    a.peak_mib = l.peak_mib;
+    store_.update_attempt(a);
+    l.attempt.peak_mib = l.peak_mib;
+    l.peak_dirty = false;
+  }
+  if (t > next_prune_) {
+    store_.prune_samples(t - 24 * 3600);
+    next_prune_ = t + 600;
+  }
+  txn.commit();
+  dirty_ = true;  // new samples may open room
+}
+
+// ---- loop -----------------------------------------------------------------------------------
+
+int Daemon::run() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, s);
+  sigprocmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  signal_fd_ = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (signal_fd_ < 0) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
+
+  next_tick_ = mono();
+  while (!stop_) {
+    const double m = mono();
+    if (m >= next_tick_) {
+      tick();
+      next_tick_ = m + cfg_.sample_interval;
+    }
+    check_attempts();
+    if (dirty_) schedule();
+
+    std::vector<pollfd> fds{{signal_fd_, POLLIN, 0}};
+    api_->add_pollfds(fds);
+    const double wait_s = std::max(0.0, std::min(next_tick_ - mono(), 0.25));
+    const int rc = ::poll(fds.data(), fds.size(), static_cast<int>(wait_s * 1000) + 1);
+    if (rc < 0 && errno != EINTR) throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+    if (fds[0].revents & POLLIN) {
+      signalfd_siginfo si{};
+      while (::read(signal_fd_, &si, sizeof(si)) == sizeof(si)) {
+        if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+          log("colod: stopping (jobs keep running under their shims; a restarted colod re-adopts them)");
+          stop_ = true;
+        }
+      }
+    }
+    api_->handle(fds, mono());
+  }
+  return 0;
+}
+
+}  // namespace colo::daemon

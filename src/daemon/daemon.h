@@ -1,0 +1,105 @@
+#pragma once
+// colod: a single-threaded loop that drives the scheduler core. Each turn it
+//   • answers API requests (api_routes.cpp),
+//   • collects finished attempts from their shims' exit.json (OOM → core recovery rules),
+//   • samples the GPUs every `sample_interval` (windows, per-process peaks → ledger, health),
+//   • asks Scheduler::decide for placements and launches them.
+// The database is written before every externally visible step; docs/DAEMON.md has the
+// crash-recovery argument.
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/ledger.h"
+#include "core/scheduler.h"
+#include "daemon/api_server.h"
+#include "daemon/config.h"
+#include "daemon/gpu_monitor.h"
+#include "daemon/history_estimator.h"
+#include "daemon/launcher.h"
+#include "daemon/shim.h"
+#include "daemon/store.h"
+#include "gpu/mps.h"
+
+namespace colo::daemon {
+
+class Daemon {
+ public:
+  // `job_env`: variables every job gets on top of its own (the fake NVML's, in tests).
+  // `shim_exe`: the binary to run as `shim_exe __shim DIR` (colod itself).
+  Daemon(DaemonConfig cfg, std::unique_ptr<gpu::GpuBackend> backend,
+         std::vector<std::pair<std::string, std::string>> job_env, std::string shim_exe);
+  ~Daemon();
+
+  // Runs until SIGTERM/SIGINT; returns the exit status.
+  int run();
+
+  // API entry point (also used directly by tests).
+  HttpResponse handle(const HttpRequest& req, const Peer& peer);
+
+ private:
+  struct Live {
+    AttemptRow attempt;
+    std::string fingerprint;
+    MiB peak_mib = 0;
+    bool term_sent = false;
+    bool peak_dirty = false;
+  };
+
+  double now() const;
+  void log(const std::string& line) const;
+  void recover_at_start();
+  void adopt(const AttemptRow& a);
+  void check_attempts();
+  void finalize(std::int64_t attempt_id, const ShimExit& ex);
+  void mark_lost(std::int64_t attempt_id);
+  void tick();
+  void schedule();
+  void launch(const Placement& p);
+  void request_cancel_signal(Live& l);
+  std::vector<std::pair<std::string, std::string>> job_environment(const JobRow& j, const AttemptRow& a) const;
+  std::string job_dir(JobId id) const;
+  std::string log_path(JobId id, const std::string& stream) const;
+  MiB largest_slot_mib() const;
+
+  // API (api_routes.cpp)
+  HttpResponse route(const HttpRequest& req, const Peer& peer);
+  HttpResponse submit(const HttpRequest& req, const Peer& peer);
+  HttpResponse list_jobs(const HttpRequest& req, const Peer& peer);
+  HttpResponse show_job(JobId id, const Peer& peer);
+  HttpResponse cancel_job(JobId id, const Peer& peer);
+  HttpResponse job_logs(JobId id, const HttpRequest& req, const Peer& peer);
+  HttpResponse list_gpus(const Peer& peer);
+  HttpResponse drain_gpu(const std::string& key, bool drain, const HttpRequest& req, const Peer& peer);
+  HttpResponse status(const Peer& peer);
+  std::optional<JobRow> visible_job(JobId id, const Peer& peer);
+  nlohmann::json job_json(const JobRow& j, bool detail);
+
+  DaemonConfig cfg_;
+  Store store_;
+  GpuMonitor monitor_;
+  Scheduler scheduler_;
+  SchedulerState sched_state_;
+  Ledger ledger_;
+  HistoryEstimator history_;
+  std::vector<std::pair<std::string, std::string>> job_env_;
+  std::string shim_exe_;
+  std::map<std::int64_t, Live> live_;          // open attempts by attempt id
+  std::map<int, std::int64_t> by_shim_;        // shim pid (= job session id) -> attempt id
+  std::map<std::string, std::string> drained_; // uuid -> reason
+  std::map<int, std::unique_ptr<gpu::MpsDaemon>> mps_;  // NVML index -> its MPS control daemon
+  std::unique_ptr<ApiServer> api_;
+  bool dirty_ = true;      // something changed: run the scheduler
+  double next_tick_ = 0;   // monotonic
+  double next_prune_ = 0;
+  int signal_fd_ = -1;
+  bool stop_ = false;
+};
+
+}  // namespace colo::daemon

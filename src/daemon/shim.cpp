@@ -1,0 +1,302 @@
+#include "daemon/shim.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/proc.h"
+
+extern char** environ;
+
+namespace colo::daemon {
+
+using nlohmann::json;
+
+namespace {
+
+double wall_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+double mono_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Writes `content` to dir/name atomically and durably.
+void write_atomic(const std::string& dir, const std::string& name, const std::string& content) {
+  const std::string tmp = dir + "/." + name + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("open " + tmp + ": " + std::strerror(errno));
+  size_t off = 0;
+  while (off < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ::close(fd);
+      throw std::runtime_error("write " + tmp + ": " + std::strerror(errno));
+    }
+    off += static_cast<size_t>(n);
+  }
+  ::fsync(fd);
+  ::close(fd);
+  if (::rename(tmp.c_str(), (dir + "/" + name).c_str()) != 0)
+    throw std::runtime_error("rename " + tmp + ": " + std::strerror(errno));
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+void write_exit(const std::string& dir, const ShimExit& e) {
+  json j{{"started", e.started}, {"error", e.error}, {"start_time", e.start_time}, {"end_time", e.end_time}};
+  j["exit_code"] = e.exit_code ? json(*e.exit_code) : json(nullptr);
+  j["signal"] = e.signal ? json(*e.signal) : json(nullptr);
+  write_atomic(dir, "exit.json", j.dump() + "\n");
+}
+
+ShimSpec spec_from_json(const json& j) {
+  ShimSpec s;
+  s.argv = j.at("argv").get<std::vector<std::string>>();
+  for (const auto& kv : j.at("env")) s.env.emplace_back(kv.at(0).get<std::string>(), kv.at(1).get<std::string>());
+  s.workdir = j.at("workdir").get<std::string>();
+  s.user = j.at("user").get<std::string>();
+  s.uid = j.at("uid").get<long>();
+  s.gid = j.at("gid").get<long>();
+  s.stdout_path = j.at("stdout").get<std::string>();
+  s.stderr_path = j.at("stderr").get<std::string>();
+  s.grace_s = j.at("grace_s").get<double>();
+  return s;
+}
+
+// Child side of the job fork: never returns. Reports an exec failure through err_fd.
+[[noreturn]] void exec_job(const ShimSpec& s, int out_fd, int err_fd_log, int report_fd) {
+  auto die = [&](const char* what) {
+    const std::string msg = std::string(what) + ": " + std::strerror(errno);
+    [[maybe_unused]] ssize_t w = ::write(report_fd, msg.data(), msg.size());
+    _exit(127);
+  };
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE}) signal(sig, SIG_DFL);
+  setpgid(0, 0);
+  const int devnull = ::open("/dev/null", O_RDONLY);
+  if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd_log, 2) < 0) die("redirect");
+  // Only root can (and must) become the submitter; a non-root daemon runs jobs as itself.
+  if (geteuid() == 0 && s.uid >= 0) {
+    const gid_t g = static_cast<gid_t>(s.gid);
+    if (initgroups(s.user.c_str(), g) != 0 && setgroups(1, &g) != 0) die("setgroups");
+    if (setgid(g) != 0) die("setgid");
+    if (setuid(static_cast<uid_t>(s.uid)) != 0) die("setuid");
+  }
+  if (!s.workdir.empty() && chdir(s.workdir.c_str()) != 0) die(("chdir " + s.workdir).c_str());
+  clearenv();
+  for (const auto& [k, v] : s.env) setenv(k.c_str(), v.c_str(), 1);
+  std::vector<char*> argv;
+  for (const auto& a : s.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  die(("exec " + s.argv[0]).c_str());
+  _exit(127);
+}
+
+}  // namespace
+
+void write_shim_spec(const std::string& dir, const ShimSpec& s) {
+  json env = json::array();
+  for (const auto& [k, v] : s.env) env.push_back({k, v});
+  json j{{"argv", s.argv}, {"env", env}, {"workdir", s.workdir}, {"user", s.user}, {"uid", s.uid},
+         {"gid", s.gid}, {"stdout", s.stdout_path}, {"stderr", s.stderr_path}, {"grace_s", s.grace_s}};
+  write_atomic(dir, "spec.json", j.dump() + "\n");
+}
+
+std::optional<ShimExit> read_shim_exit(const std::string& dir) {
+  std::ifstream in(dir + "/exit.json");
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const json j = json::parse(ss.str());
+  ShimExit e;
+  e.started = j.at("started").get<bool>();
+  e.error = j.at("error").get<std::string>();
+  e.start_time = j.at("start_time").get<double>();
+  e.end_time = j.at("end_time").get<double>();
+  if (!j.at("exit_code").is_null()) e.exit_code = j.at("exit_code").get<int>();
+  if (!j.at("signal").is_null()) e.signal = j.at("signal").get<int>();
+  return e;
+}
+
+bool shim_started(const std::string& dir) { return ::access((dir + "/started").c_str(), F_OK) == 0; }
+
+int shim_main(const std::string& dir) {
+  setsid();
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD}) sigaddset(&set, sig);
+  sigprocmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  {
+    const int log = ::open((dir + "/shim.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull >= 0) dup2(devnull, 0);
+    if (log >= 0) {
+      dup2(log, 1);
+      dup2(log, 2);
+    }
+  }
+  ShimExit ex;
+  auto finish = [&](const ShimExit& e) {
+    try {
+      write_exit(dir, e);
+    } catch (const std::exception& err) {
+      std::fprintf(stderr, "colo-shim: cannot write exit.json: %s\n", err.what());
+      return 1;
+    }
+    return 0;
+  };
+
+  ShimSpec spec;
+  try {
+    std::ifstream in(dir + "/spec.json");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    spec = spec_from_json(json::parse(ss.str()));
+  } catch (const std::exception& e) {
+    ex.error = std::string("bad spec.json: ") + e.what();
+    ex.end_time = wall_now();
+    ::close(3);
+    return finish(ex);
+  }
+
+  // 1. Wait for "go" (or EOF, or a cancel).
+  for (;;) {
+    pollfd p{3, POLLIN, 0};
+    const int pr = ::poll(&p, 1, 100);
+    if (pr > 0) {
+      char c = 0;
+      const ssize_t n = ::read(3, &c, 1);
+      if (n == 1 && c == 'g') break;
+      if (n < 0 && errno == EINTR) continue;
+      ex.error = "colod went away before starting the job";
+      ex.end_time = wall_now();
+      return finish(ex);
+    }
+    timespec zero{0, 0};
+    const int sig = sigtimedwait(&set, nullptr, &zero);
+    if (sig == SIGTERM || sig == SIGINT) {
+      ex.error = "cancelled before start";
+      ex.end_time = wall_now();
+      return finish(ex);
+    }
+  }
+  ::close(3);
+
+  // 2. Start the job.
+  {
+    const int fd = ::open((dir + "/started").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      ::fsync(fd);
+      ::close(fd);
+    }
+  }
+  ex.started = true;
+  ex.start_time = wall_now();
+  const int out_fd = ::open(spec.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  const int err_fd = ::open(spec.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  if (out_fd < 0 || err_fd < 0) {
+    ex.error = std::string("cannot open the job's log files: ") + std::strerror(errno);
+    ex.exit_code = 127;
+    ex.end_time = wall_now();
+    return finish(ex);
+  }
+  if (geteuid() == 0 && spec.uid >= 0) {
+    [[maybe_unused]] int r1 = fchown(out_fd, static_cast<uid_t>(spec.uid), static_cast<gid_t>(spec.gid));
+    [[maybe_unused]] int r2 = fchown(err_fd, static_cast<uid_t>(spec.uid), static_cast<gid_t>(spec.gid));
+  }
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) {
+    ex.error = std::string("pipe: ") + std::strerror(errno);
+    ex.exit_code = 127;
+    ex.end_time = wall_now();
+    return finish(ex);
+  }
+  const pid_t child = fork();
+  if (child == 0) {
+    ::close(report[0]);
+    exec_job(spec, out_fd, err_fd, report[1]);
+  }
+  ::close(report[1]);
+  ::close(out_fd);
+  ::close(err_fd);
+  if (child < 0) {
+    ex.error = std::string("fork: ") + std::strerror(errno);
+    ex.exit_code = 127;
+    ex.end_time = wall_now();
+    return finish(ex);
+  }
+  setpgid(child, child);  // also done in the child; whichever runs first wins the race
+  {
+    std::string msg;
+    char buf[512];
+    ssize_t n;
+    while ((n = ::read(report[0], buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+      if (n > 0) msg.append(buf, static_cast<size_t>(n));
+    ::close(report[0]);
+    if (!msg.empty()) ex.error = msg;
+  }
+
+  // 3. Wait, forwarding a cancel.
+  std::optional<double> kill_at;
+  int status = 0;
+  for (;;) {
+    const pid_t w = waitpid(child, &status, WNOHANG);
+    if (w == child) break;
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    timespec wait{0, 200 * 1000 * 1000};
+    const int sig = sigtimedwait(&set, nullptr, &wait);
+    if ((sig == SIGTERM || sig == SIGINT) && !kill_at) {
+      ::kill(-child, SIGTERM);
+      kill_at = mono_now() + spec.grace_s;
+    }
+    if (kill_at && mono_now() >= *kill_at) {
+      ::kill(-child, SIGKILL);
+      kill_at = mono_now() + 3600;  // once
+    }
+  }
+  if (WIFEXITED(status)) ex.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) ex.signal = WTERMSIG(status);
+
+  // 4. Nothing of the job may outlive it (it could hold GPU memory the ledger no longer counts).
+  ::kill(-child, SIGKILL);
+  kill_session(getsid(0));
+  const double give_up = mono_now() + 5;
+  while (mono_now() < give_up) {
+    const pid_t w = waitpid(-1, nullptr, WNOHANG);
+    if (w < 0 && errno == ECHILD) break;
+    if (w == 0) usleep(20000);
+  }
+  ex.end_time = wall_now();
+  return finish(ex);
+}
+
+}  // namespace colo::daemon

@@ -1,0 +1,47 @@
+#pragma once
+// The per-attempt shim (`colod __shim ATTEMPT_DIR`, fd 3 = the "go" pipe). It is the parent of
+// the job, so the job's exit status is never lost even when colod is killed or restarted: the
+// shim outlives the daemon, waits for the job and leaves exit.json in the attempt directory.
+//
+//   1. waits for one byte on fd 3: colod writes it only after the shim's pid is committed to
+//      the database; EOF (the daemon died first) or SIGTERM means "never start" → exit.json
+//      says started=false and the daemon requeues the job without counting an attempt;
+//   2. marks ATTEMPT_DIR/started, forks the job in its own process group (as the submitter's
+//      uid/gid when root), stdout/stderr appended to the job's log files;
+//   3. SIGTERM → SIGTERM to the job's process group, SIGKILL after the grace period;
+//   4. when the job's main process exits, kills what is left of the session, then writes
+//      exit.json atomically (write + fsync + rename).
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace colo::daemon {
+
+struct ShimSpec {
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;  // the complete environment
+  std::string workdir;
+  std::string user;
+  long uid = -1, gid = -1;  // -1: keep the shim's (non-root daemon)
+  std::string stdout_path, stderr_path;
+  double grace_s = 10;
+};
+
+struct ShimExit {
+  bool started = false;
+  std::optional<int> exit_code;  // normal exit
+  std::optional<int> signal;     // killed by a signal
+  std::string error;             // exec failure, bad spec, cancelled before start
+  double start_time = 0, end_time = 0;
+};
+
+void write_shim_spec(const std::string& dir, const ShimSpec& spec);
+// nullopt while the shim has not finished (no exit.json yet). Throws on a corrupt file.
+std::optional<ShimExit> read_shim_exit(const std::string& dir);
+bool shim_started(const std::string& dir);  // the started marker exists
+
+// The shim's main; returns its exit status.
+int shim_main(const std::string& dir);
+
+}  // namespace colo::daemon

@@ -1,0 +1,118 @@
+#pragma once
+// colod's durable state (SQLite, WAL, synchronous=FULL): jobs, their attempts, events, GPU
+// drain flags, GPU samples and the history estimator's observations. The database is the
+// source of truth; everything in memory (ledger, monitor windows) is rebuilt from it at start.
+//
+// Attempt states: launching (row committed, shim maybe forked, job maybe not started) ─►
+// running (the daemon told the shim to start the job) ─► finished | not_started | lost.
+// docs/DAEMON.md explains why this order of writes survives kill -9 at any instant.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/job.h"
+#include "core/units.h"
+#include "daemon/sqlite.h"
+
+namespace colo::daemon {
+
+struct JobRow {
+  JobId id = 0;
+  std::int64_t uid = 0, gid = 0;
+  std::string user;
+  std::string name;
+  std::vector<std::string> argv;
+  nlohmann::json env = nlohmann::json::object();
+  std::string workdir;
+  int gpus = 1;
+  std::optional<MiB> need_mib;           // what the scheduler plans with
+  std::string need_source;
+  std::string need_explanation;
+  std::optional<MiB> requested_mib;      // what the submitter said (before history)
+  std::string requested_source;
+  std::string fingerprint;
+  JobState state = JobState::Queued;
+  double submit_time = 0;
+  std::optional<double> end_time;
+  int attempts = 0;                      // launches that started the program
+  std::optional<MiB> recovery_need_mib;
+  bool recovery_idle_only = false;
+  std::optional<std::int64_t> recovery_seq;
+  bool cancel_requested = false;
+  std::optional<int> exit_code;
+  std::string reason;
+
+  Job to_core() const;
+};
+
+struct AttemptRow {
+  std::int64_t id = 0;
+  JobId job_id = 0;
+  int n = 0;  // 1-based among the job's attempt rows
+  std::string state;  // launching, running, finished, not_started, lost
+  std::vector<int> slots;
+  std::vector<std::string> uuids;
+  MiB reserve_mib = 0;
+  bool exclusive = false;
+  bool recovery = false;
+  std::string dir;
+  std::optional<std::int64_t> shim_pid;
+  std::optional<std::int64_t> shim_start;
+  double launch_time = 0;
+  std::optional<double> start_time, end_time;
+  std::optional<int> exit_code, signal;
+  std::string outcome;  // done, failed, oom, cancelled, lost, not_started
+  std::string evidence; // OOM log line or failure detail
+  std::optional<MiB> peak_mib;
+  std::int64_t out_offset = 0, err_offset = 0;
+};
+
+struct EventRow {
+  double time = 0;
+  std::optional<JobId> job_id;
+  std::string kind;
+  std::string message;
+};
+
+class Store {
+ public:
+  explicit Store(const std::string& path);  // opens and migrates
+  Db& db() { return db_; }
+
+  JobId insert_job(const JobRow& j);  // returns the new id (within the caller's transaction)
+  std::optional<JobRow> job(JobId id);
+  // Jobs, newest last. uid filter nullopt = everyone's. active = not terminal.
+  std::vector<JobRow> jobs(std::optional<std::int64_t> uid, bool active_only, int limit = 10000);
+  std::vector<JobRow> jobs_in_state(JobState s);  // queued: by id; recovering: by recovery_seq
+  void update_job(const JobRow& j);    // every mutable column
+
+  std::int64_t insert_attempt(const AttemptRow& a);
+  void update_attempt(const AttemptRow& a);
+  std::vector<AttemptRow> attempts_of(JobId job);
+  std::vector<AttemptRow> open_attempts();  // launching or running
+  std::optional<AttemptRow> attempt(std::int64_t id);
+
+  void event(std::optional<JobId> job, double time, const std::string& kind, const std::string& message);
+  std::vector<EventRow> events_of(JobId job);
+
+  std::int64_t next_recovery_seq();
+
+  // GPU drain flags survive restarts (an operator's drain is a decision, not a sample).
+  void set_drained(int slot, const std::string& uuid, bool drained, const std::string& reason);
+  std::optional<std::string> drained_reason(const std::string& uuid);  // nullopt = not drained
+
+  void add_sample(double time, int slot, MiB used, std::optional<double> smact, std::optional<double> power);
+  void prune_samples(double older_than);
+
+  // History estimator observations, keyed by job fingerprint.
+  std::optional<MiB> history_peak(const std::string& fingerprint);
+  void record_history(const std::string& fingerprint, MiB peak, double time);
+
+ private:
+  Db db_;
+};
+
+}  // namespace colo::daemon
