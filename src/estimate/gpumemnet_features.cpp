@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 #include <numbers>
 
 #include <fmt/format.h>
@@ -29,6 +30,9 @@ std::string canonical_activation(std::string_view name) {
   if (t.empty() || t == "none" || t == "linear") return "identity";
   if (t == "swish") return "silu";
   if (t == "relu6") return "relu";
+  // Close relatives of a trained-on function (same shape of curve, same saved tensors).
+  if (t == "hardswish") return "silu";
+  if (t == "hardsigmoid") return "sigmoid";
   if (t == "geluactivation" || t == "newgeluactivation" || t == "fastgeluactivation" || t == "gelunew" ||
       t == "quickgeluactivation")
     return "gelu";
@@ -45,6 +49,24 @@ double activation_angle(std::string_view canonical) {
   const auto it = std::find(known.begin(), known.end(), canonical);
   if (it == known.end()) throw UserError(fmt::format("gpumemnet: no angle for activation '{}'", canonical));
   return 2.0 * std::numbers::pi * static_cast<double>(it - known.begin()) / static_cast<double>(known.size());
+}
+
+std::string dominant_activation(const ModelGraph& graph) {
+  std::map<std::string, int> count;
+  std::string best = "identity";
+  int most = 0;
+  for (const auto& l : graph.layers) {
+    if (l.kind != LayerKind::ReLU && l.kind != LayerKind::Sigmoid && l.kind != LayerKind::Tanh &&
+        l.kind != LayerKind::Activation)
+      continue;
+    const std::string name = canonical_activation(l.type_name.empty() ? std::string(to_string(l.kind)) : l.type_name);
+    // Strictly more wins, so among equals the one met first in forward order stays.
+    if (++count[name] > most) {
+      most = count[name];
+      best = name;
+    }
+  }
+  return best;
 }
 
 GpuMemNetInputs gpumemnet_inputs(const ModelGraph& graph, std::int64_t batch) {
@@ -71,7 +93,7 @@ GpuMemNetInputs gpumemnet_inputs(const ModelGraph& graph, std::int64_t batch) {
     }
   }
   in.depth = in.linear + in.conv;
-  in.activation = canonical_activation(graph.activation);
+  in.activation = canonical_activation(graph.activation.empty() ? dominant_activation(graph) : graph.activation);
   return in;
 }
 

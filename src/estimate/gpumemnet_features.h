@@ -33,7 +33,8 @@ struct GpuMemNetInputs {
 };
 
 // Canonical name of an activation function ("LeakyReLU", "leaky_relu" -> "leakyrelu",
-// "swish" -> "silu", "None"/"" -> "identity", "geluactivation" -> "gelu", "relu6" -> "relu").
+// "swish" -> "silu", "None"/"" -> "identity", "geluactivation" -> "gelu", "relu6" -> "relu",
+// "hardswish" -> "silu", "hardsigmoid" -> "sigmoid").
 // Throws colo::UserError naming the function and the known ones when it is not one of them.
 std::string canonical_activation(std::string_view name);
 const std::vector<std::string>& known_activations();  // in angle order
@@ -41,9 +42,14 @@ const std::vector<std::string>& known_activations();  // in angle order
 // Angle θ = 2π·i/N of the i-th known function.
 double activation_angle(std::string_view canonical);
 
+// The most frequent activation layer's function (ReLU/Sigmoid/Tanh/Activation kinds, by
+// canonical name; the first met wins a tie), "identity" when the graph has none.
+std::string dominant_activation(const ModelGraph& graph);
+
 // Reads the counts off a model graph. Per-layer activations are the source's own figure where
 // the parser kept it (Layer::source_activations), else out_elems(), H×W for rank-3 outputs.
-// The activation function is the graph's dominant one (ModelGraph::activation), "identity" if none.
+// The activation function is ModelGraph::activation when the parser set it, else
+// dominant_activation(graph).
 GpuMemNetInputs gpumemnet_inputs(const ModelGraph& graph, std::int64_t batch);
 
 inline constexpr int kGpuMemNetFeatureCount = 11;

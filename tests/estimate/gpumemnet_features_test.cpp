@@ -44,6 +44,24 @@ TEST(GpuMemNetFeatures, CountsLayersAndActivationsOfACnnGraph) {
   EXPECT_THROW(gpumemnet_inputs(g, 0), UserError);
 }
 
+TEST(GpuMemNetFeatures, DominantActivationWhenTheParserNamedNone) {
+  ModelGraph g;
+  auto act = [](LayerKind k, const char* name) {
+    Layer l = layer(k, {8}, 0);
+    l.type_name = name;
+    return l;
+  };
+  g.layers = {layer(LayerKind::Linear, {8}, 72), act(LayerKind::Activation, "GELU"), act(LayerKind::ReLU, "ReLU"),
+              act(LayerKind::ReLU, "ReLU"), act(LayerKind::Softmax, "Softmax"), act(LayerKind::Softmax, "Softmax"),
+              act(LayerKind::Softmax, "Softmax")};  // softmax is an output, not the activation function
+  EXPECT_EQ(dominant_activation(g), "relu");
+  EXPECT_EQ(gpumemnet_inputs(g, 1).activation, "relu");
+  g.activation = "tanh";  // what the parser said wins
+  EXPECT_EQ(gpumemnet_inputs(g, 1).activation, "tanh");
+  g.layers.resize(1);
+  EXPECT_EQ(dominant_activation(g), "identity");
+}
+
 TEST(GpuMemNetFeatures, VectorHoldsLogMagnitudesAndTheActivationAngle) {
   GpuMemNetInputs in;
   in.linear = 3;
@@ -68,6 +86,7 @@ TEST(GpuMemNetFeatures, ActivationNamesAreCanonicalisedAndUnknownOnesRefused) {
   EXPECT_EQ(canonical_activation("None"), "identity");
   EXPECT_EQ(canonical_activation(""), "identity");
   EXPECT_EQ(canonical_activation("NewGELUActivation"), "gelu");
+  EXPECT_EQ(canonical_activation("Hardswish"), "silu");
   EXPECT_THROW(canonical_activation("hardshrink"), UserError);
   // Angles are evenly spread and distinct, so cos/sin place every function on the unit circle.
   const double step = 2 * std::numbers::pi / static_cast<double>(known_activations().size());
