@@ -1,0 +1,30 @@
+// colo cancel ID: stop one of your jobs (SIGTERM, SIGKILL after colod's grace period).
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/command_registry.h"
+#include "daemon/client/api_client.h"
+
+namespace {
+
+colo::cli::RegisterCommand reg([](CLI::App& app) {
+  auto ids = std::make_shared<std::vector<std::uint64_t>>();
+  auto as_json = std::make_shared<bool>(false);
+  CLI::App* c = app.add_subcommand("cancel", "cancel jobs (yours; root: anyone's)");
+  c->add_option("id", *ids, "job id(s)")->required();
+  c->add_flag("--json", *as_json, "print JSON");
+  c->callback([ids, as_json] {
+    const colo::daemon::ApiClient client(colo::cli::globals().socket);
+    nlohmann::json out = nlohmann::json::array();
+    for (std::uint64_t id : *ids) {
+      const nlohmann::json j = client.call("POST", fmt::format("/v1/jobs/{}/cancel", id));
+      if (*as_json) out.push_back(j);
+      else if (j.at("state") == "cancelled") std::cout << fmt::format("job {} cancelled\n", id);
+      else std::cout << fmt::format("job {} is being stopped (SIGTERM, then SIGKILL)\n", id);
+    }
+    if (*as_json) std::cout << (out.size() == 1 ? out[0] : out).dump(2) << "\n";
+  });
+});
+
+}  // namespace

@@ -1,0 +1,44 @@
+// colo logs ID [-f]: a job's stdout (or --stderr), every attempt appended; -f follows it
+// until the job ends.
+#include <chrono>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli/command_registry.h"
+#include "daemon/client/api_client.h"
+
+namespace {
+
+struct LogsOptions {
+  std::uint64_t id = 0;
+  bool follow = false, stderr_stream = false, json = false;
+};
+
+colo::cli::RegisterCommand reg([](CLI::App& app) {
+  auto o = std::make_shared<LogsOptions>();
+  CLI::App* c = app.add_subcommand("logs", "print a job's output");
+  c->add_option("id", o->id, "job id")->required();
+  c->add_flag("-f,--follow", o->follow, "keep printing until the job ends");
+  c->add_flag("--stderr", o->stderr_stream, "the job's stderr instead of stdout");
+  c->add_flag("--json", o->json, "print JSON objects {data, offset, size, state, finished} (one per chunk)");
+  c->callback([o] {
+    const colo::daemon::ApiClient client(colo::cli::globals().socket);
+    std::int64_t offset = 0;
+    const char* stream = o->stderr_stream ? "stderr" : "stdout";
+    for (;;) {
+      const nlohmann::json r = client.call("GET", fmt::format("/v1/jobs/{}/logs?stream={}&offset={}", o->id, stream, offset));
+      const std::string data = r.at("data").get<std::string>();
+      offset = r.at("offset").get<std::int64_t>();
+      if (o->json) std::cout << r.dump() << "\n";
+      else std::cout << data << std::flush;
+      const bool more = offset < r.at("size").get<std::int64_t>();
+      if (more) continue;
+      if (!o->follow || r.at("finished").get<bool>()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  });
+});
+
+}  // namespace

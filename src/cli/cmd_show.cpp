@@ -1,0 +1,69 @@
+// colo show ID: one job in full — state, placement, every attempt, events.
+#include <ctime>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/command_registry.h"
+#include "daemon/client/api_client.h"
+#include "daemon/client/job_request.h"
+
+namespace {
+
+using nlohmann::json;
+
+std::string when(const json& t) {
+  if (t.is_null()) return "-";
+  const std::time_t s = static_cast<std::time_t>(t.get<double>());
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", std::localtime(&s));
+  return buf;
+}
+
+std::string opt(const json& v) { return v.is_null() ? "-" : v.dump(); }
+
+colo::cli::RegisterCommand reg([](CLI::App& app) {
+  auto id = std::make_shared<std::uint64_t>(0);
+  auto as_json = std::make_shared<bool>(false);
+  CLI::App* c = app.add_subcommand("show", "show one job: state, GPUs, attempts, events");
+  c->add_option("id", *id, "job id")->required();
+  c->add_flag("--json", *as_json, "print JSON");
+  c->callback([id, as_json] {
+    const colo::daemon::ApiClient client(colo::cli::globals().socket);
+    const json j = client.call("GET", fmt::format("/v1/jobs/{}", *id));
+    if (*as_json) {
+      std::cout << j.dump(2) << "\n";
+      return;
+    }
+    std::string cmd;
+    for (const json& a : j.at("argv")) cmd += (cmd.empty() ? "" : " ") + a.get<std::string>();
+    std::cout << fmt::format("job {}  {}  ({}, uid {})\n", j.at("id").get<std::uint64_t>(), j.at("name").get<std::string>(),
+                             j.at("user").get<std::string>(), j.at("uid").get<std::int64_t>());
+    std::cout << fmt::format("  state      {}{}\n", j.at("state").get<std::string>(),
+                             j.at("reason").get<std::string>().empty() ? "" : "  — " + j.at("reason").get<std::string>());
+    std::cout << fmt::format("  command    {}\n  workdir    {}\n", cmd, j.at("workdir").get<std::string>());
+    std::string need = j.at("need_mib").is_null()
+                           ? std::string("unknown")
+                           : colo::daemon::format_mib(j.at("need_mib").get<colo::MiB>()) + " [" +
+                                 j.at("need_source").get<std::string>() + "]";
+    std::cout << fmt::format("  need       {} per GPU × {} GPU(s){}\n", need, j.at("gpus_requested").get<int>(),
+                             j.at("need_explanation").get<std::string>().empty() ? "" : "  (" + j.at("need_explanation").get<std::string>() + ")");
+    std::string g;
+    for (const json& x : j.at("gpus")) g += fmt::format("{}{} ({})", g.empty() ? "" : ", ", x.at("index").get<int>(), x.at("uuid").get<std::string>());
+    std::cout << fmt::format("  gpus       {}\n  submitted  {}\n  ended      {}\n  exit code  {}\n", g.empty() ? "-" : g,
+                             when(j.at("submit_time")), when(j.at("end_time")), opt(j.at("exit_code")));
+    std::cout << fmt::format("  logs       {}\n             {}\n", j.at("stdout").get<std::string>(), j.at("stderr").get<std::string>());
+    for (const json& a : j.at("attempts"))
+      std::cout << fmt::format("  attempt {}  {:<9} {:<11} gpus {} reserve {}{} peak {} exit {}{}\n", a.at("n").get<int>(),
+                               a.at("state").get<std::string>(), a.at("outcome").get<std::string>(), a.at("gpus").dump(),
+                               colo::daemon::format_mib(a.at("reserve_mib").get<colo::MiB>()),
+                               a.at("exclusive").get<bool>() ? " alone" : "",
+                               a.at("peak_mib").is_null() ? "-" : colo::daemon::format_mib(a.at("peak_mib").get<colo::MiB>()),
+                               opt(a.at("exit_code")),
+                               a.at("evidence").get<std::string>().empty() ? "" : "  " + a.at("evidence").get<std::string>());
+    for (const json& e : j.at("events"))
+      std::cout << fmt::format("  {}  {:<9} {}\n", when(e.at("time")), e.at("kind").get<std::string>(), e.at("message").get<std::string>());
+  });
+});
+
+}  // namespace

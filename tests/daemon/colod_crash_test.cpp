@@ -1,0 +1,83 @@
+// kill -9 at random instants during a 100-job run: after every restart colod re-adopts what
+// is running, finishes what ended while it was down, requeues what never started — and at the
+// end every job has run exactly once (each job appends its id to a shared file).
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "daemon/client/api_client.h"
+#include "daemon/client/job_request.h"
+#include "daemon_harness.h"
+
+namespace colo::daemon::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+TEST(ColodCrash, KillNineDuringAHundredJobsLosesNothingAndRunsNothingTwice) {
+  TempDir dir;
+  const std::string ledger = dir.path() + "/ran.txt";
+  ColodProcess d(dir.path(), "2x40GiB");
+  const ApiClient api(d.socket());
+  constexpr int kJobs = 100;
+  std::set<std::uint64_t> ids;
+  std::mt19937 rng(20261122);
+  std::uniform_int_distribution<int> ms(0, 250);
+  for (int k = 0; k < kJobs; ++k) {
+    SubmitRequest r;
+    // Short, varied jobs; 4 GiB each, so up to 9 share a 40 GiB GPU under MAGM (2 GiB margin).
+    r.argv = {"/bin/sh", "-c", "echo $COLO_JOB_ID >> " + ledger + "; sleep 0." + std::to_string(ms(rng) / 100 + 1)};
+    r.mem_mib = 4096;
+    r.workdir = "/";
+    const json body = to_json(r);
+    ids.insert(api.call("POST", "/v1/jobs", &body).at("id").get<std::uint64_t>());
+  }
+  ASSERT_EQ(ids.size(), static_cast<size_t>(kJobs));
+
+  std::uniform_int_distribution<int> pause_ms(50, 900);
+  int kills = 0;
+  for (; kills < 15; ++kills) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
+    d.kill9();
+    d.start();
+  }
+  auto all_done = [&] {
+    const json jobs = api.call("GET", "/v1/jobs?all=1");
+    int done = 0;
+    for (const json& j : jobs) done += j.at("state") == "done";
+    return done == kJobs;
+  };
+  ASSERT_TRUE(wait_until(all_done, 180s, 250ms)) << api.call("GET", "/v1/jobs").dump(1) << d.log();
+
+  std::map<std::uint64_t, int> runs;
+  std::ifstream in(ledger);
+  std::uint64_t id = 0;
+  while (in >> id) ++runs[id];
+  for (std::uint64_t j : ids) EXPECT_EQ(runs[j], 1) << "job " << j << " ran " << runs[j] << " times";
+  EXPECT_EQ(runs.size(), ids.size());
+  // Every job started exactly one attempt; extra attempt rows may only be launches that never
+  // started (colod died before the "go").
+  for (std::uint64_t j : ids) {
+    const json s = api.call("GET", "/v1/jobs/" + std::to_string(j));
+    EXPECT_EQ(s.at("attempt_count"), 1) << s.dump(2);
+    int started = 0;
+    for (const json& a : s.at("attempts")) {
+      if (a.at("outcome") != "not_started") ++started;
+      EXPECT_NE(a.at("outcome"), "lost") << s.dump(2);
+    }
+    EXPECT_EQ(started, 1) << s.dump(2);
+  }
+  const std::string log = d.log();
+  EXPECT_NE(log.find("re-adopted"), std::string::npos);
+  std::cerr << "kills: " << kills << "\n";
+}
+
+}  // namespace
+}  // namespace colo::daemon::testing

@@ -1,0 +1,318 @@
+// End-to-end: the real build/colod on the fake NVML, driven by the real build/colo.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "daemon_harness.h"
+#include "gpu/fake_nvml_env.h"
+
+namespace colo::daemon::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string fake_job() { return colo::gpu::fake_job_path(); }
+
+// Did two attempts run on the same GPU at the same time?
+bool overlap_on_same_gpu(const std::vector<json>& jobs) {
+  for (size_t a = 0; a < jobs.size(); ++a)
+    for (size_t b = a + 1; b < jobs.size(); ++b)
+      for (const json& x : jobs[a].at("attempts"))
+        for (const json& y : jobs[b].at("attempts")) {
+          if (x.at("start_time").is_null() || y.at("start_time").is_null()) continue;
+          bool same = false;
+          for (const json& gx : x.at("gpus"))
+            for (const json& gy : y.at("gpus")) same = same || gx == gy;
+          if (!same) continue;
+          const double xs = x.at("start_time"), xe = x.at("end_time"), ys = y.at("start_time"), ye = y.at("end_time");
+          if (xs < ye && ys < xe) return true;
+        }
+  return false;
+}
+
+TEST(ColodE2E, SubmitQueueShowLogsCancel) {
+  TempDir dir;
+  ColodProcess d(dir.path(), "2x40GiB");
+  const std::uint64_t id = d.submit({"--gpus", "1", "--mem", "10GiB", "--name", "t1", "--", "/bin/sh", "-c",
+                                     "echo hello from $COLO_JOB_ID on $CUDA_VISIBLE_DEVICES; echo oops >&2; sleep 1"});
+  EXPECT_GE(id, 1u);
+  const json q = d.colo_json({"queue", "--json"});
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_EQ(q[0].at("name"), "t1");
+
+  const json j = d.wait_terminal(id);
+  EXPECT_EQ(j.at("state"), "done") << j.dump(2);
+  EXPECT_EQ(j.at("exit_code"), 0);
+  ASSERT_EQ(j.at("gpus").size(), 1u);
+  EXPECT_EQ(j.at("gpus")[0].at("uuid").get<std::string>().rfind("GPU-", 0), 0u);
+  ASSERT_EQ(j.at("attempts").size(), 1u);
+  EXPECT_EQ(j.at("attempts")[0].at("outcome"), "done");
+  EXPECT_EQ(j.at("need_mib"), 10240);
+
+  RunResult logs = d.colo({"logs", std::to_string(id)});
+  EXPECT_EQ(logs.rc, 0);
+  EXPECT_EQ(logs.out, "hello from " + std::to_string(id) + " on " + j.at("gpus")[0].at("uuid").get<std::string>() + "\n");
+  EXPECT_EQ(d.colo({"logs", std::to_string(id), "--stderr"}).out, "oops\n");
+  EXPECT_EQ(d.colo_json({"queue", "--json"}).size(), 0u);
+  EXPECT_EQ(d.colo_json({"queue", "--all", "--json"}).size(), 1u);
+
+  // Cancel a running job: SIGTERM reaches its process group; the job ends cancelled.
+  const std::uint64_t long_id = d.submit({"--mem", "1GiB", "--", "/bin/sh", "-c", "echo started; sleep 60"});
+  ASSERT_TRUE(wait_until([&] { return d.colo_json({"show", std::to_string(long_id), "--json"}).at("state") == "running"; }, 20s));
+  ASSERT_TRUE(wait_until([&] { return d.colo({"logs", std::to_string(long_id)}).out == "started\n"; }, 20s));
+  RunResult c = d.colo({"cancel", std::to_string(long_id)});
+  EXPECT_EQ(c.rc, 0) << c.err;
+  const json cj = d.wait_terminal(long_id, 30s);
+  EXPECT_EQ(cj.at("state"), "cancelled");
+  EXPECT_EQ(cj.at("attempts")[0].at("signal"), 15);
+  // logs -f returns once the job has ended.
+  EXPECT_EQ(d.colo({"logs", "-f", std::to_string(long_id)}).out, "started\n");
+  // Cancelling a queued job (all GPUs drained) is immediate.
+  ASSERT_EQ(d.colo({"drain", "0"}).rc, 0);
+  ASSERT_EQ(d.colo({"drain", "1"}).rc, 0);
+  const std::uint64_t q_id = d.submit({"--", "/bin/true"});
+  EXPECT_EQ(d.colo_json({"cancel", std::to_string(q_id), "--json"}).at("state"), "cancelled");
+  RunResult again = d.colo({"cancel", std::to_string(q_id)});
+  EXPECT_EQ(again.rc, 2);
+  EXPECT_NE(again.err.find("already ended"), std::string::npos) << again.err;
+  const json gpus = d.colo_json({"gpus", "--json"});
+  EXPECT_TRUE(gpus[0].at("drained").get<bool>());
+  ASSERT_EQ(d.colo({"resume", "0"}).rc, 0);
+  EXPECT_FALSE(d.colo_json({"gpus", "--json"})[0].at("drained").get<bool>());
+  EXPECT_NE(d.colo({"show", "999"}).err.find("job 999 not found"), std::string::npos);
+}
+
+std::vector<json> run_four_jobs(const std::string& policy) {
+  TempDir dir;
+  ColodProcess d(dir.path(), "2x40GiB", {"--policy", policy});
+  std::vector<std::uint64_t> ids;
+  for (int k = 0; k < 4; ++k)
+    ids.push_back(d.submit({"--mem", "8GiB", "--", fake_job(), "--mem", "8GiB", "--hold", "2.5", "--sm-activity", "0.2"}));
+  std::vector<json> jobs;
+  for (auto id : ids) {
+    jobs.push_back(d.wait_terminal(id, 90s));
+    EXPECT_EQ(jobs.back().at("state"), "done") << jobs.back().dump(2) << d.log();
+  }
+  return jobs;
+}
+
+TEST(ColodE2E, MagmCollocatesExclusiveDoesNot) {
+  const std::vector<json> magm = run_four_jobs("magm");
+  EXPECT_TRUE(overlap_on_same_gpu(magm)) << "MAGM should run two 8 GiB jobs on one 40 GiB GPU at once";
+  // MAGM spreads: the first two jobs land on different GPUs (most free memory first).
+  EXPECT_NE(magm[0].at("gpus")[0].at("index"), magm[1].at("gpus")[0].at("index"));
+  for (const json& j : magm) EXPECT_GE(j.at("attempts")[0].at("peak_mib").get<int>(), 8 * 1024) << j.dump(2);
+
+  const std::vector<json> excl = run_four_jobs("exclusive");
+  EXPECT_FALSE(overlap_on_same_gpu(excl)) << "exclusive must never share a GPU";
+}
+
+TEST(ColodE2E, InjectedOomGoesThroughRecoveryAndFinishes) {
+  TempDir dir;
+  ColodProcess d(dir.path(), "1x40GiB");
+  // Both claim 10 GiB, so the ledger collocates them; together they really need 50 GiB.
+  const std::uint64_t a = d.submit({"--mem", "10GiB", "--name", "big", "--", fake_job(), "--mem", "30GiB", "--hold", "3"});
+  const std::uint64_t b = d.submit({"--mem", "10GiB", "--name", "liar", "--", fake_job(), "--mem", "20GiB", "--ramp", "1.5", "--hold", "1"});
+  const json ja = d.wait_terminal(a, 90s), jb = d.wait_terminal(b, 90s);
+  EXPECT_EQ(ja.at("state"), "done") << ja.dump(2);
+  EXPECT_EQ(jb.at("state"), "done") << jb.dump(2);
+  int ooms = 0;
+  for (const json& j : {ja, jb})
+    for (const json& at : j.at("attempts"))
+      if (at.at("outcome") == "oom") {
+        ++ooms;
+        EXPECT_NE(at.at("evidence").get<std::string>().find("CUDA out of memory"), std::string::npos) << at.dump();
+      }
+  EXPECT_GE(ooms, 1) << ja.dump(2) << jb.dump(2);
+  // Strict recovery: the retry ran alone.
+  for (const json& j : {ja, jb}) {
+    const json& attempts = j.at("attempts");
+    if (attempts.size() > 1) {
+      EXPECT_EQ(attempts[0].at("outcome"), "oom");
+      EXPECT_TRUE(attempts.back().at("exclusive").get<bool>());
+      EXPECT_TRUE(attempts.back().at("recovery").get<bool>());
+      EXPECT_EQ(j.at("attempt_count"), static_cast<int>(attempts.size()));
+    }
+  }
+  // History: the same job submitted again plans with what it really used (30 GiB + 10 %).
+  const std::uint64_t again = d.submit({"--mem", "10GiB", "--name", "big", "--", fake_job(), "--mem", "30GiB", "--hold", "3"});
+  const json jr = d.colo_json({"show", std::to_string(again), "--json"});
+  EXPECT_EQ(jr.at("need_source"), "history") << jr.dump(2);
+  EXPECT_GE(jr.at("need_mib").get<int>(), 30 * 1024);
+  d.colo({"cancel", std::to_string(again)});
+  d.wait_terminal(again, 30s);
+}
+
+TEST(ColodE2E, UsersCannotTouchEachOthersJobs) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as a second user";
+  TempDir dir;
+  ColodProcess d(dir.path(), "1x40GiB");
+  const uid_t nobody = 65534;
+  const std::uint64_t root_job = d.submit({"--mem", "1GiB", "--", "/bin/sleep", "30"});
+  const std::string rid = std::to_string(root_job);
+  RunResult show = d.colo({"show", rid}, nobody);
+  EXPECT_EQ(show.rc, 2);
+  EXPECT_NE(show.err.find("job " + rid + " not found"), std::string::npos) << show.err;
+  EXPECT_EQ(d.colo({"cancel", rid}, nobody).rc, 2);
+  EXPECT_EQ(d.colo({"logs", rid}, nobody).rc, 2);
+  RunResult drain = d.colo({"drain", "0"}, nobody);
+  EXPECT_EQ(drain.rc, 2);
+  EXPECT_NE(drain.err.find("only root"), std::string::npos) << drain.err;
+  RunResult q = d.colo({"queue", "--json"}, nobody);
+  ASSERT_EQ(q.rc, 0) << q.err;
+  EXPECT_EQ(json::parse(q.out).size(), 0u);
+  EXPECT_NE(d.colo_json({"show", rid, "--json"}).at("state"), "cancelled");
+
+  // nobody's own job: visible to nobody and to root, runs as nobody.
+  RunResult sub = d.colo({"submit", "--workdir", "/", "--mem", "1GiB", "--", "/usr/bin/id", "-u"}, nobody);
+  ASSERT_EQ(sub.rc, 0) << sub.err;
+  const std::string nid = std::to_string(std::stoull(sub.out));
+  const json nj = d.wait_terminal(std::stoull(sub.out));
+  EXPECT_EQ(nj.at("user"), "nobody");
+  EXPECT_EQ(nj.at("state"), "done") << nj.dump(2);
+  EXPECT_EQ(d.colo({"logs", nid}, nobody).out, "65534\n");
+  EXPECT_EQ(json::parse(d.colo({"queue", "--all", "--json"}, nobody).out).size(), 1u);
+  EXPECT_EQ(d.colo_json({"queue", "--all", "--json"}).size(), 2u);  // root sees all
+  d.colo({"cancel", rid});
+  d.wait_terminal(root_job, 30s);
+}
+
+// Raw bytes to the socket; returns the whole answer.
+std::string raw_request(const std::string& sock, const std::string& bytes) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, sock.c_str(), sizeof(addr.sun_path) - 1);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return "";
+  }
+  size_t off = 0;
+  while (off < bytes.size()) {
+    const ssize_t n = send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    off += static_cast<size_t>(n);
+  }
+  shutdown(fd, SHUT_WR);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
+
+std::string post(const std::string& path, const std::string& body) {
+  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+TEST(ColodE2E, MalformedRequestsGetClearErrorsAndTheDaemonStaysUp) {
+  TempDir dir;
+  ColodProcess d(dir.path(), "1x40GiB");
+  const std::string s = d.socket();
+  struct Case {
+    std::string bytes, status, message;
+  };
+  const std::vector<Case> cases = {
+      {post("/v1/jobs", "{not json"), "400", "not valid JSON"},
+      {post("/v1/jobs", R"({"argv": "sleep 1"})"), "400", "field 'argv'"},
+      {post("/v1/jobs", R"({"argv": ["x"], "gpus": "two"})"), "400", "field 'gpus'"},
+      {post("/v1/jobs", R"({"argv": ["x"], "gpus": 0})"), "400", "field 'gpus'"},
+      {post("/v1/jobs", R"({"argv": ["x"], "mem_mib": -5})"), "400", "field 'mem_mib'"},
+      {post("/v1/jobs", R"({"argv": ["x"], "env": {"CUDA_VISIBLE_DEVICES": "0"}})"), "400", "set by colo"},
+      {post("/v1/jobs", R"({"argv": ["x"], "surprise": 1})"), "400", "unknown field 'surprise'"},
+      {post("/v1/jobs", R"([1,2,3])"), "400", "expected a JSON object"},
+      {"POST /v1/jobs HTTP/1.1\r\nContent-Length: 999999999\r\n\r\n", "413", "exceeds the limit"},
+      {"POST /v1/jobs HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", "501", "Transfer-Encoding"},
+      {"GET /v1/nothing HTTP/1.1\r\n\r\n", "404", "unknown route"},
+      {"DELETE /v1/jobs HTTP/1.1\r\n\r\n", "405", "not allowed"},
+      {"GET /v1/jobs/abc HTTP/1.1\r\n\r\n", "400", "not a job id"},
+      {"GARBAGE\r\n\r\n", "400", "malformed request line"},
+      {"GET / HTTP/2.0\r\n\r\n", "505", "unsupported HTTP version"},
+      {"GET /v1/jobs HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n", "431", "exceeds"},
+      {"GET /v1/jobs/1/logs?offset=-3 HTTP/1.1\r\n\r\n", "404", "not found"},
+  };
+  for (const Case& c : cases) {
+    const std::string resp = raw_request(s, c.bytes);
+    EXPECT_EQ(resp.substr(0, 12), "HTTP/1.1 " + c.status) << c.bytes.substr(0, 80) << " -> " << resp;
+    EXPECT_NE(resp.find(c.message), std::string::npos) << c.bytes.substr(0, 80) << " -> " << resp;
+    const size_t body = resp.find("\r\n\r\n");
+    ASSERT_NE(body, std::string::npos);
+    const json e = json::parse(resp.substr(body + 4));
+    EXPECT_EQ(e.at("error").get<std::string>().find('\n'), std::string::npos);  // one line
+  }
+  // A huge body that is actually sent is refused without reading it all.
+  const std::string huge = post("/v1/jobs", std::string(3 << 20, 'x'));
+  EXPECT_EQ(raw_request(s, huge).substr(0, 12), "HTTP/1.1 413");
+  // A client that connects and sends nothing does not block others.
+  const int idle = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, s.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(connect(idle, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  EXPECT_EQ(d.colo({"queue"}).rc, 0);
+  close(idle);
+  EXPECT_TRUE(d.alive());
+  EXPECT_EQ(d.submit({"--", "/bin/true"}), 1u);  // nothing above created a job
+}
+
+TEST(ColodE2E, MalformedJobFilesGetOneLineErrors) {
+  TempDir dir;
+  ColodProcess d(dir.path(), "1x40GiB");
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir.path() + "/" + name) << text;
+    return dir.path() + "/" + name;
+  };
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--rad", write("short.rad", "# c\nconda activate tf\npython x.py\nm.model\n")}, "short.rad:5: missing field 'batch size'"},
+      {{"--rad", write("badbatch.rad", "conda\npython x.py\nm.model\nds\nthirty-two\nexclusive\n1\n")}, "badbatch.rad:5: batch size 'thirty-two'"},
+      {{"--rad", write("badmode.rad", "conda\npython x.py\nm.model\nds\n32\nsometimes\n1\n")}, "badmode.rad:6: placement mode"},
+      {{"--rad", write("badmem.rad", "conda\npython x.py\nm.model\nds\n32\nexclusive\n1\n12x\n")}, "badmem.rad:8: measured memory"},
+      {{"--rad", dir.path() + "/missing.rad"}, "missing.rad: cannot open"},
+      {{write("syntax.toml", "name = \"a\"\ncommand = [\"x\"\n")}, "syntax.toml:"},
+      {{write("types.toml", "command = [\"x\"]\ngpus = \"two\"\n")}, "types.toml:2: 'gpus' must be an integer"},
+      {{write("unknown.toml", "command = [\"x\"]\ngpu = 1\n")}, "unknown.toml:2: unknown key 'gpu'"},
+      {{write("nocmd.toml", "name = \"x\"\n")}, "nocmd.toml:1: missing 'command'"},
+      {{write("mem.toml", "command = \"x\"\nmem = \"12 parsecs\"\n")}, "mem.toml:2: memory '12 parsecs'"},
+      {{"--mem", "lots", "--", "/bin/true"}, "memory 'lots'"},
+      {{"--env", "1BAD=x", "--", "/bin/true"}, "environment variable name '1BAD'"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args{"submit"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    RunResult r = d.colo(args);
+    EXPECT_EQ(r.rc, 2) << c.message << ": " << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << "want '" << c.message << "' in: " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  // The prototype's real .rad files parse, and one runs (its command replaced by a fake job).
+  const std::string rad = std::string(COLO_SOURCE_DIR) + "/../shared/data/carma/rad/resnet.rad";
+  const std::uint64_t id = d.submit({"--rad", rad, "--", fake_job(), "--mem", "5GiB", "--hold", "0.5"});
+  const json j = d.wait_terminal(id);
+  EXPECT_EQ(j.at("state"), "done") << j.dump(2);
+  EXPECT_EQ(j.at("need_mib"), 5262);
+  EXPECT_EQ(j.at("need_source"), "rad:measured");
+  EXPECT_EQ(j.at("name"), "resnet");
+  // A TOML job file.
+  const std::string toml = write("job.toml", "name = \"tomljob\"\ncommand = \"echo $GREETING\"\nmem = \"2GiB\"\n[env]\nGREETING = \"hi\"\n");
+  const std::uint64_t tid = d.submit({toml});
+  EXPECT_EQ(d.wait_terminal(tid).at("state"), "done");
+  EXPECT_EQ(d.colo({"logs", std::to_string(tid)}).out, "hi\n");
+  EXPECT_TRUE(d.alive());
+}
+
+}  // namespace
+}  // namespace colo::daemon::testing

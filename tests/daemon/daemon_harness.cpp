@@ -1,0 +1,195 @@
+#include "daemon_harness.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace colo::daemon::testing {
+
+std::string binary(const std::string& name) { return std::string(COLO_BINARY_DIR) + "/" + name; }
+
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/colod-test-XXXXXX";
+  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+  ::chmod(path_.c_str(), 0755);  // other test users must reach the socket
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+RunResult run_process(const std::vector<std::string>& argv, std::optional<uid_t> as_uid, std::optional<gid_t> as_gid) {
+  int out[2], err[2];
+  if (pipe(out) != 0 || pipe(err) != 0) throw std::runtime_error("pipe");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    close(out[0]);
+    close(err[0]);
+    close(out[1]);
+    close(err[1]);
+    if (as_gid && setgid(*as_gid) != 0) _exit(126);
+    if (as_uid) {
+      if (setgroups(0, nullptr) != 0 && errno != EPERM) _exit(126);
+      if (setuid(*as_uid) != 0) _exit(126);
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out[1]);
+  close(err[1]);
+  RunResult r;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buf[4096];
+  while (open_fds > 0) {
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int k = 0; k < 2; ++k) {
+      if (fds[k].fd < 0 || !(fds[k].revents & (POLLIN | POLLHUP))) continue;
+      const ssize_t n = read(fds[k].fd, buf, sizeof(buf));
+      if (n <= 0) {
+        close(fds[k].fd);
+        fds[k].fd = -1;
+        --open_fds;
+      } else {
+        (k == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
+      }
+    }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout, std::chrono::milliseconds step) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(step);
+  }
+  return pred();
+}
+
+ColodProcess::ColodProcess(std::string state_dir, std::string fake_gpus, std::vector<std::string> extra)
+    : dir_(std::move(state_dir)), fake_(std::move(fake_gpus)), extra_(std::move(extra)) {
+  start();
+}
+
+ColodProcess::~ColodProcess() {
+  if (pid_ > 0) stop();
+}
+
+void ColodProcess::start() {
+  ++generation_;
+  const std::string logfile = dir_ + "/colod.log";
+  std::vector<std::string> argv{binary("colod"), "--fake-gpus", fake_, "--state-dir", dir_};
+  argv.insert(argv.end(), extra_.begin(), extra_.end());
+  pid_ = fork();
+  if (pid_ == 0) {
+    const int fd = open(logfile.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  // Ready when the API answers.
+  const bool up = wait_until(
+      [&] {
+        if (!alive()) return true;
+        return run_process({binary("colo"), "--socket", socket(), "gpus", "--json"}).rc == 0;
+      },
+      std::chrono::seconds(60), std::chrono::milliseconds(100));
+  if (!up || !alive()) throw std::runtime_error("colod did not come up:\n" + log());
+}
+
+bool ColodProcess::alive() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  const pid_t w = waitpid(pid_, &status, WNOHANG);
+  if (w == pid_) {
+    pid_ = -1;
+    return false;
+  }
+  return true;
+}
+
+void ColodProcess::kill9() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+void ColodProcess::stop() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+std::string ColodProcess::log() const {
+  std::ifstream in(dir_ + "/colod.log");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+RunResult ColodProcess::colo(const std::vector<std::string>& args, std::optional<uid_t> uid) const {
+  std::vector<std::string> argv{binary("colo"), "--socket", socket()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv, uid, uid ? std::optional<gid_t>(*uid) : std::nullopt);
+}
+
+nlohmann::json ColodProcess::colo_json(const std::vector<std::string>& args) const {
+  RunResult r = colo(args);
+  if (r.rc != 0) throw std::runtime_error("colo failed (" + std::to_string(r.rc) + "): " + r.err);
+  return nlohmann::json::parse(r.out);
+}
+
+std::uint64_t ColodProcess::submit(const std::vector<std::string>& args) const {
+  std::vector<std::string> a{"submit"};
+  a.insert(a.end(), args.begin(), args.end());
+  RunResult r = colo(a);
+  if (r.rc != 0) throw std::runtime_error("colo submit failed: " + r.err);
+  return std::stoull(r.out);
+}
+
+nlohmann::json ColodProcess::wait_terminal(std::uint64_t id, std::chrono::seconds timeout) const {
+  nlohmann::json j;
+  wait_until(
+      [&] {
+        j = colo_json({"show", std::to_string(id), "--json"});
+        const std::string s = j.at("state");
+        return s == "done" || s == "failed" || s == "cancelled";
+      },
+      timeout, std::chrono::milliseconds(200));
+  return j;
+}
+
+}  // namespace colo::daemon::testing

@@ -1,0 +1,68 @@
+#pragma once
+// Test harness for colod end-to-end tests: a temporary state directory, the real build/colod
+// on the fake NVML, and the real build/colo run as a child (optionally as another uid).
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace colo::daemon::testing {
+
+std::string binary(const std::string& name);  // COLO_BINARY_DIR/name
+
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+struct RunResult {
+  int rc = -1;
+  std::string out, err;
+};
+
+// Runs argv (argv[0] is a path) with optional uid/gid switch; waits; captures stdout/stderr.
+RunResult run_process(const std::vector<std::string>& argv, std::optional<uid_t> as_uid = std::nullopt,
+                      std::optional<gid_t> as_gid = std::nullopt);
+
+class ColodProcess {
+ public:
+  // Starts build/colod --fake-gpus SPEC --state-dir DIR [extra…] and waits for its socket.
+  ColodProcess(std::string state_dir, std::string fake_gpus, std::vector<std::string> extra = {});
+  ~ColodProcess();  // SIGTERM + wait (jobs keep running under shims; tests cancel them)
+  void start();
+  void kill9();     // SIGKILL + reap
+  void stop();      // SIGTERM + reap
+  bool alive();
+  pid_t pid() const { return pid_; }
+  std::string socket() const { return dir_ + "/colo.sock"; }
+  std::string log() const;  // what colod printed so far
+
+  // build/colo --socket S args… (as another uid when given)
+  RunResult colo(const std::vector<std::string>& args, std::optional<uid_t> uid = std::nullopt) const;
+  nlohmann::json colo_json(const std::vector<std::string>& args) const;  // asserts rc 0
+  std::uint64_t submit(const std::vector<std::string>& args) const;      // returns the id
+
+  // Polls `show ID --json` until the job is in a terminal state (or the timeout).
+  nlohmann::json wait_terminal(std::uint64_t id, std::chrono::seconds timeout = std::chrono::seconds(60)) const;
+
+ private:
+  std::string dir_, fake_;
+  std::vector<std::string> extra_;
+  pid_t pid_ = -1;
+  int generation_ = 0;
+};
+
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout,
+                std::chrono::milliseconds step = std::chrono::milliseconds(100));
+
+}  // namespace colo::daemon::testing
