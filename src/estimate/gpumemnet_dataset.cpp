@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "estimate/dataset.h"
 
 namespace colo::estimate {
 
@@ -18,16 +19,7 @@ GpuMemNetFamily parse_gpumemnet_family(std::string_view format) {
 
 std::string_view to_string(GpuMemNetFamily f) { return f == GpuMemNetFamily::MLP ? "mlp" : "cnn"; }
 
-std::uint64_t fnv1a64(std::string_view s) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
-bool in_test_split(std::string_view filename) { return fnv1a64(filename) % 10 >= 8; }
+bool in_test_split(std::string_view filename) { return !in_train_split(std::string(filename)); }
 
 namespace {
 

@@ -4,9 +4,9 @@
 // (`Activations-Params`: (type, per-sample activations, params) tuples) gives the layer counts,
 // `Total Parameters`/`Total Activations`/`Batch Size`/`Activation Function` the rest.
 //
-// The train/test split is a pure function of the row's Filename: FNV-1a 64 of it, test when
-// hash % 10 >= 8 (20 %). It never depends on row order, and it is the rule of estimate/dataset.h
-// (in_train_split), so `colo estimate eval --split test` scores GPUMemNet on the rows it never saw.
+// The train/test split is the estimator's (estimate/dataset.h in_train_split: a hash of the row's
+// Filename, 80/20), so it never depends on row order and `colo estimate eval --split test` scores
+// GPUMemNet on exactly the rows it never saw.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -42,7 +42,6 @@ struct GpuMemNetDataset {
 // Reads the whole file; a malformed row -> colo::UserError "file:line: ...".
 GpuMemNetDataset load_gpumemnet_dataset(const std::string& path, GpuMemNetFamily family);
 
-std::uint64_t fnv1a64(std::string_view s);
-bool in_test_split(std::string_view filename);  // fnv1a64(filename) % 10 >= 8
+bool in_test_split(std::string_view filename);  // !in_train_split(filename)
 
 }  // namespace colo::estimate

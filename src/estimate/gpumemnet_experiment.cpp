@@ -109,7 +109,7 @@ GpuMemNetExperimentResult run_gpumemnet_experiment(const GpuMemNetExperiment& e)
         {"command", e.command},
         {"dataset", e.dataset},
         {"oom_rows", e.drop_oom ? "dropped" : "own bucket above capacity"},
-        {"split", "test = fnv1a64(Filename) % 10 >= 8; rows with an empty layer list or with Status SUCCESSFUL and 0 MiB measured are dropped"},
+        {"split", "test = !in_train_split(Filename) (estimate/dataset.h); rows with an empty layer list or with Status SUCCESSFUL and 0 MiB measured are dropped"},
         {"ensemble", {{"hidden", members},
                       {"epochs", e.config.adam.epochs},
                       {"batch_size", e.config.adam.batch_size},

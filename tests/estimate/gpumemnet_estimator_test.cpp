@@ -88,6 +88,8 @@ TEST(GpuMemNetEstimator, RefusesMissingInputsAndMissingModels) {
   EXPECT_THROW(make_gpumemnet_estimator(models(), 1536)->estimate(req), UserError);  // not whole GiB
 }
 
+TEST(GpuMemNetEstimator, FactoryBuildsIt) { EXPECT_EQ(make_estimator("gpumemnet")->name(), "gpumemnet"); }
+
 // The committed models against the held-out rows of the shared datasets.
 TEST(GpuMemNetEstimator, CommittedModelsReproduceTheirTestScores) {
   const std::string data = std::string(COLO_SOURCE_DIR) + "/../shared/data/gpumemnet/";
