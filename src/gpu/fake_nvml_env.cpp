@@ -83,4 +83,12 @@ void set_fake_gpu_failure(const std::string& state_dir, int index, bool failing)
   }
 }
 
+void add_fake_call_failure(const std::string& state_dir, int index, const std::string& call,
+                           int nvml_code) {
+  const std::string path = state_dir + "/fail-" + std::to_string(index);
+  std::ofstream out(path, std::ios::app);
+  out << nvml_code << ' ' << call << "\n";
+  if (!out) throw UserError("cannot write '" + path + "'");
+}
+
 }  // namespace colo::gpu

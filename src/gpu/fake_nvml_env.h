@@ -49,4 +49,10 @@ std::unique_ptr<GpuBackend> open_fake_nvml_backend(std::string_view spec,
 // NVML_ERROR_GPU_IS_LOST (a file "fail-<index>" in the state directory).
 void set_fake_gpu_failure(const std::string& state_dir, int index, bool failing);
 
+// Finer injection: from now on NVML function `call` (e.g. "nvmlDeviceGetPowerUsage") about GPU
+// `index` returns `nvml_code` (e.g. 3 = NOT_SUPPORTED, 4 = NO_PERMISSION, 15 = GPU_IS_LOST).
+// Adds to what is injected already; set_fake_gpu_failure(dir, index, false) clears all.
+void add_fake_call_failure(const std::string& state_dir, int index, const std::string& call,
+                           int nvml_code);
+
 }  // namespace colo::gpu

@@ -313,7 +313,9 @@ class NvmlBackend final : public GpuBackend {
         infos.resize(std::max<std::size_t>(count + 8, infos.size() * 2));
         continue;
       }
-      if (r == NVML_ERROR_NOT_SUPPORTED) return {};
+      // Not supported, or (MIG instances, unprivileged caller) not permitted: no per-process
+      // view, but the GPU itself is fine.
+      if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_NO_PERMISSION) return {};
       check(r, index, api_.processes_symbol);
       std::map<int, MiB> out;
       for (unsigned int i = 0; i < count && i < infos.size(); ++i) {
@@ -391,7 +393,13 @@ class NvmlBackend final : public GpuBackend {
     GpmState& st = gpm_[index];
     if (!st.cur) check(api_.gpm_alloc(&st.cur), index, "nvmlGpmSampleAlloc");
     if (!st.prev) check(api_.gpm_alloc(&st.prev), index, "nvmlGpmSampleAlloc");
-    check(api_.gpm_get(dev, st.cur), index, "nvmlGpmSampleGet");
+    nvmlReturn_t got = api_.gpm_get(dev, st.cur);
+    if (got == NVML_ERROR_NOT_SUPPORTED || got == NVML_ERROR_NO_PERMISSION) {
+      // E.g. a MIG-enabled GPU whose driver wants per-instance GPM: SMACT unmeasured this round.
+      st.have_prev = false;
+      return;
+    }
+    check(got, index, "nvmlGpmSampleGet");
     if (st.have_prev) {
       nvmlGpmMetricsGet_t req{};
       req.version = NVML_GPM_METRICS_GET_VERSION;

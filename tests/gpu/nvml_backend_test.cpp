@@ -285,6 +285,39 @@ TEST_F(FakeNvmlTest, InjectedErrorBecomesGpuErrorNamingDeviceAndCall) {
   EXPECT_NO_THROW(b.sample(1));
 }
 
+TEST_F(FakeNvmlTest, UnsupportedOrForbiddenMetricsAreMissingNotErrors) {
+  GpuBackend& b = open("1x40GiB");
+  auto j = job(fake_gpu_uuid(0), {"--mem", "3GiB", "--hold", "inf", "--sm-activity", "0.5"});
+  ASSERT_TRUE(eventually([&] { return process_mib(0, j->pid()) == 3072; }));
+  add_fake_call_failure(dir_, 0, "nvmlDeviceGetComputeRunningProcesses_v3", 4);  // NO_PERMISSION
+  add_fake_call_failure(dir_, 0, "nvmlDeviceGetUtilizationRates", 3);            // NOT_SUPPORTED
+  add_fake_call_failure(dir_, 0, "nvmlGpmSampleGet", 3);
+  add_fake_call_failure(dir_, 0, "nvmlDeviceGetTotalEnergyConsumption", 3);
+  DeviceSample s;
+  for (int i = 0; i < 2; ++i) ASSERT_NO_THROW(s = b.sample(0));
+  EXPECT_EQ(s.memory.used_mib, 3072);          // device memory is still known
+  EXPECT_TRUE(s.memory.process_mib.empty());   // per-process view is not
+  EXPECT_FALSE(s.gpu_util.has_value());
+  EXPECT_FALSE(s.smact.has_value());
+  EXPECT_FALSE(s.energy_mj.has_value());
+  EXPECT_NEAR(*s.power_w, 60 + 340 * 0.5, 1e-6);
+  EXPECT_FALSE(b.capabilities(0).energy);
+
+  add_fake_call_failure(dir_, 0, "nvmlDeviceGetPowerUsage", 15);  // a real failure
+  try {
+    b.sample(0);
+    FAIL() << "expected GpuError";
+  } catch (const GpuError& e) {
+    EXPECT_EQ(e.call(), "nvmlDeviceGetPowerUsage");
+    EXPECT_EQ(e.index(), 0);
+  }
+  set_fake_gpu_failure(dir_, 0, false);
+  s = b.sample(0);
+  EXPECT_EQ(s.memory.process_mib.at(j->pid()), 3072);
+  EXPECT_FALSE(s.smact.has_value());  // GPM starts over after the gap
+  EXPECT_NEAR(*b.sample(0).smact, 0.5, 1e-9);
+}
+
 TEST_F(FakeNvmlTest, EnergyCounterIsMonotonic) {
   GpuBackend& b = open("1x40GiB");
   auto first = b.sample(0).energy_mj;

@@ -130,12 +130,12 @@ Usage usage_of(const State& s, const nvmlDevice_st& d) {
 
 double power_w(const Usage& u) { return kIdleWatts + (kMaxWatts - kIdleWatts) * u.smact; }
 
-// Common entry checks: initialised, valid handle, no injected failure. Returns SUCCESS or the
-// error to give back.
-nvmlReturn_t enter(const State& s, nvmlDevice_t d) {
+// Common entry checks: initialised, valid handle, no injected failure for this GPU and call.
+// Returns SUCCESS or the error to give back.
+nvmlReturn_t enter(const State& s, nvmlDevice_t d, const char* call) {
   if (s.init_count == 0) return NVML_ERROR_UNINITIALIZED;
   if (!valid(s, d)) return NVML_ERROR_INVALID_ARGUMENT;
-  if (auto code = s.dir->injected_failure(d->gpu)) return static_cast<nvmlReturn_t>(*code);
+  if (auto code = s.dir->injected_failure(d->gpu, call)) return static_cast<nvmlReturn_t>(*code);
   return NVML_SUCCESS;
 }
 
@@ -262,14 +262,14 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index,
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char* uuid, unsigned int length) {
   return guarded([&](State& s) {
-    if (auto r = enter(s, d)) return r;
+    if (auto r = enter(s, d, "nvmlDeviceGetUUID")) return r;
     return copy_string(uuid_of(s, *d), uuid, length);
   });
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char* name, unsigned int length) {
   return guarded([&](State& s) {
-    if (auto r = enter(s, d)) return r;
+    if (auto r = enter(s, d, "nvmlDeviceGetName")) return r;
     const FakeGpuSpec& g = s.gpus[static_cast<std::size_t>(d->gpu)];
     std::string n = d->mig < 0 ? colo::gpu::fake_gpu_name(g)
                                : colo::gpu::fake_mig_name(g, g.mig[static_cast<std::size_t>(d->mig)]);
@@ -279,7 +279,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char* name, unsi
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t* memory) {
   return guarded([&](State& s) {
-    if (auto r = enter(s, d)) return r;
+    if (auto r = enter(s, d, "nvmlDeviceGetMemoryInfo")) return r;
     if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
     const unsigned long long total = static_cast<unsigned long long>(total_of(s, *d)) * kMiB;
     const unsigned long long used = static_cast<unsigned long long>(usage_of(s, *d).used) * kMiB;
@@ -291,9 +291,10 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory
 }
 
 namespace {
-nvmlReturn_t running_processes(nvmlDevice_t d, unsigned int* count, nvmlProcessInfo_t* infos) {
+nvmlReturn_t running_processes(const char* call, nvmlDevice_t d, unsigned int* count,
+                               nvmlProcessInfo_t* infos) {
   return guarded([&](State& s) {
-    if (auto r = enter(s, d)) return r;
+    if (auto r = enter(s, d, call)) return r;
     if (!count) return NVML_ERROR_INVALID_ARGUMENT;
     Usage u = usage_of(s, *d);
     const auto n = static_cast<unsigned int>(u.processes.size());
@@ -317,19 +318,19 @@ nvmlReturn_t running_processes(nvmlDevice_t d, unsigned int* count, nvmlProcessI
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d,
                                                                        unsigned int* count,
                                                                        nvmlProcessInfo_t* infos) {
-  return running_processes(d, count, infos);
+  return running_processes("nvmlDeviceGetComputeRunningProcesses_v3", d, count, infos);
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d,
                                                                        unsigned int* count,
                                                                        nvmlProcessInfo_t* infos) {
-  return running_processes(d, count, infos);
+  return running_processes("nvmlDeviceGetComputeRunningProcesses_v2", d, count, infos);
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d,
                                                              nvmlUtilization_t* util) {
   return guarded([&](State& s) {
-    if (auto r = enter(s, d)) return r;
+    if (auto r = enter(s, d, "nvmlDeviceGetUtilizationRates")) return r;
     // As on real GPUs: no utilisation counters for MIG instances or a MIG-enabled GPU.
     if (d->mig >= 0 || !s.gpus[static_cast<std::size_t>(d->gpu)].mig.empty()) {
       return NVML_ERROR_NOT_SUPPORTED;
@@ -346,7 +347,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d,
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int* mw) {
   return guarded([&](State& s) {
-    if (auto r = enter(s, d)) return r;
+    if (auto r = enter(s, d, "nvmlDeviceGetPowerUsage")) return r;
     if (d->mig >= 0) return NVML_ERROR_NOT_SUPPORTED;
     if (!mw) return NVML_ERROR_INVALID_ARGUMENT;
     *mw = static_cast<unsigned int>(std::lround(power_w(usage_of(s, *d)) * 1000.0));
@@ -357,7 +358,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned i
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d,
                                                                    unsigned long long* mj) {
   return guarded([&](State& s) {
-    if (auto r = enter(s, d)) return r;
+    if (auto r = enter(s, d, "nvmlDeviceGetTotalEnergyConsumption")) return r;
     if (d->mig >= 0) return NVML_ERROR_NOT_SUPPORTED;
     if (!mj) return NVML_ERROR_INVALID_ARGUMENT;
     // The counter lives in DIR/energy-<index> so it stays monotonic across colod restarts,
@@ -391,7 +392,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int* current,
                                                     unsigned int* pending) {
   return guarded([&](State& s) {
-    if (auto r = enter(s, d)) return r;
+    if (auto r = enter(s, d, "nvmlDeviceGetMigMode")) return r;
     if (d->mig >= 0) return NVML_ERROR_NOT_SUPPORTED;
     if (!current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
     const bool on = !s.gpus[static_cast<std::size_t>(d->gpu)].mig.empty();
@@ -402,7 +403,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int*
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned int* count) {
   return guarded([&](State& s) {
-    if (auto r = enter(s, d)) return r;
+    if (auto r = enter(s, d, "nvmlDeviceGetMaxMigDeviceCount")) return r;
     if (d->mig >= 0) return NVML_ERROR_NOT_SUPPORTED;
     if (!count) return NVML_ERROR_INVALID_ARGUMENT;
     *count = 7;  // A100/H100: up to 7 instances, whatever the current partitioning
@@ -414,7 +415,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d
                                                                    unsigned int index,
                                                                    nvmlDevice_t* mig) {
   return guarded([&](State& s) {
-    if (auto r = enter(s, d)) return r;
+    if (auto r = enter(s, d, "nvmlDeviceGetMigDeviceHandleByIndex")) return r;
     if (d->mig >= 0) return NVML_ERROR_NOT_SUPPORTED;
     if (!mig) return NVML_ERROR_INVALID_ARGUMENT;
     auto& list = s.migs[static_cast<std::size_t>(d->gpu)];
@@ -427,7 +428,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t d, nvmlGpmSupport_t* support) {
   return guarded([&](State& s) {
-    if (auto r = enter(s, d)) return r;
+    if (auto r = enter(s, d, "nvmlGpmQueryDeviceSupport")) return r;
     if (!support) return NVML_ERROR_INVALID_ARGUMENT;
     if (support->version != NVML_GPM_SUPPORT_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     support->isSupportedDevice = s.gpus[static_cast<std::size_t>(d->gpu)].gpm ? 1u : 0u;
@@ -449,7 +450,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t d, nvmlGpmSample_t sample) {
   return guarded([&](State& s) {
-    if (auto r = enter(s, d)) return r;
+    if (auto r = enter(s, d, "nvmlGpmSampleGet")) return r;
     if (!sample) return NVML_ERROR_INVALID_ARGUMENT;
     if (!s.gpus[static_cast<std::size_t>(d->gpu)].gpm) return NVML_ERROR_NOT_SUPPORTED;
     Usage u = usage_of(s, *d);

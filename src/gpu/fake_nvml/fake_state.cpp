@@ -143,13 +143,22 @@ void StateDir::remove_record(int pid) const {
   ::unlink(path.c_str());
 }
 
-std::optional<int> StateDir::injected_failure(int index) const {
+std::optional<int> StateDir::injected_failure(int index, const std::string& call) const {
   const std::string path = dir_ + "/fail-" + std::to_string(index);
   if (::access(path.c_str(), F_OK) != 0) return std::nullopt;
-  std::string text = read_file(path);
-  int code = 0;
-  if (std::sscanf(text.c_str(), "%d", &code) == 1 && code > 0) return code;
-  return 15;  // NVML_ERROR_GPU_IS_LOST
+  std::istringstream in(read_file(path));
+  std::string line;
+  bool any_line = false;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    int code = 0;
+    if (!(fields >> code) || code <= 0) continue;
+    any_line = true;
+    std::string only;
+    if (!(fields >> only) || only == call) return code;
+  }
+  if (!any_line) return 15;  // NVML_ERROR_GPU_IS_LOST
+  return std::nullopt;
 }
 
 std::string StateDir::stored_spec() const {

@@ -6,6 +6,7 @@
 //   DIR/lock             flock()ed while a job checks-and-allocates (no double booking)
 //   DIR/procs/<pid>      one record per process, replaced atomically (write + rename)
 //   DIR/fail-<index>     error injection: calls about GPU <index> fail while it exists
+//   DIR/energy-<index>   the GPU's energy counter
 // A record whose process is gone (or is a zombie, or whose pid was reused — the start time
 // differs) is dead: it is ignored and removed, so killed jobs never leak fake memory.
 #include <cstdint>
@@ -57,9 +58,10 @@ class StateDir {
   void write_record(const ProcessRecord& r) const;  // atomic replace
   void remove_record(int pid) const;
 
-  // Error injection: NVML return code to fail GPU `index`'s calls with, if DIR/fail-<index>
-  // exists (its content, or 15 = NVML_ERROR_GPU_IS_LOST when empty).
-  std::optional<int> injected_failure(int index) const;
+  // Error injection: the NVML return code `call` on GPU `index` must fail with, if any.
+  // DIR/fail-<index> holds lines "CODE" (every call) or "CODE nvmlFunctionName" (that call
+  // only); an empty file means 15 (NVML_ERROR_GPU_IS_LOST) for every call.
+  std::optional<int> injected_failure(int index, const std::string& call) const;
 
   // Content of DIR/gpus.spec, or empty when there is none.
   std::string stored_spec() const;
