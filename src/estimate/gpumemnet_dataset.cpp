@@ -131,6 +131,9 @@ GpuMemNetDataset load_gpumemnet_dataset(const std::string& path, GpuMemNetFamily
       continue;
     }
     count_layers(field("Activations-Params"), where, row.inputs);
+    if (family == GpuMemNetFamily::MLP && row.inputs.conv > 0) {
+      throw UserError(fmt::format("{}: conv2d layers in an MLP row; is this the CNN set (--format gpumemnet-cnn)?", where));
+    }
     row.inputs.depth = row.inputs.linear + row.inputs.conv;
     row.inputs.params = integer(field("Total Parameters"), where, "Total Parameters");
     row.inputs.activations = integer(field("Total Activations"), where, "Total Activations");

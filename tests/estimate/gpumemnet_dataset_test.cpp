@@ -80,6 +80,9 @@ TEST(GpuMemNetDataset, MalformedRowsNameFileAndLine) {
                                                "a.out,1,\"[('conv2d', 4, 30)]\",Hardshrink,4,30,8,100,1,1,1,1,1,1,0,0,0,0,SUCCESSFUL\n");
   EXPECT_NE(message(p6, GpuMemNetFamily::CNN).find(p6 + ":2: gpumemnet: activation function 'Hardshrink'"),
             std::string::npos);
+  const std::string p7 = write("cnn_as_mlp.csv", std::string(kCnnHeader) + good);
+  EXPECT_EQ(message(p7, GpuMemNetFamily::MLP),
+            p7 + ":2: conv2d layers in an MLP row; is this the CNN set (--format gpumemnet-cnn)?");
   EXPECT_EQ(message("/nonexistent/x.csv", GpuMemNetFamily::CNN), "/nonexistent/x.csv: cannot open GPUMemNet dataset");
   EXPECT_THROW(parse_gpumemnet_family("keras"), UserError);
 }
