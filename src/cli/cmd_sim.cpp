@@ -1,0 +1,220 @@
+// colo sim: replay a submission trace on a simulated server, driving the real scheduler core.
+//   colo sim [--workloads F] [--trace F] [--gpus N] [--gpu-memory-mib M] [--policy P]
+//            [--estimator E] [--sharing streams|mps] [--no-conditions] [--smact-cap PCT]
+//            [--margin-mib M] [--recovery strict|loose] [--seed S] [--json] [--compare]
+#include <cmath>
+#include <iostream>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/command_registry.h"
+#include "core/error.h"
+#include "sim/scenario.h"
+#include "sim/trace.h"
+#include "sim/workload_catalog.h"
+
+namespace colo::cli {
+
+namespace {
+
+struct SimArgs {
+  std::string workloads = "../shared/data/carma/workloads.csv";
+  std::string trace = "../shared/data/carma/traces/philly_mix_90_tasks.csv";
+  int gpus = 4;
+  long long gpu_memory_mib = 40960;
+  std::string policy = "magm";
+  std::string estimator = "oracle";
+  std::string sharing = "mps";
+  bool no_conditions = false;
+  double smact_cap_pct = 80;
+  long long margin_mib = 2 * kGiB;
+  long long min_free_mib = 5 * kGiB;
+  std::string recovery = "strict";
+  long long recovery_step_mib = 5 * kGiB;
+  std::uint64_t seed = 0;
+  double duration_jitter = 0;
+  double ramp_s = 30;
+  double oom_detect_s = 10;
+  bool json = false;
+  bool compare = false;
+};
+
+nlohmann::json to_json(const sim::SimResult& r) {
+  return {{"jobs", r.jobs},
+          {"completed", r.completed},
+          {"failed", r.failed},
+          {"makespan_s", r.makespan_s},
+          {"avg_wait_s", r.avg_wait_s},
+          {"avg_exec_s", r.avg_exec_s},
+          {"avg_jct_s", r.avg_jct_s},
+          {"energy_mj", r.energy_mj},
+          {"oom_crashes", r.oom_crashes},
+          {"smact_avg", r.smact_avg},
+          {"mem_util_avg", r.mem_util_avg},
+          {"lower_bound_s", r.lower_bound_s},
+          {"max_jobs_per_gpu", r.max_jobs_per_gpu},
+          {"decisions", r.decisions},
+          {"policy", r.policy}};
+}
+
+sim::ScenarioBase make_base(const SimArgs& a) {
+  if (a.gpus < 1 || a.gpus > 100000) throw UserError(fmt::format("--gpus must be 1..100000, got {}", a.gpus));
+  if (a.gpu_memory_mib < 1) throw UserError(fmt::format("--gpu-memory-mib must be positive, got {}", a.gpu_memory_mib));
+  if (!(a.smact_cap_pct >= 1 && a.smact_cap_pct <= 100))
+    throw UserError(fmt::format("--smact-cap is a percentage in [1, 100] (e.g. 80), got {}", a.smact_cap_pct));
+  if (a.margin_mib < 0) throw UserError(fmt::format("--margin-mib must be ≥ 0, got {}", a.margin_mib));
+  if (a.min_free_mib < 0) throw UserError(fmt::format("--min-free-mib must be ≥ 0, got {}", a.min_free_mib));
+  if (a.recovery_step_mib < 1)
+    throw UserError(fmt::format("--recovery-step-mib must be positive, got {}", a.recovery_step_mib));
+  if (!(a.duration_jitter >= 0 && a.duration_jitter < 1))
+    throw UserError(fmt::format("--duration-jitter must be in [0, 1), got {}", a.duration_jitter));
+  if (!(a.ramp_s >= 0 && std::isfinite(a.ramp_s))) throw UserError(fmt::format("--ramp-s must be ≥ 0, got {}", a.ramp_s));
+  if (!(a.oom_detect_s >= 0 && std::isfinite(a.oom_detect_s)))
+    throw UserError(fmt::format("--oom-detect-s must be ≥ 0, got {}", a.oom_detect_s));
+  const auto rec = recovery_mode_from_string(a.recovery);
+  if (!rec) throw UserError(fmt::format("--recovery must be strict or loose, got '{}'", a.recovery));
+
+  sim::ScenarioBase b;
+  b.config.gpus = a.gpus;
+  b.config.gpu_memory_mib = a.gpu_memory_mib;
+  b.config.scheduler.recovery = {*rec, a.recovery_step_mib};
+  b.config.ramp_s = a.ramp_s;
+  b.config.oom_detect_s = a.oom_detect_s;
+  b.conditions.smact_cap = a.smact_cap_pct / 100.0;
+  b.conditions.margin_mib = a.margin_mib;
+  b.conditions.min_free_unknown_mib = a.min_free_mib;
+  b.estimators = sim::estimator_context_for(a.workloads);
+  b.duration_jitter = a.duration_jitter;
+  b.seed = a.seed;
+  return b;
+}
+
+void print_one(const SimArgs& a, const sim::SimResult& r) {
+  if (a.json) {
+    std::cout << to_json(r).dump() << "\n";
+    return;
+  }
+  std::cout << fmt::format("policy      {}\nestimator   {}\nsharing     {}\n", r.policy, a.estimator, a.sharing);
+  std::cout << fmt::format("jobs        {} ({} completed, {} failed)\n", r.jobs, r.completed, r.failed);
+  std::cout << fmt::format("makespan    {:.0f} s  ({:.2f} h; lower bound {:.0f} s)\n", r.makespan_s,
+                           r.makespan_s / 3600, r.lower_bound_s);
+  std::cout << fmt::format("avg wait    {:.0f} s\navg exec    {:.0f} s\navg JCT     {:.0f} s\n", r.avg_wait_s,
+                           r.avg_exec_s, r.avg_jct_s);
+  std::cout << fmt::format("energy      {:.2f} MJ\nOOM crashes {}\nSMACT avg   {:.1f} %\nmemory avg  {:.1f} %\n",
+                           r.energy_mj, r.oom_crashes, 100 * r.smact_avg, 100 * r.mem_util_avg);
+  std::cout << fmt::format("most jobs on one GPU {}\n", r.max_jobs_per_gpu);
+}
+
+void run_compare(const SimArgs& a, const sim::ScenarioBase& base, const sim::Trace& trace) {
+  const auto matrix = sim::thesis_matrix();
+  struct Row {
+    sim::Scenario sc;
+    sim::SimResult r;
+  };
+  std::vector<Row> rows;
+  for (size_t i = 0; i < matrix.size(); ++i) {
+    std::cerr << fmt::format("[{}/{}] {} ({})\n", i + 1, matrix.size(), matrix[i].label, to_string(matrix[i].sharing));
+    rows.push_back({matrix[i], sim::run_scenario(matrix[i], base, trace)});
+  }
+  auto exclusive_of = [&](sim::SharingKind s) -> const sim::SimResult& {
+    for (const Row& row : rows)
+      if (row.sc.policy == PolicyKind::Exclusive && row.sc.sharing == s) return row.r;
+    return rows.front().r;
+  };
+  if (a.json) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const Row& row : rows) {
+      nlohmann::json j = to_json(row.r);
+      j["scenario"] = row.sc.label;
+      j["estimator"] = row.sc.estimator;
+      j["sharing"] = std::string(to_string(row.sc.sharing));
+      j["conditions"] = row.sc.conditions;
+      const auto& ex = exclusive_of(row.sc.sharing);
+      j["makespan_vs_exclusive"] = row.r.makespan_s / ex.makespan_s - 1;
+      j["energy_vs_exclusive"] = row.r.energy_mj / ex.energy_mj - 1;
+      arr.push_back(j);
+    }
+    std::cout << arr.dump() << "\n";
+    return;
+  }
+  std::cout << fmt::format("trace {} on {} GPU(s) × {} MiB, recovery {}, SMACT cap {}%, margin {} MiB\n", trace.path,
+                           a.gpus, a.gpu_memory_mib, a.recovery, a.smact_cap_pct, a.margin_mib);
+  std::cout << fmt::format("{:<8} {:<22} {:>6} {:>9} {:>7} {:>8} {:>8} {:>8} {:>9} {:>7} {:>4} {:>6} {:>6} {:>4}\n",
+                           "sharing", "scenario", "done", "makespan", "Δ", "JCT", "wait", "exec", "energyMJ", "Δ",
+                           "OOM", "SMACT", "mem", "max");
+  for (const Row& row : rows) {
+    const auto& r = row.r;
+    const auto& ex = exclusive_of(row.sc.sharing);
+    std::cout << fmt::format(
+        "{:<8} {:<22} {:>6} {:>9.0f} {:>+6.1f}% {:>8.0f} {:>8.0f} {:>8.0f} {:>9.2f} {:>+6.1f}% {:>4} {:>5.1f}% {:>5.1f}% {:>4}\n",
+        to_string(row.sc.sharing), row.sc.label, fmt::format("{}/{}", r.completed, r.jobs), r.makespan_s,
+        100 * (r.makespan_s / ex.makespan_s - 1), r.avg_jct_s, r.avg_wait_s, r.avg_exec_s, r.energy_mj,
+        100 * (r.energy_mj / ex.energy_mj - 1), r.oom_crashes, 100 * r.smact_avg, 100 * r.mem_util_avg,
+        r.max_jobs_per_gpu);
+  }
+  std::cout << fmt::format("lower bound {:.0f} s\n", rows.front().r.lower_bound_s);
+}
+
+void run(const SimArgs& a, const CLI::App& cmd) {
+  const sim::ScenarioBase base = make_base(a);
+  if (a.compare)
+    for (const char* flag : {"--policy", "--estimator", "--sharing", "--no-conditions"})
+      if (cmd.count(flag) > 0)
+        throw UserError(fmt::format("--compare runs the whole thesis matrix; drop {}", flag));
+  const auto policy = policy_kind_from_string(a.policy);
+  if (!policy)
+    throw UserError(fmt::format("--policy must be exclusive, round-robin, first-fit, best-fit, magm or lug, got '{}'",
+                                a.policy));
+  const auto sharing = sim::sharing_kind_from_string(a.sharing);
+  if (!sharing) throw UserError(fmt::format("--sharing must be streams or mps, got '{}'", a.sharing));
+  sim::make_estimator(a.estimator, base.estimators);  // validates the name before any file is read
+
+  const sim::WorkloadCatalog catalog = sim::WorkloadCatalog::load(a.workloads);
+  const sim::Trace trace = sim::load_trace(a.trace, catalog);
+  if (a.compare) {
+    run_compare(a, base, trace);
+    return;
+  }
+  const sim::Scenario sc{a.policy, *policy, !a.no_conditions, a.estimator, *sharing};
+  sim::ScenarioBase b = base;
+  if (trace.entries.size() >= 20000)
+    b.config.progress = [](std::size_t done, std::size_t n) { std::cerr << fmt::format("colo sim: {}/{} jobs done\n", done, n); };
+  print_one(a, sim::run_scenario(sc, b, trace));
+}
+
+RegisterCommand reg([](CLI::App& app) {
+  auto args = std::make_shared<SimArgs>();
+  CLI::App* cmd = app.add_subcommand("sim", "Replay a submission trace on a simulated server (the real scheduler core)");
+  cmd->add_option("--workloads", args->workloads, "workload catalog CSV")->capture_default_str();
+  cmd->add_option("--trace", args->trace, "submission trace CSV (submit_offset_s, workload)")->capture_default_str();
+  cmd->add_option("--gpus", args->gpus, "GPUs in the server")->capture_default_str();
+  cmd->add_option("--gpu-memory-mib", args->gpu_memory_mib, "memory per GPU (MiB)")->capture_default_str();
+  cmd->add_option("--policy", args->policy, "exclusive|round-robin|first-fit|best-fit|magm|lug")->capture_default_str();
+  cmd->add_option("--estimator", args->estimator, "none|oracle|horus|faketensor|gpumemnet (or a registered one)")
+      ->capture_default_str();
+  cmd->add_option("--sharing", args->sharing, "streams|mps")->capture_default_str();
+  cmd->add_flag("--no-conditions", args->no_conditions, "no memory/SMACT conditions (thesis' \"no condition\" runs)");
+  cmd->add_option("--smact-cap", args->smact_cap_pct, "SMACT cap in percent (1..100)")->capture_default_str();
+  cmd->add_option("--margin-mib", args->margin_mib, "margin on top of a known need (MiB)")->capture_default_str();
+  cmd->add_option("--min-free-mib", args->min_free_mib, "free memory required when the need is unknown (MiB)")
+      ->capture_default_str();
+  cmd->add_option("--recovery", args->recovery, "strict|loose")->capture_default_str();
+  cmd->add_option("--recovery-step-mib", args->recovery_step_mib, "loose recovery's step (MiB)")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "seed for every random choice (only --duration-jitter uses one)")
+      ->capture_default_str();
+  cmd->add_option("--duration-jitter", args->duration_jitter, "scale solo durations by U[1-j, 1+j] (default 0)")
+      ->capture_default_str();
+  cmd->add_option("--ramp-s", args->ramp_s, "seconds from launch until a job's memory is allocated")
+      ->capture_default_str();
+  cmd->add_option("--oom-detect-s", args->oom_detect_s, "seconds from an OOM crash until it is noticed")
+      ->capture_default_str();
+  cmd->add_flag("--json", args->json, "print one JSON object (an array with --compare)");
+  cmd->add_flag("--compare", args->compare, "run the thesis' comparison matrix");
+  cmd->callback([args, cmd] { run(*args, *cmd); });
+});
+
+}  // namespace
+
+}  // namespace colo::cli

@@ -1,0 +1,110 @@
+#include "sim/csv_table.h"
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace colo::sim {
+
+namespace {
+
+std::string trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r')) ++b;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+std::vector<std::string> split(std::string_view line) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = line.find(',', start);
+    out.push_back(trim(line.substr(start, comma == std::string_view::npos ? line.size() - start : comma - start)));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+CsvTable CsvTable::read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(fmt::format("{}: cannot open file", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse(ss.str(), path);
+}
+
+CsvTable CsvTable::parse(std::string_view text, const std::string& path) {
+  CsvTable t;
+  t.path_ = path;
+  int line_no = 0;
+  size_t pos = 0;
+  bool have_header = false;
+  while (pos <= text.size()) {
+    const size_t nl = text.find('\n', pos);
+    const std::string_view line = text.substr(pos, nl == std::string_view::npos ? text.size() - pos : nl - pos);
+    pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
+    ++line_no;
+    if (trim(line).empty()) continue;
+    if (line.find('"') != std::string_view::npos)
+      throw UserError(fmt::format("{}:{}: quoted fields are not supported", path, line_no));
+    std::vector<std::string> cells = split(line);
+    if (!have_header) {
+      t.header_ = std::move(cells);
+      have_header = true;
+      continue;
+    }
+    if (cells.size() != t.header_.size())
+      throw UserError(fmt::format("{}:{}: {} fields, the header has {}", path, line_no, cells.size(),
+                                  t.header_.size()));
+    t.rows_.push_back({line_no, std::move(cells)});
+  }
+  if (!have_header) throw UserError(fmt::format("{}: empty file (no header)", path));
+  return t;
+}
+
+std::optional<std::size_t> CsvTable::find(std::string_view column) const {
+  for (size_t i = 0; i < header_.size(); ++i)
+    if (header_[i] == column) return i;
+  return std::nullopt;
+}
+
+std::size_t CsvTable::require(std::string_view column) const {
+  if (auto i = find(column)) return *i;
+  throw UserError(fmt::format("{}:1: missing column '{}'", path_, column));
+}
+
+std::string CsvTable::where(const Row& r) const { return fmt::format("{}:{}", path_, r.line); }
+
+std::optional<double> CsvTable::optional_number(const Row& r, std::size_t col) const {
+  const std::string& s = r.cells[col];
+  if (s.empty()) return std::nullopt;
+  double v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v))
+    throw UserError(fmt::format("{}: column '{}': '{}' is not a number", where(r), header_[col], s));
+  return v;
+}
+
+double CsvTable::number(const Row& r, std::size_t col) const {
+  if (auto v = optional_number(r, col)) return *v;
+  throw UserError(fmt::format("{}: column '{}' is empty", where(r), header_[col]));
+}
+
+long long CsvTable::integer(const Row& r, std::size_t col) const {
+  const double v = number(r, col);
+  if (v != std::floor(v) || std::fabs(v) > 9e15)
+    throw UserError(fmt::format("{}: column '{}': '{}' is not a whole number", where(r), header_[col],
+                                r.cells[col]));
+  return static_cast<long long>(v);
+}
+
+}  // namespace colo::sim

@@ -1,0 +1,592 @@
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <set>
+#include <stdexcept>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "sim/activity_history.h"
+#include "sim/lower_bound.h"
+
+namespace colo::sim {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Event kinds, in the order they are handled when they fall on the same instant: memory
+// ramps before completions (a job whose ramp and end coincide is checked first), then crash
+// notices, then (outside the heap) submissions, then monitor wake-ups.
+enum class Ev : std::uint8_t { Ramp = 0, Finish = 1, OomNoticed = 2, Wake = 3 };
+
+struct Event {
+  Seconds t;
+  Ev type;
+  std::uint64_t seq;
+  JobId job;
+  std::uint64_t version;
+};
+
+struct Later {
+  bool operator()(const Event& a, const Event& b) const {
+    if (a.t != b.t) return a.t > b.t;
+    if (a.type != b.type) return a.type > b.type;
+    return a.seq > b.seq;
+  }
+};
+
+// A job between launch and the end of its current attempt.
+struct Attempt {
+  Job core;
+  std::vector<int> gpus;
+  double remaining = 0;  // solo seconds of work left
+  double rate = 0;       // work per wall second
+  Seconds last = 0;      // when `remaining` was last brought up to date
+  std::uint64_t version = 0;  // bumped whenever the finish event is rescheduled
+  std::uint64_t attempt = 0;  // which launch (stale ramp / crash events are ignored)
+  MiB reserve = 0;
+  bool active = false;   // making progress (launched, not crashed)
+  bool ramped = false;   // memory allocated
+  bool crashed_alone = false;
+};
+
+struct GpuRt {
+  std::vector<JobId> active;  // progressing jobs
+  MiB used = 0;               // true memory allocated
+  ActivityHistory hist;
+  std::uint64_t hist_version = 0;
+  double slowdown = 1.0;
+  // SMACT window cache (tick, history version).
+  long smact_tick = LONG_MIN;
+  std::uint64_t smact_version = ~0ULL;
+  double smact = 0;
+  // "First tick after `cross_from` below the cap" cache.
+  std::uint64_t cross_version = ~0ULL;
+  long cross_from = 0;
+  std::optional<long> cross;
+  bool watched = false;
+  // Memory-time integral (for the average memory utilisation).
+  double mem_area = 0;
+  Seconds mem_since = 0;
+  // Power: busy time and SM work done (power_model.h).
+  double work = 0;  // Σ solo SMACT × rate of the progressing jobs
+  bool busy = false;
+  double work_area = 0, busy_area = 0;
+  Seconds power_since = 0;
+};
+
+class Engine {
+ public:
+  Engine(const SimConfig& cfg, std::span<const SimJobSpec> jobs)
+      : cfg_(cfg), jobs_(jobs), sched_(cfg.scheduler), runs_(jobs.size()), out_(jobs.size()) {
+    if (cfg.gpus < 1) throw std::invalid_argument("simulate: need at least one GPU");
+    if (cfg.gpu_memory_mib < 1) throw std::invalid_argument("simulate: GPU memory must be positive");
+    if (cfg.smact_window_s < 1) throw std::invalid_argument("simulate: SMACT window must be ≥ 1 s");
+    for (size_t i = 1; i < jobs.size(); ++i)
+      if (jobs[i].submit_s < jobs[i - 1].submit_s) throw std::invalid_argument("simulate: jobs not sorted by submit time");
+    model_ = cfg.sharing == SharingKind::Mps ? make_mps_model(cfg.mps) : make_streams_model(cfg.streams);
+    gpus_.resize(static_cast<size_t>(cfg.gpus));
+    snaps_.resize(static_cast<size_t>(cfg.gpus));
+    used_view_.assign(static_cast<size_t>(cfg.gpus), 0);
+    for (int g = 0; g < cfg.gpus; ++g) {
+      GpuSnapshot& s = snaps_[static_cast<size_t>(g)];
+      s.index = g;
+      s.uuid = fmt::format("SIM-GPU-{}", g);
+      s.total_mib = cfg.gpu_memory_mib;
+      s.mode = cfg.sharing == SharingKind::Mps ? SharingMode::Mps : SharingMode::Plain;
+      s.smact = 0.0;
+    }
+    for (const FilterPtr& f : cfg.scheduler.policy.filters)
+      if (f->name() == "smact_below") smact_cap_ = cfg.scheduler.policy.conditions.smact_cap;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      JobOutcome& o = out_[i];
+      o.id = i;
+      o.name = jobs[i].name;
+      o.submit_s = jobs[i].submit_s;
+    }
+  }
+
+  SimResult run() {
+    const size_t n = jobs_.size();
+    size_t processed = 0;
+    while (true) {
+      const Seconds t_ev = heap_.empty() ? kInf : heap_.top().t;
+      const Seconds t_sub = next_submit_ < n ? jobs_[next_submit_].submit_s : kInf;
+      const Seconds t = std::min(t_ev, t_sub);
+      if (t == kInf) break;
+      now_ = t;
+      // One batch: everything that happens at instant t, then (maybe) one decision.
+      for (bool more = true; more;) {
+        more = false;
+        while (!heap_.empty() && heap_.top().t == t && heap_.top().type != Ev::Wake) {
+          const Event e = heap_.top();
+          heap_.pop();
+          handle(e);
+          ++processed;
+          more = true;
+        }
+        while (next_submit_ < n && jobs_[next_submit_].submit_s == t) {
+          submit(next_submit_++);
+          ++processed;
+          more = true;
+        }
+        if (more) continue;
+        while (!heap_.empty() && heap_.top().t == t && heap_.top().type == Ev::Wake) {
+          const Event e = heap_.top();
+          heap_.pop();
+          handle(e);
+          ++processed;
+          more = true;
+        }
+        if (!heap_.empty() && heap_.top().t == t) more = true;
+      }
+      events_ += processed;
+      if (cfg_.progress && processed >= cfg_.progress_every) {
+        cfg_.progress(finished_, n);
+        processed = 0;
+      }
+      const bool waiting = queued() > 0;
+      if (waiting && (dirty_ || cfg_.eager_decisions)) decide();
+      dirty_ = false;
+      if (cfg_.eager_decisions && queued() > 0) push_wake(static_cast<long>(std::floor(now_)) + 1);
+      if (queued() > 0) check_deadlock();
+    }
+    return result();
+  }
+
+ private:
+  // ---- queues -------------------------------------------------------------------------------
+  size_t queued() const { return (recq_.size() - rec_head_) + (mainq_.size() - main_head_); }
+
+  void submit(size_t i) {
+    const SimJobSpec& s = jobs_[i];
+    Job j;
+    j.id = i;
+    j.user = "sim";
+    j.command = s.name;
+    j.gpus = s.gpus;
+    j.need = s.need;
+    j.submit_time = s.submit_s;
+    if (queued() == 0) dirty_ = true;  // a new head; behind a waiting head it cannot start
+    mainq_.push_back(std::move(j));
+  }
+
+  static Job take_from(std::vector<Job>& q, size_t& head, JobId id, bool& found) {
+    found = false;
+    if (head < q.size() && q[head].id == id) {
+      found = true;
+      return std::move(q[head++]);
+    }
+    for (size_t k = head; k < q.size(); ++k)
+      if (q[k].id == id) {
+        found = true;
+        Job j = std::move(q[k]);
+        q.erase(q.begin() + static_cast<std::ptrdiff_t>(k));
+        return j;
+      }
+    return {};
+  }
+
+  Job take(JobId id) {
+    bool found = false;
+    Job j = take_from(recq_, rec_head_, id, found);
+    if (!found) j = take_from(mainq_, main_head_, id, found);
+    if (!found) throw std::logic_error(fmt::format("simulate: scheduler returned job {} that is not queued", id));
+    return j;
+  }
+
+  static void compact(std::vector<Job>& q, size_t& head) {
+    if (head > 1024 && head * 2 > q.size()) {
+      q.erase(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(head));
+      head = 0;
+    }
+  }
+
+  // ---- decisions ----------------------------------------------------------------------------
+  double smact_of(int g, long tick) {
+    GpuRt& r = gpus_[static_cast<size_t>(g)];
+    if (r.smact_tick != tick || r.smact_version != r.hist_version) {
+      r.smact = r.hist.window_average(tick, cfg_.smact_window_s);
+      r.smact_tick = tick;
+      r.smact_version = r.hist_version;
+    }
+    return r.smact;
+  }
+
+  void decide() {
+    const long tick = static_cast<long>(std::floor(now_));
+    for (int g = 0; g < cfg_.gpus; ++g) snaps_[static_cast<size_t>(g)].smact = smact_of(g, tick);
+    SchedulerInput in;
+    in.recovery_queue = std::span<const Job>(recq_.data() + rec_head_, recq_.size() - rec_head_);
+    in.main_queue = std::span<const Job>(mainq_.data() + main_head_, mainq_.size() - main_head_);
+    in.gpus = snaps_;
+    in.ledger = &ledger_;
+    in.now = now_;
+    Decision d = sched_.decide(in, sstate_);
+    ++decisions_;
+    for (const Placement& p : d.placements) launch(p, take(p.job));
+    for (const Rejection& r : d.rejections) {
+      Job j = take(r.job);
+      transition(j, JobState::Cancelled);  // the state machine has no queued → failed edge
+      fail(r.job, r.reason);
+    }
+    compact(recq_, rec_head_);
+    compact(mainq_, main_head_);
+    if (cfg_.audit) {
+      for (int g = 0; g < cfg_.gpus; ++g) used_view_[static_cast<size_t>(g)] = gpus_[static_cast<size_t>(g)].used;
+      cfg_.audit(AuditView{now_, &ledger_, snaps_, d.placements, used_view_});
+    }
+    watch(tick);
+  }
+
+  // After a decision that left jobs waiting: the GPUs whose SMACT window kept them out may let
+  // the head in once their window falls under the cap; wake the scheduler at the first such tick.
+  void watch(long tick) {
+    for (int g : watched_) gpus_[static_cast<size_t>(g)].watched = false;
+    watched_.clear();
+    if (!smact_cap_ || cfg_.eager_decisions || queued() == 0) return;
+    std::optional<long> first;
+    for (int g = 0; g < cfg_.gpus; ++g) {
+      if (*snaps_[static_cast<size_t>(g)].smact < *smact_cap_) continue;
+      gpus_[static_cast<size_t>(g)].watched = true;
+      watched_.push_back(g);
+      if (auto c = crossing(g, tick); c && (!first || *c < *first)) first = c;
+    }
+    if (first) push_wake(*first);
+  }
+
+  std::optional<long> crossing(int g, long from) {
+    GpuRt& r = gpus_[static_cast<size_t>(g)];
+    const bool valid = r.cross_version == r.hist_version && from >= r.cross_from && (!r.cross || from < *r.cross);
+    if (!valid) {
+      r.cross = r.hist.first_tick_below(from, *smact_cap_, cfg_.smact_window_s);
+      r.cross_from = from;
+      r.cross_version = r.hist_version;
+    }
+    return r.cross;
+  }
+
+  void push_wake(long tick) {
+    if (pending_wakes_.insert(tick).second) heap_.push({static_cast<Seconds>(tick), Ev::Wake, seq_++, 0, 0});
+  }
+
+  void on_wake(long tick) {
+    pending_wakes_.erase(tick);
+    if (queued() == 0) return;
+    if (cfg_.eager_decisions) {
+      dirty_ = true;
+      return;
+    }
+    std::optional<long> next;
+    for (int g : watched_) {
+      if (smact_of(g, tick) < *smact_cap_) {
+        dirty_ = true;
+        return;
+      }
+      if (auto c = crossing(g, tick); c && (!next || *c < *next)) next = c;
+    }
+    if (next) push_wake(*next);
+  }
+
+  // A waiting job that nothing will ever let in (e.g. the policy's minimum free memory exceeds
+  // the GPU) would otherwise wait forever: fail what is queued once the server is idle and
+  // every SMACT window has drained.
+  void check_deadlock() {
+    if (residents_ > 0 || next_submit_ < jobs_.size()) return;
+    const long tick = static_cast<long>(std::floor(now_));
+    for (int g = 0; g < cfg_.gpus; ++g)
+      if (smact_of(g, tick) > 0) return;
+    for (auto* q : {&recq_, &mainq_}) {
+      const size_t head = q == &recq_ ? rec_head_ : main_head_;
+      for (size_t k = head; k < q->size(); ++k)
+        fail((*q)[k].id, "the policy never admitted it on an idle server");
+      q->clear();
+    }
+    rec_head_ = main_head_ = 0;
+  }
+
+  // ---- running jobs -------------------------------------------------------------------------
+  void launch(const Placement& p, Job job) {
+    const SimJobSpec& s = jobs_[job.id];
+    transition(job, JobState::Placed);
+    transition(job, JobState::Running);
+    Attempt& a = runs_[job.id];
+    a.core = std::move(job);
+    a.gpus = p.gpu_indices;
+    a.remaining = s.solo_s;
+    a.rate = 0;
+    a.last = now_;
+    a.attempt += 1;
+    a.reserve = p.reserve_mib;
+    a.active = true;
+    a.ramped = false;
+    a.crashed_alone = false;
+    JobOutcome& o = out_[a.core.id];
+    if (o.first_start_s < 0) o.first_start_s = now_;
+    o.last_start_s = now_;
+    o.attempts = a.core.attempts;
+    o.gpus = a.gpus;
+    settle_on(a.gpus);
+    for (int g : a.gpus) {
+      ledger_.reserve(a.core.id, g, p.reserve_mib, p.exclusive, now_);
+      auto& running = snaps_[static_cast<size_t>(g)].running;
+      running.push_back(a.core.id);
+      max_jobs_per_gpu_ = std::max(max_jobs_per_gpu_, static_cast<int>(running.size()));
+      gpus_[static_cast<size_t>(g)].active.push_back(a.core.id);
+    }
+    ++residents_;
+    reshare(a.gpus);
+    heap_.push({now_ + std::min(cfg_.ramp_s, s.solo_s), Ev::Ramp, seq_++, a.core.id, a.attempt});
+  }
+
+  void settle(JobId j) {
+    Attempt& a = runs_[j];
+    a.remaining = std::max(0.0, a.remaining - (now_ - a.last) * a.rate);
+    a.last = now_;
+  }
+
+  void settle_on(const std::vector<int>& gs) {
+    for (int g : gs)
+      for (JobId j : gpus_[static_cast<size_t>(g)].active) settle(j);
+  }
+
+  // Recomputes the sharing outcome of GPUs whose co-runners changed, and the progress rate and
+  // completion time of every job on them. Callers settle progress first.
+  void reshare(const std::vector<int>& gs) {
+    for (int g : gs) {
+      GpuRt& r = gpus_[static_cast<size_t>(g)];
+      solo_buf_.clear();
+      for (JobId j : r.active) solo_buf_.push_back(jobs_[j].smact);
+      const ShareOutcome so = model_->share(solo_buf_);
+      r.slowdown = so.slowdown;
+      if (so.activity != r.hist.level()) {
+        r.hist.set(now_, so.activity);
+        r.hist.forget_before(static_cast<long>(std::floor(now_)), cfg_.smact_window_s);
+        ++r.hist_version;
+        if (r.watched && queued() > 0) {
+          // Its window now moves differently: when does it fall under the cap?
+          if (auto c = crossing(g, static_cast<long>(std::floor(now_)))) push_wake(*c);
+        }
+      }
+    }
+    power_buf_.assign(gs.begin(), gs.end());
+    for (int g : gs)
+      for (JobId j : gpus_[static_cast<size_t>(g)].active) {
+        Attempt& a = runs_[j];
+        double worst = 1.0;
+        for (int h : a.gpus) worst = std::max(worst, gpus_[static_cast<size_t>(h)].slowdown);
+        const double rate = 1.0 / worst;
+        if (rate == a.rate && a.version > 0) continue;  // unchanged: its finish event stands
+        a.rate = rate;
+        ++a.version;
+        heap_.push({now_ + a.remaining / a.rate, Ev::Finish, seq_++, j, a.version});
+        if (a.gpus.size() > 1) power_buf_.insert(power_buf_.end(), a.gpus.begin(), a.gpus.end());
+      }
+    for (int g : power_buf_) update_power(g);
+  }
+
+  void update_power(int g) {
+    GpuRt& r = gpus_[static_cast<size_t>(g)];
+    r.work_area += r.work * (now_ - r.power_since);
+    r.busy_area += (r.busy ? 1.0 : 0.0) * (now_ - r.power_since);
+    r.power_since = now_;
+    r.work = 0;
+    for (JobId j : r.active) r.work += jobs_[j].smact * runs_[j].rate;
+    r.work = std::min(1.0, r.work);
+    r.busy = !r.active.empty();
+  }
+
+  void set_used(int g, MiB used) {
+    GpuRt& r = gpus_[static_cast<size_t>(g)];
+    r.mem_area += static_cast<double>(r.used) * (now_ - r.mem_since);
+    r.mem_since = now_;
+    r.used = used;
+    snaps_[static_cast<size_t>(g)].used_mib = used;
+  }
+
+  void detach(JobId j, const std::vector<int>& gs, bool from_running_list) {
+    for (int g : gs) {
+      auto& act = gpus_[static_cast<size_t>(g)].active;
+      act.erase(std::remove(act.begin(), act.end(), j), act.end());
+      if (from_running_list) {
+        auto& run = snaps_[static_cast<size_t>(g)].running;
+        run.erase(std::remove(run.begin(), run.end(), j), run.end());
+      }
+    }
+  }
+
+  void handle(const Event& e) {
+    switch (e.type) {
+      case Ev::Ramp: on_ramp(e.job, e.version); break;
+      case Ev::Finish: on_finish(e.job, e.version); break;
+      case Ev::OomNoticed: on_oom_noticed(e.job, e.version); break;
+      case Ev::Wake: on_wake(static_cast<long>(e.t)); break;
+    }
+  }
+
+  void on_ramp(JobId j, std::uint64_t attempt) {
+    Attempt& a = runs_[j];
+    if (!a.active || a.ramped || a.attempt != attempt) return;
+    const SimJobSpec& s = jobs_[j];
+    bool fits = true;
+    for (int g : a.gpus) fits = fits && gpus_[static_cast<size_t>(g)].used + s.true_mib <= cfg_.gpu_memory_mib;
+    if (fits) {
+      a.ramped = true;
+      for (int g : a.gpus) {
+        set_used(g, gpus_[static_cast<size_t>(g)].used + s.true_mib);
+        ledger_.observe(j, g, s.true_mib);
+      }
+      return;
+    }
+    // CUDA out of memory: the process dies; the daemon notices after the detection delay and
+    // until then still counts it (ledger, running list).
+    a.crashed_alone = true;
+    for (int g : a.gpus) a.crashed_alone = a.crashed_alone && snaps_[static_cast<size_t>(g)].running.size() == 1;
+    settle_on(a.gpus);
+    detach(j, a.gpus, false);
+    a.active = false;
+    ++a.version;  // its pending finish event is void
+    reshare(a.gpus);
+    ++oom_crashes_;
+    ++out_[j].oom_crashes;
+    heap_.push({now_ + cfg_.oom_detect_s, Ev::OomNoticed, seq_++, j, a.attempt});
+  }
+
+  void on_finish(JobId j, std::uint64_t version) {
+    Attempt& a = runs_[j];
+    if (!a.active || a.version != version) return;
+    if (!a.ramped) {  // its ramp and its end coincide (to rounding): allocate first
+      on_ramp(j, a.attempt);
+      if (!a.active) return;
+    }
+    settle_on(a.gpus);
+    a.remaining = 0;
+    a.active = false;
+    detach(j, a.gpus, true);
+    for (int g : a.gpus) set_used(g, gpus_[static_cast<size_t>(g)].used - jobs_[j].true_mib);
+    ledger_.release(j);
+    --residents_;
+    transition(a.core, JobState::Done);
+    JobOutcome& o = out_[j];
+    o.completed = true;
+    o.finish_s = now_;
+    ++finished_;
+    reshare(a.gpus);
+    dirty_ = true;
+  }
+
+  void on_oom_noticed(JobId j, std::uint64_t attempt) {
+    Attempt& a = runs_[j];
+    if (a.attempt != attempt) return;
+    detach(j, a.gpus, true);
+    ledger_.release(j);
+    --residents_;
+    transition(a.core, JobState::Oom);
+    if (a.crashed_alone) {
+      // Alone on its GPU(s) and still out of memory: no placement will ever hold it.
+      transition(a.core, JobState::Failed);
+      fail(j, fmt::format("needs {} MiB, more than a whole GPU", jobs_[j].true_mib));
+    } else {
+      plan_recovery(a.core, cfg_.scheduler.recovery, a.reserve, std::nullopt, cfg_.gpu_memory_mib);
+      recq_.push_back(std::move(a.core));
+    }
+    dirty_ = true;
+  }
+
+  void fail(JobId j, std::string reason) {
+    JobOutcome& o = out_[j];
+    o.failed = true;
+    o.fail_reason = std::move(reason);
+    o.finish_s = now_;
+    ++finished_;
+  }
+
+  // ---- results ------------------------------------------------------------------------------
+  SimResult result() {
+    SimResult r;
+    r.jobs = jobs_.size();
+    r.oom_crashes = oom_crashes_;
+    r.decisions = decisions_;
+    r.events = events_;
+    r.max_jobs_per_gpu = max_jobs_per_gpu_;
+    r.policy = cfg_.scheduler.policy.describe();
+    Seconds start = jobs_.empty() ? 0 : jobs_.front().submit_s, end = start;
+    double wait = 0, exec = 0, jct = 0;
+    for (const JobOutcome& o : out_) {
+      if (o.finish_s >= 0) end = std::max(end, o.finish_s);
+      if (o.failed) ++r.failed;
+      if (!o.completed) continue;
+      ++r.completed;
+      wait += o.first_start_s - o.submit_s;
+      exec += o.finish_s - o.first_start_s;
+      jct += o.finish_s - o.submit_s;
+    }
+    if (r.completed) {
+      const double c = static_cast<double>(r.completed);
+      r.avg_wait_s = wait / c;
+      r.avg_exec_s = exec / c;
+      r.avg_jct_s = jct / c;
+    }
+    r.makespan_s = end - start;
+    double smact_seconds = 0, mem_area = 0, joules = 0;
+    for (GpuRt& g : gpus_) {
+      smact_seconds += g.hist.integral(end);  // nothing ran before the first submission
+      const double busy = g.busy_area + (g.busy ? 1.0 : 0.0) * (end - g.power_since);
+      const double work = g.work_area + g.work * (end - g.power_since);
+      joules += gpu_joules(cfg_.power, end - start, busy, work);
+      mem_area += g.mem_area + static_cast<double>(g.used) * (end - g.mem_since);
+    }
+    const double gpu_seconds = static_cast<double>(cfg_.gpus) * r.makespan_s;
+    r.energy_mj = joules / 1e6;
+    r.smact_avg = gpu_seconds > 0 ? smact_seconds / gpu_seconds : 0;
+    r.mem_util_avg = gpu_seconds > 0 ? mem_area / (gpu_seconds * static_cast<double>(cfg_.gpu_memory_mib)) : 0;
+    r.lower_bound_s = lower_bound(jobs_, cfg_.gpus, cfg_.gpu_memory_mib, cfg_.ramp_s).value() - start;
+    r.outcomes = std::move(out_);
+    return r;
+  }
+
+  const SimConfig& cfg_;
+  std::span<const SimJobSpec> jobs_;
+  Scheduler sched_;
+  SchedulerState sstate_;
+  Ledger ledger_;
+  std::unique_ptr<SharingModel> model_;
+  std::optional<double> smact_cap_;  // set when the policy filters on SMACT
+
+  std::vector<GpuRt> gpus_;
+  std::vector<GpuSnapshot> snaps_;
+  std::vector<MiB> used_view_;
+  std::vector<double> solo_buf_;
+  std::vector<int> power_buf_;
+  std::vector<Attempt> runs_;
+  std::vector<JobOutcome> out_;
+  std::vector<Job> recq_, mainq_;
+  size_t rec_head_ = 0, main_head_ = 0;
+  std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  std::set<long> pending_wakes_;
+  std::vector<int> watched_;
+
+  Seconds now_ = 0;
+  size_t next_submit_ = 0;
+  std::uint64_t seq_ = 0;
+  bool dirty_ = false;
+  size_t residents_ = 0, finished_ = 0, decisions_ = 0, events_ = 0;
+  int oom_crashes_ = 0, max_jobs_per_gpu_ = 0;
+};
+
+}  // namespace
+
+SimResult simulate(const SimConfig& cfg, std::span<const SimJobSpec> jobs) {
+  Engine engine(cfg, jobs);
+  return engine.run();
+}
+
+}  // namespace colo::sim

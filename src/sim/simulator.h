@@ -1,0 +1,101 @@
+#pragma once
+// The discrete-event simulator: N identical GPUs driven by the scheduler core (core/scheduler.h),
+// the same code the daemon runs. Ground truth per job: true peak memory, solo duration, solo SM
+// activity. What happens (docs/SIMULATOR.md has the full model):
+//  * A placed job starts at once and makes progress at 1/slowdown, the slowdown coming from the
+//    sharing model (MPS or streams) of each of its GPUs (a multi-GPU job runs at its slowest
+//    GPU's pace). Progress rates are recomputed whenever a co-runner starts or stops.
+//  * Its memory appears `ramp_s` after launch (the monitor sees the GPU as free until then; the
+//    ledger holds the estimate). If its true memory does not fit then, it crashes with OOM; the
+//    crash is noticed `oom_detect_s` later, its ledger entry released, core::plan_recovery
+//    applied and the job put on the recovery queue. A job that crashes alone on its GPUs can
+//    never fit and is failed.
+//  * A monitor samples SMACT every second; the core sees 90-sample window averages computed
+//    exactly from the activity history (activity_history.h).
+//  * Scheduler::decide runs after every batch of simultaneous events that could let a waiting
+//    job start (submit to empty queues, finish, OOM noticed) and on the monitor tick at which a
+//    GPU's SMACT window falls back under the policy's cap while jobs wait. That is the same
+//    schedule as deciding on every event and every tick, because the core serves FIFO heads
+//    only and nothing else in its input changes in between (`eager_decisions` does the
+//    latter; tests check both agree).
+//  * Power (power_model.h): idle, or a busy floor plus SM work done, integrated over the makespan.
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/ledger.h"
+#include "core/scheduler.h"
+#include "sim/mps_model.h"
+#include "sim/power_model.h"
+#include "sim/sharing_model.h"
+#include "sim/sim_job.h"
+#include "sim/streams_model.h"
+
+namespace colo::sim {
+
+// What an audit hook sees after each decision round was applied (tests check invariants here).
+struct AuditView {
+  Seconds now = 0;
+  const Ledger* ledger = nullptr;
+  std::span<const GpuSnapshot> gpus;      // running = jobs resident on the GPU
+  std::span<const Placement> placements;  // made in this round
+  std::span<const MiB> used_mib;          // true memory in use per GPU
+};
+
+struct SimConfig {
+  int gpus = 4;
+  MiB gpu_memory_mib = 40960;
+  SchedulerConfig scheduler;
+  SharingKind sharing = SharingKind::Mps;
+  MpsParams mps;
+  StreamsParams streams;
+  PowerParams power;
+  Seconds ramp_s = 30;        // launch → memory allocated (and OOM, if it does not fit)
+  Seconds oom_detect_s = 10;  // OOM crash → noticed by the daemon
+  int smact_window_s = 90;    // monitor window (1 s samples)
+  bool eager_decisions = false;  // decide on every event and every tick while jobs wait
+  std::function<void(const AuditView&)> audit;
+  // Called every `progress_every` processed events with (jobs finished or failed, jobs).
+  std::function<void(std::size_t, std::size_t)> progress;
+  std::size_t progress_every = 100000;
+};
+
+struct JobOutcome {
+  JobId id = 0;
+  std::string name;
+  Seconds submit_s = 0;
+  Seconds first_start_s = -1;  // first launch, −1 if never
+  Seconds last_start_s = -1;
+  Seconds finish_s = -1;       // completion, −1 if it never completed
+  int attempts = 0;
+  int oom_crashes = 0;
+  bool completed = false;
+  bool failed = false;
+  std::string fail_reason;
+  std::vector<int> gpus;       // of the last attempt
+};
+
+struct SimResult {
+  std::size_t jobs = 0, completed = 0, failed = 0;
+  Seconds makespan_s = 0;  // last completion − first submission
+  Seconds avg_wait_s = 0;  // first launch − submit
+  Seconds avg_exec_s = 0;  // completion − first launch (includes crashed attempts and recovery)
+  Seconds avg_jct_s = 0;   // completion − submit
+  double energy_mj = 0;
+  int oom_crashes = 0;
+  double smact_avg = 0;      // over GPUs and the makespan
+  double mem_util_avg = 0;   // true memory in use / capacity, over GPUs and the makespan
+  Seconds lower_bound_s = 0;
+  int max_jobs_per_gpu = 0;  // most jobs resident on one GPU at once
+  std::size_t decisions = 0; // Scheduler::decide calls
+  std::size_t events = 0;
+  std::string policy;        // Policy::describe()
+  std::vector<JobOutcome> outcomes;  // by job id (= index in the input)
+};
+
+// Runs the jobs (ids = their index) to completion. Jobs must be sorted by submit time.
+SimResult simulate(const SimConfig& cfg, std::span<const SimJobSpec> jobs);
+
+}  // namespace colo::sim

@@ -1,0 +1,96 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "data_path.h"
+#include "sim/workload_catalog.h"
+
+namespace colo::sim {
+namespace {
+
+using ::testing::HasSubstr;
+
+const char* kHeader =
+    "workload,model,dataset,batch_size,gpus,epochs,epoch_minutes,measured_mib,horus_mib,faketensor_mib,"
+    "gpumemnet_mib,summary,source,optimizer,seq_len\n";
+
+std::string error_of(const std::string& text) {
+  try {
+    WorkloadCatalog::parse(text, "w.csv");
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(WorkloadCatalog, ReadsTheThesisCatalog) {
+  const auto c = WorkloadCatalog::load(test::carma("workloads.csv"));
+  EXPECT_EQ(c.all().size(), 49u);
+  const Workload* r = c.find("resnet");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->true_mib, 5262);
+  EXPECT_NEAR(r->solo_seconds, 36.315977 * 60, 1e-6);
+  EXPECT_EQ(r->horus_mib, 7904);
+  EXPECT_EQ(r->smact_class, "imagenet_cnn");
+  const Workload* x = c.find("xlnet_base_cased_2");
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->gpus, 2);
+  EXPECT_NEAR(x->solo_seconds, 8 * 8.949518 * 60, 1e-6);
+  EXPECT_EQ(x->smact_class, "transformer");
+  EXPECT_FALSE(x->assumed_runtime);
+}
+
+TEST(WorkloadCatalog, FillsUnpublishedValuesFromDocumentedAssumptions) {
+  const auto c = WorkloadCatalog::load(test::carma("workloads.csv"));
+  const Workload* m = c.find("mnist_train");
+  ASSERT_NE(m, nullptr);
+  EXPECT_TRUE(m->assumed_runtime);
+  EXPECT_FALSE(m->assumed_memory);
+  EXPECT_EQ(m->true_mib, 1776);
+  EXPECT_NEAR(m->solo_seconds, 14 * 0.3 * 60, 1e-9);
+  const Workload* g = c.find("gpt2_xl");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(g->assumed_memory);
+  EXPECT_FALSE(g->horus_mib.has_value());  // empty estimate cells stay unknown
+}
+
+TEST(WorkloadCatalog, SmactColumnOverridesTheClassTable) {
+  const auto c = WorkloadCatalog::parse(
+      "workload,model,dataset,batch_size,gpus,epochs,epoch_minutes,measured_mib,horus_mib,faketensor_mib,"
+      "gpumemnet_mib,source,smact\n"
+      "a,m,somewhere,8,1,1,2,1000,,,,x,0.4\n",
+      "w.csv");
+  EXPECT_DOUBLE_EQ(c.find("a")->smact, 0.4);
+  EXPECT_EQ(c.find("a")->solo_seconds, 120);
+}
+
+TEST(WorkloadCatalog, BadInputNamesFileAndLine) {
+  const std::string ok = "a,resnet50,imagenet,32,1,1,2,1000,900,800,8000,s.model,table6.2,adam,\n";
+  EXPECT_EQ(error_of(std::string(kHeader) + ok), "(no error)");
+  EXPECT_THAT(error_of("workload,model\na,b\n"), HasSubstr("w.csv:1: missing column 'dataset'"));
+  EXPECT_THAT(error_of(std::string(kHeader) + ok + "b,resnet50,imagenet,32,1,1,two,1000,900,800,8000,s,t,adam,\n"),
+              HasSubstr("w.csv:3: column 'epoch_minutes': 'two' is not a number"));
+  EXPECT_THAT(error_of(std::string(kHeader) + ok + ok), HasSubstr("w.csv:3: workload 'a' already defined on line 2"));
+  EXPECT_THAT(error_of(std::string(kHeader) + "a,resnet50,imagenet,32,1,1,,1000,900,800,8000,s,table6.2,adam,\n"),
+              HasSubstr("w.csv:2: column 'epoch_minutes' is empty"));
+  EXPECT_THAT(error_of(std::string(kHeader) + "a,resnet50,imagenet,32,0,1,2,1000,900,800,8000,s,t,adam,\n"),
+              HasSubstr("w.csv:2: gpus must be 1..1024"));
+  EXPECT_THAT(error_of(std::string(kHeader) + "a,resnet50,imagenet,32,1,1,2,-5,900,800,8000,s,t,adam,\n"),
+              HasSubstr("w.csv:2: measured_mib must be positive"));
+  EXPECT_THAT(error_of(std::string(kHeader) + "a,resnet50,imagenet,32,1,1,2,1000,900,800\n"),
+              HasSubstr("w.csv:2: 10 fields, the header has 15"));
+  EXPECT_THAT(error_of(std::string(kHeader) + "a,m,moon,32,1,1,2,1000,900,800,8000,s,t,adam,\n"),
+              HasSubstr("w.csv:2: cannot tell the SM activity of dataset 'moon'"));
+  EXPECT_THAT(error_of(std::string(kHeader) + "zz,m,mnist,32,1,1,,1000,900,800,8000,s,no-runtime-published,adam,\n"),
+              HasSubstr("w.csv:2: workload 'zz' has no published epoch time"));
+  EXPECT_THAT(error_of(kHeader), HasSubstr("w.csv: no workloads"));
+  EXPECT_THAT(error_of(std::string(kHeader) + "a,\"m\",imagenet,32,1,1,2,1000,900,800,8000,s,t,adam,\n"),
+              HasSubstr("w.csv:2: quoted fields"));
+}
+
+TEST(WorkloadCatalog, MissingFileIsAUserError) {
+  EXPECT_THROW(WorkloadCatalog::load("/nonexistent/w.csv"), UserError);
+}
+
+}  // namespace
+}  // namespace colo::sim
