@@ -522,6 +522,9 @@ void Daemon::schedule() {
     Txn txn(store_.db());
     auto j = store_.job(r.job);
     if (!j || (j->state != JobState::Queued && j->state != JobState::Recovering)) continue;
+    // The core counts usable GPUs; drained or unhealthy ones come back, so only a job that
+    // asks for more GPUs than colod manages at all can never run. The others wait.
+    if (j->gpus <= static_cast<int>(monitor_.slots().size())) continue;
     j->state = JobState::Failed;
     j->reason = r.reason;
     j->end_time = now();

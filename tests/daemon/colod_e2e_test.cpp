@@ -119,9 +119,11 @@ TEST(ColodE2E, MagmCollocatesExclusiveDoesNot) {
 TEST(ColodE2E, InjectedOomGoesThroughRecoveryAndFinishes) {
   TempDir dir;
   ColodProcess d(dir.path(), "1x40GiB");
-  // Both claim 10 GiB, so the ledger collocates them; together they really need 50 GiB.
-  const std::uint64_t a = d.submit({"--mem", "10GiB", "--name", "big", "--", fake_job(), "--mem", "30GiB", "--hold", "3"});
-  const std::uint64_t b = d.submit({"--mem", "10GiB", "--name", "liar", "--", fake_job(), "--mem", "20GiB", "--ramp", "1.5", "--hold", "1"});
+  // Both claim 10 GiB, so the ledger collocates them; together they really need 50 GiB. "big"
+  // ramps up slowly (so the monitor does not yet see it when "liar" is placed), "liar" takes
+  // its 20 GiB at once: big's ramp then hits the 40 GiB wall and crashes with PyTorch's OOM.
+  const std::uint64_t a = d.submit({"--mem", "10GiB", "--name", "big", "--", fake_job(), "--mem", "30GiB", "--ramp", "3", "--hold", "1"});
+  const std::uint64_t b = d.submit({"--mem", "10GiB", "--name", "liar", "--", fake_job(), "--mem", "20GiB", "--hold", "4"});
   const json ja = d.wait_terminal(a, 90s), jb = d.wait_terminal(b, 90s);
   EXPECT_EQ(ja.at("state"), "done") << ja.dump(2);
   EXPECT_EQ(jb.at("state"), "done") << jb.dump(2);
@@ -144,7 +146,7 @@ TEST(ColodE2E, InjectedOomGoesThroughRecoveryAndFinishes) {
     }
   }
   // History: the same job submitted again plans with what it really used (30 GiB + 10 %).
-  const std::uint64_t again = d.submit({"--mem", "10GiB", "--name", "big", "--", fake_job(), "--mem", "30GiB", "--hold", "3"});
+  const std::uint64_t again = d.submit({"--mem", "10GiB", "--name", "big", "--", fake_job(), "--mem", "30GiB", "--ramp", "3", "--hold", "1"});
   const json jr = d.colo_json({"show", std::to_string(again), "--json"});
   EXPECT_EQ(jr.at("need_source"), "history") << jr.dump(2);
   EXPECT_GE(jr.at("need_mib").get<int>(), 30 * 1024);
@@ -277,7 +279,7 @@ TEST(ColodE2E, MalformedJobFilesGetOneLineErrors) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{"--rad", write("short.rad", "# c\nconda activate tf\npython x.py\nm.model\n")}, "short.rad:5: missing field 'batch size'"},
+      {{"--rad", write("short.rad", "# c\nconda activate tf\npython x.py\nm.model\n")}, "short.rad:5: missing field 'dataset'"},
       {{"--rad", write("badbatch.rad", "conda\npython x.py\nm.model\nds\nthirty-two\nexclusive\n1\n")}, "badbatch.rad:5: batch size 'thirty-two'"},
       {{"--rad", write("badmode.rad", "conda\npython x.py\nm.model\nds\n32\nsometimes\n1\n")}, "badmode.rad:6: placement mode"},
       {{"--rad", write("badmem.rad", "conda\npython x.py\nm.model\nds\n32\nexclusive\n1\n12x\n")}, "badmem.rad:8: measured memory"},
