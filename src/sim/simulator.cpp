@@ -116,7 +116,7 @@ class Engine {
 
   SimResult run() {
     const size_t n = jobs_.size();
-    size_t processed = 0;
+    size_t processed = 0, since_progress = 0;
     while (true) {
       const Seconds t_ev = heap_.empty() ? kInf : heap_.top().t;
       const Seconds t_sub = next_submit_ < n ? jobs_[next_submit_].submit_s : kInf;
@@ -149,9 +149,11 @@ class Engine {
         if (!heap_.empty() && heap_.top().t == t) more = true;
       }
       events_ += processed;
-      if (cfg_.progress && processed >= cfg_.progress_every) {
+      since_progress += processed;
+      processed = 0;
+      if (cfg_.progress && since_progress >= cfg_.progress_every) {
         cfg_.progress(finished_, n);
-        processed = 0;
+        since_progress = 0;
       }
       const bool waiting = queued() > 0;
       if (waiting && (dirty_ || cfg_.eager_decisions)) decide();
