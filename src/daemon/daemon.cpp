@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -34,6 +35,14 @@ double mono() {
 }
 
 Policy policy_from(const DaemonConfig& c) { return make_policy(c.policy, c.conditions); }
+
+// Fault injection for the crash tests: COLO_FAULT_KILL_AT=<point> makes colod SIGKILL itself
+// the first time it reaches that point of a launch (attempt-committed, shim-spawned,
+// pid-committed, go-sent), so every window of the launch protocol is hit deterministically.
+void fault_point(const char* point) {
+  static const char* want = std::getenv("COLO_FAULT_KILL_AT");
+  if (want && std::strcmp(want, point) == 0) ::raise(SIGKILL);
+}
 
 std::int64_t file_size(const std::string& path) {
   struct stat st {};
@@ -434,6 +443,7 @@ void Daemon::launch(const Placement& p) {
                              a.exclusive ? " (alone)" : "", a.recovery ? " [recovery]" : ""));
     txn.commit();
   }
+  fault_point("attempt-committed");
   adopt(a);
   dirty_ = true;
 
@@ -455,6 +465,7 @@ void Daemon::launch(const Placement& p) {
     spec.grace_s = cfg_.cancel_grace;
     write_shim_spec(a.dir, spec);
     shim = spawn_shim(shim_exe_, a.dir);
+    fault_point("shim-spawned");
   } catch (const std::exception& e) {
     log(fmt::format("colod: job {}: launch failed: {}", j.id, e.what()));
     finalize(a.id, ShimExit{false, {}, {}, std::string("launch failed: ") + e.what(), 0, now()});
@@ -469,10 +480,12 @@ void Daemon::launch(const Placement& p) {
     store_.update_attempt(a);
     txn.commit();
   }
+  fault_point("pid-committed");
   Live& l = live_[a.id];
   l.attempt = a;
   by_shim_[shim.pid] = a.id;
   if (!send_go(shim)) return;  // the shim died; check_attempts() will notice
+  fault_point("go-sent");
   {
     Txn txn(store_.db());
     auto cur = store_.job(j.id);

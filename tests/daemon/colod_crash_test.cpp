@@ -97,5 +97,62 @@ TEST(ColodCrash, KillNineDuringAHundredJobsLosesNothingAndRunsNothingTwice) {
             << ", launches never started " << unstarted << "\n";
 }
 
+// colod SIGKILLs itself at each step of the launch protocol in turn (docs/DAEMON.md): after
+// the attempt row is committed, after the shim is spawned, after its pid is committed, after
+// "go" is sent. The restarted colod must run every job exactly once.
+class LaunchWindow : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(LaunchWindow, KillInsideTheLaunchProtocolRunsTheJobExactlyOnce) {
+  TempDir dir;
+  const std::string ran = dir.path() + "/ran.txt";
+  ColodProcess d(dir.path(), "1x40GiB");
+  d.stop();
+  d.set_env({{"COLO_FAULT_KILL_AT", GetParam()}});
+  d.start();
+  const ApiClient api(d.socket());
+  SubmitRequest r;
+  r.argv = {"/bin/sh", "-c", "echo $COLO_JOB_ID >> " + ran + "; sleep 0.5"};
+  r.mem_mib = 1024;
+  r.workdir = "/";
+  const json body = to_json(r);
+  const std::uint64_t id = api.call("POST", "/v1/jobs", &body).at("id").get<std::uint64_t>();
+  ASSERT_TRUE(d.wait_exit(30s)) << "colod did not reach fault point " << GetParam();
+  d.set_env({});
+  d.start();
+  json job;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        job = api.call("GET", "/v1/jobs/" + std::to_string(id));
+        return job.at("state") == "done";
+      },
+      60s, 100ms))
+      << job.dump(2) << d.log();
+  std::this_thread::sleep_for(700ms);  // a second copy, had one started, would have written by now
+  std::ifstream in(ran);
+  std::vector<std::uint64_t> lines;
+  std::uint64_t x = 0;
+  while (in >> x) lines.push_back(x);
+  EXPECT_EQ(lines, std::vector<std::uint64_t>{id}) << GetParam();
+  EXPECT_EQ(job.at("attempt_count"), 1) << job.dump(2);
+  const std::string point = GetParam();
+  const json& attempts = job.at("attempts");
+  if (point == "go-sent") {
+    ASSERT_EQ(attempts.size(), 1u) << job.dump(2);  // the started attempt was re-adopted
+  } else {
+    ASSERT_EQ(attempts.size(), 2u) << job.dump(2);  // the first launch never started the program
+    EXPECT_EQ(attempts[0].at("outcome"), "not_started");
+  }
+  EXPECT_EQ(attempts.back().at("outcome"), "done");
+}
+
+INSTANTIATE_TEST_SUITE_P(Points, LaunchWindow,
+                         ::testing::Values("attempt-committed", "shim-spawned", "pid-committed", "go-sent"),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           std::string n = i.param;
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
+
 }  // namespace
 }  // namespace colo::daemon::testing

@@ -112,6 +112,7 @@ void ColodProcess::start() {
     const int fd = open(logfile.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     dup2(fd, 1);
     dup2(fd, 2);
+    for (const auto& [k, v] : env_) setenv(k.c_str(), v.c_str(), 1);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -137,6 +138,10 @@ bool ColodProcess::alive() {
     return false;
   }
   return true;
+}
+
+bool ColodProcess::wait_exit(std::chrono::seconds timeout) {
+  return wait_until([&] { return !alive(); }, timeout, std::chrono::milliseconds(50));
 }
 
 void ColodProcess::kill9() {

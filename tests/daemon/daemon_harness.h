@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -40,6 +41,10 @@ class ColodProcess {
   ColodProcess(std::string state_dir, std::string fake_gpus, std::vector<std::string> extra = {});
   ~ColodProcess();  // SIGTERM + wait (jobs keep running under shims; tests cancel them)
   void start();
+  // Environment for the next start() (e.g. COLO_FAULT_KILL_AT); empty clears it.
+  void set_env(std::vector<std::pair<std::string, std::string>> env) { env_ = std::move(env); }
+  // Waits until colod exits by itself (a fault point); false on timeout.
+  bool wait_exit(std::chrono::seconds timeout);
   void kill9();     // SIGKILL + reap
   void stop();      // SIGTERM + reap
   bool alive();
@@ -60,6 +65,7 @@ class ColodProcess {
   std::vector<std::string> extra_;
   pid_t pid_ = -1;
   int generation_ = 0;
+  std::vector<std::pair<std::string, std::string>> env_;
 };
 
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout,
