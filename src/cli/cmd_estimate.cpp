@@ -4,10 +4,12 @@
 //                      --estimator NAME [--split all|train|test] [--json]
 //   colo estimate calibrate --dataset FILE --format gpumemnet-cnn --split train --gpu a100-40gb
 //                      [--out calibration/a100-40gb.json]
+//   (writes the profile, <stem>.fit-<format>.json (fit results) and <stem>.fit-<format>-inputs.csv)
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -137,10 +139,23 @@ void run_calibrate(const CalOpts& o, const std::string& command_line) {
   FitOptions fo;
   fo.max_under_rate = o.max_under;
   fo.default_optimizer = parse_optimizer(o.optimizer);
+  fo.cnn = fmt_ == DatasetFormat::GpuMemNetCNN;
   auto res = fit_profile(rows, base, fo);
-  res.profile.fitted_on = fmt::format("{} ({}, split {}, {} rows)", std::filesystem::path(o.dataset).filename().string(),
-                                      o.format, o.split, res.report["rows"].get<std::size_t>());
-  res.profile.fit_command = command_line;
+  // One profile is fitted in two steps (MLP set, then CNN set): keep the other step's record.
+  auto keep_other = [&](const std::string& prev, const std::string& now) {
+    std::string kept;
+    std::stringstream ss(prev);
+    std::string part;
+    while (std::getline(ss, part, ';')) {
+      while (!part.empty() && part.front() == ' ') part.erase(part.begin());
+      if (!part.empty() && part.find(o.format) == std::string::npos && part != "not fitted yet") kept += part + "; ";
+    }
+    return kept + now;
+  };
+  res.profile.fitted_on = keep_other(base.fitted_on, fmt::format("{} ({}, split {}, {} rows)",
+                                                                 std::filesystem::path(o.dataset).filename().string(),
+                                                                 o.format, o.split, res.report["rows"].get<std::size_t>()));
+  res.profile.fit_command = keep_other(base.fit_command, command_line);
   const std::string out = o.out.empty() ? "calibration/" + o.gpu + ".json" : o.out;
   std::filesystem::path outp(out);
   if (outp.has_parent_path()) std::filesystem::create_directories(outp.parent_path());
@@ -152,10 +167,12 @@ void run_calibrate(const CalOpts& o, const std::string& command_line) {
   const auto stem = outp.parent_path() / outp.stem();
   write(outp, res.profile.to_json());
   res.report["profile"] = nlohmann::ordered_json::parse(res.profile.to_json());
-  write(stem.string() + ".fit.json", res.report.dump(2) + "\n");
-  write(stem.string() + ".fit-inputs.csv", res.inputs_csv);
-  std::cout << fmt::format("wrote {} (context {:.0f} MiB, conv workspace {:.0f} MiB; fit median |err| {:.1f}%, under {:.1f}%)\n",
-                           out, res.profile.context_mib, res.profile.conv_workspace_mib,
+  write(stem.string() + ".fit-" + o.format + ".json", res.report.dump(2) + "\n");
+  write(stem.string() + ".fit-" + o.format + "-inputs.csv", res.inputs_csv);
+  std::cout << fmt::format("wrote {} (context {:.0f} + cuDNN {:.0f} MiB, conv workspace {:.2f} x activation, margin {:.3f}; "
+                           "fit median |err| {:.1f}%, under {:.1f}%)\n",
+                           out, res.profile.context_mib, res.profile.cudnn_context_mib, res.profile.conv_workspace_ratio,
+                           fo.cnn ? res.profile.cudnn_safety_margin : res.profile.safety_margin,
                            100 * res.report["chosen"]["median_abs_rel_err"].get<double>(),
                            100 * res.report["chosen"]["under_rate"].get<double>());
 }

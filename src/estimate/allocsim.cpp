@@ -41,12 +41,15 @@ AllocSimBreakdown simulate_allocsim(const ModelGraph& g, std::int64_t batch, Opt
   to.optimizer = opt;
   to.cublas_workspace = static_cast<std::uint64_t>(profile.cublas_workspace_mib * 1048576.0);
   to.conv_workspace = static_cast<std::uint64_t>(profile.conv_workspace_mib * 1048576.0);
+  to.conv_workspace_ratio = profile.conv_workspace_ratio;
   const auto trace = synthesize_training_trace(g, to);
   AllocSimBreakdown b;
-  const double cap_mib = static_cast<double>(profile.gpu_total_mib) - profile.context_mib;
+  const bool cudnn = g.count(LayerKind::Conv) + g.count(LayerKind::ConvTranspose) + g.count(LayerKind::BatchNorm) > 0;
+  b.context_mib = profile.context_mib + (cudnn ? profile.cudnn_context_mib : 0.0);
+  b.margin = cudnn ? profile.cudnn_safety_margin : profile.safety_margin;
+  const double cap_mib = static_cast<double>(profile.gpu_total_mib) - b.context_mib;
   b.replay = replay(trace, cap_mib > 0 ? static_cast<std::uint64_t>(cap_mib * 1048576.0) : 0);
-  b.context_mib = profile.context_mib;
-  b.total_mib = static_cast<double>(b.replay.reserved_peak) / 1048576.0 + profile.context_mib;
+  b.total_mib = static_cast<double>(b.replay.reserved_peak) / 1048576.0 * (1.0 + b.margin) + b.context_mib;
   if (b.replay.out_of_memory) b.total_mib = std::max<double>(b.total_mib, static_cast<double>(profile.gpu_total_mib) + 1);
   return b;
 }
@@ -66,9 +69,9 @@ class AllocSimEstimator final : public Estimator {
     e.estimator = name();
     e.mib = static_cast<MiB>(std::ceil(b.total_mib));
     e.explanation = fmt::format(
-        "replayed {} allocator events: peak reserved {:.0f} MiB (allocated {:.0f} MiB) + context {:.0f} MiB ({}){}{}",
+        "replayed {} allocator events: peak reserved {:.0f} MiB (allocated {:.0f} MiB) x (1 + margin {:.3f}) + context {:.0f} MiB ({}){}{}",
         b.replay.events, b.replay.reserved_peak / 1048576.0, b.replay.allocated_peak / 1048576.0,
-        b.context_mib, profile.name, b.replay.out_of_memory ? "; does not fit the GPU" : "",
+        b.margin, b.context_mib, profile.name, b.replay.out_of_memory ? "; does not fit the GPU" : "",
         unknown.empty() ? "" : fmt::format("; {} unknown layer type(s) ignored: {}", unknown.size(),
                                            fmt::join(unknown, ",")));
     return e;

@@ -26,8 +26,9 @@ ReplayResult replay(const std::vector<AllocEvent>& trace,
 
 struct AllocSimBreakdown {
   ReplayResult replay;
-  double context_mib = 0;
-  double total_mib = 0;  // reserved peak in MiB + context
+  double context_mib = 0;  // context (+ cuDNN's when the model has convs or batch norms)
+  double margin = 0;       // the profile's safety margin
+  double total_mib = 0;    // reserved peak in MiB * (1 + margin) + context
 };
 
 // The simulation behind the allocsim estimator, with an explicit profile (used by calibration).

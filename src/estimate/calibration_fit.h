@@ -1,8 +1,14 @@
 #pragma once
-// Fits a calibration profile's constants on a training split: for every candidate cuDNN
-// workspace size, allocsim's peak reserved memory is computed for each row (without context);
-// the context overhead is then the constant that minimises the median absolute relative error
-// while keeping under-estimates at or below `max_under_rate`. The best workspace wins.
+// Fits a calibration profile's constants on a training split (never on the held-out rows):
+//  - for every candidate cuDNN-workspace ratio, allocsim's peak reserved memory is computed per row;
+//  - the context overhead is the constant that minimises the median absolute relative error
+//    (an unbiased fit: about half the rows end under, half over);
+//  - the ratio with the lowest median wins;
+//  - the safety margin is the smallest relative uplift that leaves at most `max_under_rate` of the
+//    rows under-estimated.
+// MLP rows never load cuDNN: they fit `context_mib` and `safety_margin`. CNN rows fit
+// `cudnn_context_mib`, `conv_workspace_ratio` and `cudnn_safety_margin` on top of the profile's
+// `context_mib` (so calibrate the MLP set first, then the CNN set).
 #include <string>
 #include <vector>
 
@@ -14,8 +20,9 @@
 namespace colo::estimate {
 
 struct FitOptions {
-  std::vector<double> conv_workspace_mib = {0, 16, 32, 64, 128};
+  std::vector<double> conv_workspace_ratio = {0, 0.5, 1, 1.5, 2, 2.5, 3, 4};
   double max_under_rate = 0.05;
+  bool cnn = true;  // fit cudnn_context_mib (CNN rows) rather than context_mib (MLP rows)
   Optimizer default_optimizer = Optimizer::Adam;
 };
 

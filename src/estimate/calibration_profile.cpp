@@ -17,8 +17,12 @@ std::string CalibrationProfile::to_json() const {
   j["name"] = name;
   j["gpu_total_mib"] = gpu_total_mib;
   j["context_mib"] = context_mib;
+  j["cudnn_context_mib"] = cudnn_context_mib;
+  j["safety_margin"] = safety_margin;
+  j["cudnn_safety_margin"] = cudnn_safety_margin;
   j["cublas_workspace_mib"] = cublas_workspace_mib;
   j["conv_workspace_mib"] = conv_workspace_mib;
+  j["conv_workspace_ratio"] = conv_workspace_ratio;
   j["fitted_on"] = fitted_on;
   j["fit_command"] = fit_command;
   return j.dump(2) + "\n";
@@ -54,7 +58,11 @@ CalibrationProfile CalibrationProfile::from_json(const std::string& text, const 
   p.gpu_total_mib = static_cast<MiB>(total);
   num("context_mib", p.context_mib, true);
   num("cublas_workspace_mib", p.cublas_workspace_mib, false);
+  num("cudnn_context_mib", p.cudnn_context_mib, false);
+  num("safety_margin", p.safety_margin, false);
+  num("cudnn_safety_margin", p.cudnn_safety_margin, false);
   num("conv_workspace_mib", p.conv_workspace_mib, false);
+  num("conv_workspace_ratio", p.conv_workspace_ratio, false);
   return p;
 }
 

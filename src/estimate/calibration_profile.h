@@ -14,9 +14,15 @@ struct CalibrationProfile {
   std::string gpu = "a100-40gb";            // the name requests use
   std::string name = "a100-40gb-pytorch2";  // GPU + framework
   MiB gpu_total_mib = 40960;                // what nvidia-smi reports as total
-  double context_mib = 0;                   // CUDA context + cuDNN/cuBLAS kernels: outside the allocator
+  double context_mib = 0;                   // CUDA context + cuBLAS kernels: outside the allocator
+  double cudnn_context_mib = 0;             // + cuDNN's kernels/handle, loaded at the first conv/batch norm
+  double safety_margin = 0;                 // estimate = reserved * (1 + margin) + context
+  double cudnn_safety_margin = 0;           // the margin for models that use cuDNN (fitted on CNN rows)
   double cublas_workspace_mib = 8.125;      // cuBLAS workspace (via the caching allocator, kept)
   double conv_workspace_mib = 0;            // transient cuDNN workspace around each conv call
+  // ... plus this multiple of the conv's larger activation tensor (input or output, whole batch):
+  // cuDNN's algorithms size their workspace with the problem.
+  double conv_workspace_ratio = 0;
   std::string fitted_on;                    // provenance: data set, split and command
   std::string fit_command;
 

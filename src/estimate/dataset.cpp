@@ -165,8 +165,11 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
     const std::int64_t mem = to_int(rec[c_mem], loc, "Max GPU Memory (MiB)");
     if (mem > 0) r.measured = mem;  // 0 = not recorded
     r.oom = st != col.end() && rec[st->second] == "OOM_CRASH";
-    r.graph = std::make_shared<ModelGraph>(
-        parse_gpumemnet_row(rec[c_file], rec[c_ap], cnn ? GpuMemNetKind::CNN : GpuMemNetKind::MLP, loc));
+    // A few generator runs built no layers at all (Depth 0, "[]"): no model to estimate; they
+    // are kept without a graph and counted as skipped.
+    if (rec[c_ap] != "[]")
+      r.graph = std::make_shared<ModelGraph>(
+          parse_gpumemnet_row(rec[c_file], rec[c_ap], cnn ? GpuMemNetKind::CNN : GpuMemNetKind::MLP, loc));
     rows.push_back(std::move(r));
   }
   return rows;

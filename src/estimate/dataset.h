@@ -25,7 +25,7 @@ bool in_train_split(const std::string& key);
 struct DatasetRow {
   std::string id;                            // filename (GPUMemNet) or workload name (carma)
   std::string location;                      // FILE:LINE for messages
-  std::shared_ptr<const ModelGraph> graph;
+  std::shared_ptr<const ModelGraph> graph;  // null for a GPUMemNet row that lists no layers
   std::int64_t batch = 0;
   std::optional<Optimizer> optimizer;        // carma states it; GPUMemNet rows do not
   std::optional<MiB> measured;               // absent when not published / not recorded

@@ -88,7 +88,9 @@ std::vector<EvalRow> evaluate(const std::vector<DatasetRow>& rows, const Estimat
     e.id = r.id;
     e.measured = r.measured;
     e.oom = r.oom;
-    if (!r.oom && !r.measured) {
+    if (!r.graph || (!r.oom && !r.measured)) {
+      e.oom = false;
+      e.measured.reset();
       out.push_back(e);  // nothing to compare with; counted as skipped
       continue;
     }

@@ -178,9 +178,12 @@ void ModelGraph::finalize() {
         l.saved.push_back({W::Input, in_elems * b, 0});
         l.saved.push_back({W::Indices, out * 8, 0});  // int64 argmax per output element
         break;
-      case LayerKind::Embedding:
-        l.saved.push_back({W::Indices, in_elems * 8, 0});
+      case LayerKind::Embedding: {
+        // The int64 ids: one per output row (the last dim is the embedding width).
+        const std::int64_t width = l.out_shape.empty() ? 1 : l.out_shape.back();
+        l.saved.push_back({W::Indices, (width > 0 ? out / width : out) * 8, 0});
         break;
+      }
       case LayerKind::Attention: {
         const std::int64_t seq = l.out_shape.size() >= 2 ? l.out_shape.front() : 1;
         if (l.attn_materialized) {

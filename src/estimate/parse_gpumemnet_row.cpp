@@ -136,42 +136,80 @@ Layer make_layer(const std::string& type) {
   return l;
 }
 
-// Channels recovery for a conv with bias: params = (cin*k*k + 1) * cout.
+// Channels recovery for a conv with bias: params = (cin*k*k + 1) * cout. One count can have
+// several factorisations ((3*9+1)*8 == (3*1+1)*56), so candidates are ranked: widths already seen
+// in the network (or the filename's base_filters) are preferred over new ones, the current
+// tensor's channels over older ones (a residual block's convs read the block input), and k=3 over
+// 1, 5, 7.
 struct ConvSolution {
   std::int64_t cin = 0, k = 0, cout = 0;
 };
 std::optional<ConvSolution> solve_conv(std::int64_t params, std::int64_t cur_c,
                                        std::optional<std::int64_t> known_cout,
-                                       const std::vector<std::int64_t>& history) {
+                                       const std::vector<std::int64_t>& history, std::int64_t base_filters) {
   static constexpr std::array<std::int64_t, 4> ks = {3, 1, 5, 7};
-  auto with = [&](std::int64_t cin, std::int64_t cout) -> std::optional<ConvSolution> {
-    for (auto k : ks)
-      if ((cin * k * k + 1) * cout == params) return ConvSolution{cin, k, cout};
-    return std::nullopt;
+  // Known output widths: those seen so far and base_filters, but not the image channels (1-4).
+  std::vector<std::int64_t> known;
+  for (auto h : history)
+    if (h > 4) known.push_back(h);
+  if (base_filters > 0) known.push_back(base_filters);
+  auto fits = [&](std::int64_t cin, std::int64_t k, std::int64_t cout) {
+    return cin > 0 && cout > 0 && (cin * k * k + 1) * cout == params;
   };
-  if (known_cout) {
-    if (*known_cout <= 0 || params % *known_cout) return std::nullopt;
-    const std::int64_t per = params / *known_cout - 1;  // cin * k * k
-    if (auto s = with(cur_c, *known_cout)) return s;
-    for (auto h : history)
-      if (auto s = with(h, *known_cout)) return s;
+  auto cout_for = [&](std::int64_t cin, std::int64_t k) -> std::int64_t {
+    const std::int64_t d = cin * k * k + 1;
+    return params % d == 0 ? params / d : 0;
+  };
+  auto cin_for = [&](std::int64_t cout, std::int64_t k) -> std::int64_t {
+    if (params % cout) return 0;
+    const std::int64_t per = params / cout - 1;
+    return per > 0 && per % (k * k) == 0 ? per / (k * k) : 0;
+  };
+  if (known_cout) {  // the following batch norm states cout
     for (auto k : ks)
-      if (per > 0 && per % (k * k) == 0) return ConvSolution{per / (k * k), k, *known_cout};
+      if (fits(cur_c, k, *known_cout)) return ConvSolution{cur_c, k, *known_cout};
+    for (auto h : history)
+      for (auto k : ks)
+        if (fits(h, k, *known_cout)) return ConvSolution{h, k, *known_cout};
+    for (auto k : ks)
+      if (auto cin = cin_for(*known_cout, k)) return ConvSolution{cin, k, *known_cout};
     return std::nullopt;
   }
-  // cout unknown: first the current channels as input, then a previously seen width as output
-  // (dense blocks keep a constant growth rate while their input widens), then history as input.
+  // 1. input the current tensor, output a known width
   for (auto k : ks)
-    if (params % (cur_c * k * k + 1) == 0) return ConvSolution{cur_c, k, params / (cur_c * k * k + 1)};
-  for (auto h : history)
-    if (params % h == 0)
-      for (auto k : ks) {
-        const std::int64_t per = params / h - 1;
-        if (per > 0 && per % (k * k) == 0) return ConvSolution{per / (k * k), k, h};
+    for (auto c : known)
+      if (fits(cur_c, k, c)) return ConvSolution{cur_c, k, c};
+  // 3. input the current tensor, new output width: of the kernel sizes that fit, the one whose
+  // width changes least (the generators widen or narrow gradually; a 1x1 shortcut that would
+  // otherwise read as a 3x3 to a 9x narrower output is the case this settles)
+  auto closest = [&](std::int64_t cin) -> std::optional<ConvSolution> {
+    std::optional<ConvSolution> best;
+    double best_d = 1e300;
+    for (auto k : ks)
+      if (auto c = cout_for(cin, k)) {
+        const double d = std::abs(std::log(static_cast<double>(c) / static_cast<double>(cin)));
+        if (d < best_d - 1e-9) {
+          best_d = d;
+          best = ConvSolution{cin, k, c};
+        }
       }
+    return best;
+  };
+  if (auto s = closest(cur_c); s && cur_c > 4 && s->cout * 8 >= cur_c && s->cout <= 8 * cur_c) return s;
+  // 2. input an earlier width (residual block input), output a known width
   for (auto h : history)
     for (auto k : ks)
-      if (params % (h * k * k + 1) == 0) return ConvSolution{h, k, params / (h * k * k + 1)};
+      for (auto c : known)
+        if (fits(h, k, c)) return ConvSolution{h, k, c};
+
+  // 4. a known output width (dense blocks keep their growth rate while the input widens)
+  for (auto c : known)
+    for (auto k : ks)
+      if (auto cin = cin_for(c, k)) return ConvSolution{cin, k, c};
+  // 5. the current tensor after all (input images), then an earlier width as input
+  if (auto s = closest(cur_c)) return s;
+  for (auto h : history)
+    if (auto s = closest(h)) return s;
   return std::nullopt;
 }
 
@@ -218,6 +256,7 @@ ModelGraph parse_gpumemnet_row(std::string_view filename, std::string_view activ
     g.input_shape = {channels, size, size};
     std::int64_t hw = size * size;
     std::vector<std::int64_t> history = {channels};  // channel counts seen, most recent first
+    const std::int64_t base_filters = kv.count("base_filters") ? need_int(kv, "base_filters", location) : 0;
     for (std::size_t i = 0; i < tuples.size(); ++i) {
       const auto& t = tuples[i];
       Layer l = make_layer(t.type);
@@ -231,7 +270,7 @@ ModelGraph parse_gpumemnet_row(std::string_view filename, std::string_view activ
           if (tuples[i + 1].params % 2) fail(location, where + ": next batch norm has odd params");
           bn_cout = tuples[i + 1].params / 2;
         }
-        auto s = solve_conv(t.params, channels, bn_cout, history);
+        auto s = solve_conv(t.params, channels, bn_cout, history, base_filters);
         if (!s) fail(location, where + ": cannot recover channels from params " + std::to_string(t.params));
         l.in_features = s->cin;
         l.out_features = s->cout;

@@ -144,7 +144,10 @@ ModelGraph parse_module_repr(std::string_view text, const std::string& source, s
       stack.pop_back();
       const std::int64_t total = m[1].matched ? count(m[1]) : f.child_params;
       if (!stack.empty()) stack.back().child_params += total;
-      if (f.type.find("Attention") != std::string::npos) {
+      bool inner_attention = false;  // an enclosing BertAttention holds BertSdpaSelfAttention: count it once
+      for (std::size_t i = f.first_layer; i < g.layers.size(); ++i)
+        inner_attention |= g.layers[i].kind == LayerKind::Attention;
+      if (f.type.find("Attention") != std::string::npos && !inner_attention) {
         Layer at;
         at.kind = LayerKind::Attention;
         at.type_name = f.type;

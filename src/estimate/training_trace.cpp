@@ -103,6 +103,10 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
   bool state_ready = false;
   const int n_state = state_tensors_per_param(opt.optimizer);
   const int n_temp = step_temporaries_per_param(opt.optimizer);
+  auto conv_ws = [&](std::int64_t in_e, std::int64_t out_e) {
+    const double larger = static_cast<double>(B * static_cast<std::uint64_t>(std::max(in_e, out_e)) * dt);
+    return opt.conv_workspace + static_cast<std::uint64_t>(opt.conv_workspace_ratio * larger);
+  };
 
   for (int it = 0; it < opt.iterations; ++it) {
     // The batch: images (fp32) or token ids/mask/labels (int64) and labels.
@@ -172,7 +176,7 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
       } else {
         out = tr.alloc(B * static_cast<std::uint64_t>(out_elems) * dt);
       }
-      if (s.conv) tr.transient(opt.conv_workspace);
+      if (s.conv) tr.transient(conv_ws(in_elems, out_elems));
       for (const auto& st : l.saved) {
         switch (st.what) {
           case SavedTensor::What::Input:
@@ -214,7 +218,7 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
       std::uint32_t gin = 0;
       const bool has_gin = s.grad_input && s.input_elems > 0;
       if (has_gin) gin = tr.alloc(B * static_cast<std::uint64_t>(s.input_elems) * dt);
-      if (s.conv) tr.transient(opt.conv_workspace);
+      if (s.conv) tr.transient(conv_ws(s.input_elems, l.out_elems()));
       for (auto b : params[r]) grads.push_back(tr.alloc(b));
       tr.release(grad);
       for (auto t : s.tensors) tr.release(t);
