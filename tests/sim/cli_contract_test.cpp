@@ -1,0 +1,70 @@
+// The `colo sim` contract used by the acceptance checks: flags, JSON keys, one-line errors.
+// Runs the built binary; skipped when it has not been built in this build tree.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include "data_path.h"
+
+namespace colo::sim {
+namespace {
+
+struct CliRun {
+  int status = 0;
+  std::string out;
+};
+
+CliRun run_colo(const std::string& args) {
+  const std::string cmd = std::string(COLO_BINARY_DIR) + "/colo sim --workloads " + test::carma("workloads.csv") +
+                          " --trace " + test::carma("traces/philly_mix_90_tasks.csv") + " " + args + " 2>&1";
+  CliRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, ""};
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  r.status = WEXITSTATUS(pclose(p));
+  return r;
+}
+
+bool have_binary() { return std::filesystem::exists(std::string(COLO_BINARY_DIR) + "/colo"); }
+
+TEST(ColoSimCli, DoneWhenCommands) {
+  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  const CliRun ex = run_colo("--gpus 4 --gpu-memory-mib 40960 --policy exclusive --estimator none --json");
+  ASSERT_EQ(ex.status, 0) << ex.out;
+  const auto e = nlohmann::json::parse(ex.out);
+  for (const char* k : {"jobs", "completed", "makespan_s", "avg_wait_s", "avg_exec_s", "avg_jct_s", "energy_mj",
+                        "oom_crashes", "smact_avg", "lower_bound_s"})
+    EXPECT_TRUE(e.contains(k)) << k;
+  EXPECT_EQ(e["jobs"], 90);
+  EXPECT_EQ(e["completed"], 90);
+  EXPECT_EQ(e["oom_crashes"], 0);
+  const CliRun mg = run_colo("--gpus 4 --gpu-memory-mib 40960 --policy magm --estimator oracle --sharing mps --json");
+  ASSERT_EQ(mg.status, 0) << mg.out;
+  const auto m = nlohmann::json::parse(mg.out);
+  EXPECT_EQ(m["completed"], 90);
+  EXPECT_LT(m["makespan_s"].get<double>(), e["makespan_s"].get<double>());
+  EXPECT_LE(m["lower_bound_s"].get<double>(), m["makespan_s"].get<double>());
+}
+
+TEST(ColoSimCli, BadFlagsGiveOneLine) {
+  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  for (const char* bad : {"--policy nope", "--smact-cap 0.8", "--estimator nope", "--sharing mig", "--compare --policy magm"}) {
+    const CliRun r = run_colo(bad);
+    EXPECT_EQ(r.status, 2) << bad;
+    EXPECT_EQ(r.out.rfind("colo: error: ", 0), 0u) << bad << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << bad << ": " << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace colo::sim
