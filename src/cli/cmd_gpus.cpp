@@ -23,7 +23,7 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
       std::cout << gpus.dump(2) << "\n";
       return;
     }
-    std::cout << fmt::format("{:>3}  {:<14} {:>9} {:>9} {:>9} {:>9} {:>6}  {:<10} {}\n", "GPU", "UUID", "TOTAL", "USED",
+    std::cout << fmt::format("{:>3}  {:<40} {:>9} {:>9} {:>9} {:>9} {:>6}  {:<10} {}\n", "GPU", "UUID", "TOTAL", "USED",
                              "RESERVED", "AVAIL", "SMACT", "STATE", "JOBS");
     for (const json& g : gpus) {
       std::string jobs;
@@ -31,8 +31,8 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
       std::string state = !g.at("healthy").get<bool>() ? "unhealthy" : g.at("drained").get<bool>() ? "drained" : "ok";
       if (g.at("mps").get<bool>()) state += "+mps";
       const std::string uuid = g.at("uuid").get<std::string>();
-      std::cout << fmt::format("{:>3}  {:<14} {:>9} {:>9} {:>9} {:>9} {:>6}  {:<10} {}\n", g.at("index").get<int>(),
-                               uuid.size() > 14 ? uuid.substr(0, 13) + "…" : uuid,
+      std::cout << fmt::format("{:>3}  {:<40} {:>9} {:>9} {:>9} {:>9} {:>6}  {:<10} {}\n", g.at("index").get<int>(),
+                               uuid,
                                format_mib(g.at("total_mib").get<colo::MiB>()), format_mib(g.at("used_mib").get<colo::MiB>()),
                                format_mib(g.at("reserved_mib").get<colo::MiB>()),
                                format_mib(g.at("available_mib").get<colo::MiB>()),
