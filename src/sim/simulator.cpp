@@ -161,6 +161,8 @@ class Engine {
       if (cfg_.eager_decisions && queued() > 0) push_wake(static_cast<long>(std::floor(now_)) + 1);
       if (queued() > 0) check_deadlock();
     }
+    // Nothing left that could change the core's answer, yet jobs wait: they never will start.
+    fail_queued("the policy never admitted it and nothing else was left to happen");
     return result();
   }
 
@@ -306,10 +308,13 @@ class Engine {
     const long tick = static_cast<long>(std::floor(now_));
     for (int g = 0; g < cfg_.gpus; ++g)
       if (smact_of(g, tick) > 0) return;
+    fail_queued("the policy never admitted it on an idle server");
+  }
+
+  void fail_queued(const std::string& why) {
     for (auto* q : {&recq_, &mainq_}) {
       const size_t head = q == &recq_ ? rec_head_ : main_head_;
-      for (size_t k = head; k < q->size(); ++k)
-        fail((*q)[k].id, "the policy never admitted it on an idle server");
+      for (size_t k = head; k < q->size(); ++k) fail((*q)[k].id, why);
       q->clear();
     }
     rec_head_ = main_head_ = 0;

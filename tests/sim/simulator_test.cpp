@@ -112,3 +112,25 @@ TEST(Simulator, SmactCapDelaysCollocationUntilTheWindowDrops) {
 
 }  // namespace
 }  // namespace colo::sim
+
+namespace colo::sim {
+namespace {
+
+TEST(Simulator, JobsThePolicyNeverAdmitsFailInsteadOfHanging) {
+  // Unknown need and a policy that wants 5 GiB free on 4 GiB GPUs: nothing can ever start.
+  std::vector<SimJobSpec> jobs(2);
+  jobs[0] = {"a", 0, 1, 1000, 600, 0.5, MemoryNeed::unknown()};
+  jobs[1] = {"b", 10, 1, 1000, 600, 0.5, MemoryNeed::unknown()};
+  SimConfig cfg = test::config(PolicyKind::Magm, 2);
+  cfg.gpu_memory_mib = 4096;
+  for (bool eager : {false, true}) {
+    cfg.eager_decisions = eager;
+    const SimResult r = simulate(cfg, jobs);
+    EXPECT_EQ(r.completed, 0u);
+    EXPECT_EQ(r.failed, 2u);
+    EXPECT_FALSE(r.outcomes[0].fail_reason.empty());
+  }
+}
+
+}  // namespace
+}  // namespace colo::sim
