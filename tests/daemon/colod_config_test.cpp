@@ -1,0 +1,94 @@
+// colod driven by a TOML config: loose recovery, MPS client environment, and a GPU that starts
+// failing (marked unhealthy and drained while the daemon keeps running).
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "daemon_harness.h"
+#include "gpu/fake_nvml_env.h"
+
+namespace colo::daemon::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ColodConfig, LooseRecoveryRetriesWithMoreMemoryInsteadOfAnIdleGpu) {
+  TempDir dir;
+  const std::string cfg = write_file(dir.path() + "/colod.toml", "[recovery]\nmode = \"loose\"\nstep = \"4GiB\"\n");
+  ColodProcess d(dir.path(), "1x40GiB", {"--config", cfg});
+  const std::string job = colo::gpu::fake_job_path();
+  // As in the strict test: "big" ramps into the memory "liar" took at once and crashes.
+  const std::uint64_t big = d.submit({"--mem", "10GiB", "--", job, "--mem", "30GiB", "--ramp", "3", "--hold", "1"});
+  const std::uint64_t liar = d.submit({"--mem", "10GiB", "--", job, "--mem", "20GiB", "--hold", "4"});
+  const json jb = d.wait_terminal(big, 90s), jl = d.wait_terminal(liar, 90s);
+  EXPECT_EQ(jb.at("state"), "done") << jb.dump(2);
+  EXPECT_EQ(jl.at("state"), "done") << jl.dump(2);
+  const json& attempts = jb.at("attempts");
+  ASSERT_GE(attempts.size(), 2u) << jb.dump(2);
+  EXPECT_EQ(attempts[0].at("outcome"), "oom");
+  // Loose: the retry asks for (what the crashed attempt used or reserved) + step, not a whole GPU.
+  const json& retry = attempts[1];
+  EXPECT_TRUE(retry.at("recovery").get<bool>());
+  EXPECT_FALSE(retry.at("exclusive").get<bool>()) << jb.dump(2);
+  const int crashed_peak = attempts[0].at("peak_mib").is_null() ? 0 : attempts[0].at("peak_mib").get<int>();
+  EXPECT_EQ(retry.at("reserve_mib").get<int>(), std::max(10240, crashed_peak) + 4096) << jb.dump(2);
+}
+
+TEST(ColodConfig, MpsSharingPointsJobsAtTheirGpusMpsServer) {
+  TempDir dir;
+  const std::string calls = dir.path() + "/mps-calls.txt";
+  const std::string control = write_file(dir.path() + "/fake-mps-control",
+                                         "#!/bin/sh\necho \"$* CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES\" >> " + calls +
+                                             "\ncat > /dev/null\nexit 0\n");
+  ::chmod(control.c_str(), 0755);
+  const std::string cfg = write_file(dir.path() + "/colod.toml",
+                                     "[sharing]\nmode = \"mps\"\nmps_control = \"" + control + "\"\nmps_root = \"" +
+                                         dir.path() + "/mps\"\n");
+  ColodProcess d(dir.path(), "2x40GiB", {"--config", cfg});
+  const std::uint64_t id = d.submit({"--mem", "1GiB", "--", "/bin/sh", "-c", "echo $CUDA_MPS_PIPE_DIRECTORY $CUDA_VISIBLE_DEVICES"});
+  const json j = d.wait_terminal(id);
+  ASSERT_EQ(j.at("state"), "done") << j.dump(2);
+  const std::string uuid = j.at("gpus")[0].at("uuid");
+  EXPECT_EQ(d.colo({"logs", std::to_string(id)}).out, dir.path() + "/mps/" + uuid + "/pipe " + uuid + "\n");
+  const json gpus = d.colo_json({"gpus", "--json"});
+  EXPECT_TRUE(gpus[0].at("mps").get<bool>());
+  d.stop();  // no job left: colod stops the MPS servers
+  std::ifstream in(calls);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(all.find("-d CUDA_VISIBLE_DEVICES=" + colo::gpu::fake_gpu_uuid(0)), std::string::npos) << all;
+  EXPECT_NE(all.find("-d CUDA_VISIBLE_DEVICES=" + colo::gpu::fake_gpu_uuid(1)), std::string::npos) << all;
+  EXPECT_NE(all.find(" CUDA_VISIBLE_DEVICES=" + colo::gpu::fake_gpu_uuid(0) + "\n"), std::string::npos) << all;  // quit
+}
+
+TEST(ColodConfig, FailingGpuIsDrainedAndTheDaemonKeepsRunning) {
+  TempDir dir;
+  ColodProcess d(dir.path(), "2x40GiB");
+  colo::gpu::set_fake_gpu_failure(dir.path() + "/fake-nvml", 1, true);
+  ASSERT_TRUE(wait_until([&] { return !d.colo_json({"gpus", "--json"})[1].at("healthy").get<bool>(); }, 20s));
+  const json g = d.colo_json({"gpus", "--json"})[1];
+  EXPECT_TRUE(g.at("drained").get<bool>());
+  EXPECT_NE(g.at("drain_reason").get<std::string>().find("unhealthy"), std::string::npos) << g.dump();
+  RunResult resume = d.colo({"resume", "1"});
+  EXPECT_EQ(resume.rc, 2);
+  EXPECT_NE(resume.err.find("unhealthy"), std::string::npos) << resume.err;
+  // Work goes to the healthy GPU only.
+  std::vector<std::uint64_t> ids;
+  for (int k = 0; k < 3; ++k) ids.push_back(d.submit({"--mem", "2GiB", "--", "/bin/sleep", "0.3"}));
+  for (auto id : ids) {
+    const json j = d.wait_terminal(id);
+    EXPECT_EQ(j.at("state"), "done");
+    EXPECT_EQ(j.at("gpus")[0].at("index"), 0);
+  }
+  EXPECT_TRUE(d.alive());
+}
+
+}  // namespace
+}  // namespace colo::daemon::testing
