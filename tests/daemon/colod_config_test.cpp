@@ -90,5 +90,33 @@ TEST(ColodConfig, FailingGpuIsDrainedAndTheDaemonKeepsRunning) {
   EXPECT_TRUE(d.alive());
 }
 
+TEST(ColodConfig, MigInstancesAreSlotsForOneJobEach) {
+  TempDir dir;
+  ColodProcess d(dir.path(), "1x80GiB:mig=3g.40gb,3g.40gb");
+  const json gpus = d.colo_json({"gpus", "--json"});
+  ASSERT_EQ(gpus.size(), 2u);
+  for (const json& g : gpus) EXPECT_EQ(g.at("uuid").get<std::string>().rfind("MIG-", 0), 0u) << g.dump();
+  std::vector<std::uint64_t> ids;
+  for (int k = 0; k < 3; ++k)
+    ids.push_back(d.submit({"--mem", "1GiB", "--", "/bin/sh", "-c", "echo $CUDA_VISIBLE_DEVICES; sleep 1"}));
+  std::vector<json> jobs;
+  for (auto id : ids) {
+    jobs.push_back(d.wait_terminal(id));
+    ASSERT_EQ(jobs.back().at("state"), "done");
+    const std::string uuid = jobs.back().at("gpus")[0].at("uuid");
+    EXPECT_EQ(uuid.rfind("MIG-", 0), 0u);
+    EXPECT_EQ(d.colo({"logs", std::to_string(id)}).out, uuid + "\n");
+  }
+  // 1 GiB jobs would collocate on a 40 GiB GPU; in a MIG slot they never share.
+  for (size_t a = 0; a < jobs.size(); ++a)
+    for (size_t b = a + 1; b < jobs.size(); ++b) {
+      const json &x = jobs[a].at("attempts")[0], &y = jobs[b].at("attempts")[0];
+      if (x.at("gpus") != y.at("gpus")) continue;
+      const bool overlap = x.at("start_time").get<double>() < y.at("end_time").get<double>() &&
+                           y.at("start_time").get<double>() < x.at("end_time").get<double>();
+      EXPECT_FALSE(overlap) << jobs[a].dump(2) << jobs[b].dump(2);
+    }
+}
+
 }  // namespace
 }  // namespace colo::daemon::testing
