@@ -58,6 +58,7 @@ ModelGraph parse_keras(std::string_view text, const std::string& source) {
   std::string raw;
   std::size_t line = 0;
   enum { Before, Header, Rows, After } state = Before;
+  bool pending_wrap = false;
   while (std::getline(in, raw)) {
     ++line;
     const std::string t = trim(raw);
@@ -80,15 +81,27 @@ ModelGraph parse_keras(std::string_view text, const std::string& source) {
         state = After;
         continue;
       }
+      // The rest of a type name Keras wrapped onto the next line ("MaxPooling2D" + " )").
+      if (t.front() == ')' || (pending_wrap && t.find("(None") == std::string::npos)) {
+        pending_wrap = false;
+        continue;
+      }
       // name (Type)   (None, d1, d2, ...)   params   [connected to]
       const auto tp_open = t.find(" (");
-      const auto tp_close = t.find(')', tp_open == std::string::npos ? 0 : tp_open);
-      if (tp_open == std::string::npos || tp_close == std::string::npos)
-        fail(source, line, "layer row without '(Type)': '" + t + "'");
+      const auto shape_at = t.find("(None");
+      if (tp_open == std::string::npos || shape_at == std::string::npos || shape_at <= tp_open + 1)
+        fail(source, line, "layer row without 'name (Type)  (None, ...)': '" + t + "'");
+      auto tp_close = t.find(')', tp_open);
       Layer l;
       l.name = trim(t.substr(0, tp_open));
-      l.type_name = t.substr(tp_open + 2, tp_close - tp_open - 2);
-      const auto sh_open = t.find('(', tp_close + 1);
+      if (tp_close > shape_at) {  // wrapped: the type's ')' is on the next line
+        l.type_name = trim(t.substr(tp_open + 2, shape_at - tp_open - 2));
+        tp_close = shape_at - 1;
+        pending_wrap = true;
+      } else {
+        l.type_name = t.substr(tp_open + 2, tp_close - tp_open - 2);
+      }
+      const auto sh_open = shape_at;
       const auto sh_close = t.find(')', sh_open == std::string::npos ? 0 : sh_open);
       if (sh_open == std::string::npos || sh_close == std::string::npos)
         fail(source, line, "layer row without an output shape: '" + t + "'");

@@ -37,7 +37,7 @@ std::string trim(const std::string& s) {
 }
 
 bool is_rule(const std::string& t, char c) {
-  return t.size() >= 8 && t.find_first_not_of(c) == std::string::npos;
+  return t.size() >= 3 && t.find_first_not_of(c) == std::string::npos;
 }
 
 std::int64_t parse_count(const std::string& s, const std::string& source, std::size_t line) {
@@ -91,7 +91,7 @@ bool is_container(const std::string& type) {
       "InvertedResidual", "Block", "SqueezeExcite", "SqueezeExcitation", "SeparableConv2d",
       "DepthwiseSeparableConv", "ConvNormActivation", "Conv2dNormActivation", "ConvBNReLU",
       "ConvBNActivation", "EdgeResidual", "ConvBnAct", "Fire", "DenseLayer", "_DenseLayer",
-      "_DenseBlock", "_Transition", "Transition"};
+      "_DenseBlock", "_Transition", "Transition", "SelectAdaptivePool2d"};
   return names.count(type) > 0;
 }
 
