@@ -42,8 +42,9 @@ TEST(GpuMemNetGraphFeatures, MlpRowsAgreeWithTheCsvColumns) {
   expect_same_features("mlp.csv", GpuMemNetFamily::MLP, DatasetFormat::GpuMemNetMLP);
 }
 
-// The CNN half waits for load_dataset to accept the 56 rows with an empty layer list ("[]"),
-// see /work/notes/gpumemnet-needs.md.
+TEST(GpuMemNetGraphFeatures, CnnRowsAgreeWithTheCsvColumns) {
+  expect_same_features("cnn.csv", GpuMemNetFamily::CNN, DatasetFormat::GpuMemNetCNN);
+}
 
 }  // namespace
 }  // namespace colo::estimate
