@@ -1,11 +1,12 @@
 // GPUMemNet inference speed (target: <= 1 ms per estimate). Measures one estimate through the
-// estimator interface (features from a ResNet-50-sized graph + the 4-member ensemble, model file
-// already loaded), the ensemble alone, and loading a model file.
+// estimator interface (features from a ResNet-50-sized graph, and from the real ResNet-50 summary,
+// + the 4-member ensemble, model file already loaded), the ensemble alone, and loading a model file.
 #include <benchmark/benchmark.h>
 
 #include <string>
 
 #include "estimate/gpumemnet.h"
+#include "estimate/parsers.h"
 
 namespace {
 
@@ -51,6 +52,18 @@ void BM_GpuMemNetEstimate(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(est->estimate(req).mib);
 }
 BENCHMARK(BM_GpuMemNetEstimate)->Unit(benchmark::kMicrosecond);
+
+// The same on the real ResNet-50 torchsummary of the carma workloads (parsed once, outside the loop).
+void BM_GpuMemNetEstimateResNet50Summary(benchmark::State& state) {
+  const ModelGraph g = load_summary(std::string(COLO_SOURCE_DIR) + "/../shared/data/carma/summaries/resnet50_32.model");
+  auto est = make_gpumemnet_estimator(kModels, 0);
+  EstimateRequest req;
+  req.graph = &g;
+  req.batch = 32;
+  est->estimate(req);
+  for (auto _ : state) benchmark::DoNotOptimize(est->estimate(req).mib);
+}
+BENCHMARK(BM_GpuMemNetEstimateResNet50Summary)->Unit(benchmark::kMicrosecond);
 
 void BM_GpuMemNetEnsembleOnly(benchmark::State& state) {
   const auto model = GpuMemNetModel::load(kModels + "/cnn-8gib.json");
