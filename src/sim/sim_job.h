@@ -1,6 +1,7 @@
 #pragma once
 // One job of a simulation: what it truly needs (the simulator's ground truth) and what the
 // scheduler is told (its memory estimate).
+#include <cstdint>
 #include <string>
 #include <vector>
 
