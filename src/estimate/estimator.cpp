@@ -4,10 +4,7 @@
 #include "estimate/estimator_impls.h"
 #include "estimate/parsers.h"
 
-#if __has_include("estimate/gpumemnet.h")
 #include "estimate/gpumemnet.h"
-#define COLO_HAVE_GPUMEMNET 1
-#endif
 
 namespace colo::estimate {
 
@@ -20,13 +17,7 @@ std::unique_ptr<Estimator> make_estimator(const std::string& name) {
   if (name == "horus") return make_horus_estimator();
   if (name == "allocsim") return make_allocsim_estimator();
   if (name == "auto") return make_auto_estimator();
-  if (name == "gpumemnet") {
-#ifdef COLO_HAVE_GPUMEMNET
-    return make_gpumemnet_estimator();
-#else
-    throw UserError("estimator 'gpumemnet' is not built into this colo");
-#endif
-  }
+  if (name == "gpumemnet") return make_gpumemnet_estimator();
   throw UserError("unknown estimator '" + name + "' (expected oracle, horus, allocsim, gpumemnet or auto)");
 }
 

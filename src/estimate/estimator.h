@@ -39,7 +39,7 @@ class Estimator {
 
 // "oracle", "horus", "allocsim", "gpumemnet", "auto". Throws colo::UserError for any other name.
 // The gpumemnet entry calls `std::unique_ptr<Estimator> make_gpumemnet_estimator();` declared in
-// estimate/gpumemnet.h (owned by the GPUMemNet work); the factory uses it when that header exists.
+// estimate/gpumemnet.h (owned by the GPUMemNet work).
 std::unique_ptr<Estimator> make_estimator(const std::string& name);
 std::vector<std::string> estimator_names();
 
