@@ -31,8 +31,15 @@ GpuMonitor::GpuMonitor(std::unique_ptr<gpu::GpuBackend> backend, const std::vect
       s.name = name;
       s.total_mib = total;
       s.smact_path = d.caps.smact_path;
+      if (!d.error.empty()) {  // failed during discovery: never schedule onto it
+        s.healthy = false;
+        s.error = d.error;
+        failed_at_discovery_.push_back(s.slot);
+      }
       slots_.push_back(std::move(s));
     };
+    if (!d.error.empty())
+      capability_lines_.push_back(fmt::format("GPU {} failed during discovery, marked unhealthy: {}", d.index, d.error));
     if (d.mig_enabled) {
       if (d.mig_instances.empty())
         capability_lines_.push_back(fmt::format("GPU {} has MIG enabled but no instances: nothing can run on it", d.index));
@@ -59,6 +66,7 @@ GpuSlot* GpuMonitor::find(const std::string& key) {
 
 std::vector<int> GpuMonitor::sample(Seconds now) {
   std::vector<int> newly_unhealthy;
+  newly_unhealthy.swap(failed_at_discovery_);
   std::map<int, std::vector<GpuSlot*>> by_device;
   for (GpuSlot& s : slots_) by_device[s.nvml_index].push_back(&s);
   for (auto& [index, slots] : by_device) {

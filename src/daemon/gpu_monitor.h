@@ -41,7 +41,8 @@ class GpuMonitor {
   // managed entry matches no GPU, gpu::GpuError when discovery fails.
   GpuMonitor(std::unique_ptr<gpu::GpuBackend> backend, const std::vector<std::string>& managed, Seconds window);
 
-  // Samples every healthy device; returns the slots that became unhealthy in this round.
+  // Samples every healthy device; returns the slots that became unhealthy in this round (the
+  // first call also returns the slots whose device already failed during discovery).
   std::vector<int> sample(Seconds now);
   std::vector<GpuSlot>& slots() { return slots_; }
   const std::vector<GpuSlot>& slots() const { return slots_; }
@@ -58,6 +59,7 @@ class GpuMonitor {
   std::unique_ptr<gpu::GpuBackend> backend_;
   std::vector<GpuSlot> slots_;
   std::vector<std::string> capability_lines_;
+  std::vector<int> failed_at_discovery_;  // reported by the first sample(), then cleared
 };
 
 }  // namespace colo::daemon

@@ -2,6 +2,7 @@
 // failing (marked unhealthy and drained while the daemon keeps running).
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -88,6 +89,22 @@ TEST(ColodConfig, FailingGpuIsDrainedAndTheDaemonKeepsRunning) {
     EXPECT_EQ(j.at("gpus")[0].at("index"), 0);
   }
   EXPECT_TRUE(d.alive());
+}
+
+TEST(ColodConfig, GpuFailingAtDiscoveryIsDrainedFromTheStart) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() + "/fake-nvml");
+  colo::gpu::set_fake_gpu_failure(dir.path() + "/fake-nvml", 0, true);
+  ColodProcess d(dir.path(), "2x40GiB");
+  ASSERT_TRUE(wait_until([&] { return d.colo_json({"gpus", "--json"})[0].at("drained").get<bool>(); }, 20s));
+  EXPECT_FALSE(d.colo_json({"gpus", "--json"})[0].at("healthy").get<bool>());
+  const std::uint64_t id = d.submit({"--mem", "2GiB", "--", "/bin/true"});
+  const json j = d.wait_terminal(id);
+  EXPECT_EQ(j.at("state"), "done");
+  EXPECT_EQ(j.at("gpus")[0].at("index"), 1);  // never GPU 0
+  std::ifstream in(dir.path() + "/colod.log");
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(log.find("GPU 0 failed during discovery, marked unhealthy"), std::string::npos) << log;
 }
 
 TEST(ColodConfig, MigInstancesAreSlotsForOneJobEach) {
