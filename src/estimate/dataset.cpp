@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <map>
 #include <sstream>
 
@@ -77,7 +78,7 @@ std::int64_t to_int(const std::string& s, const std::string& loc, const std::str
   try {
     std::size_t used = 0;
     const double v = std::stod(s, &used);
-    if (used != s.size()) throw std::invalid_argument(s);
+    if (used != s.size() || !(std::abs(v) < 1e15)) throw std::invalid_argument(s);
     return static_cast<std::int64_t>(v);
   } catch (const std::exception&) {
     throw UserError(loc + ": column '" + col + "' is not a number: '" + s + "'");

@@ -43,6 +43,7 @@ std::int64_t parse_count(const std::string& s, const std::string& source, std::s
     if (c == ',') continue;
     if (c < '0' || c > '9') fail(source, line, "bad parameter count '" + s + "'");
     v = v * 10 + (c - '0');
+    if (v > (std::int64_t{1} << 50)) fail(source, line, "parameter count out of range '" + s + "'");
     any = true;
   }
   if (!any) fail(source, line, "missing parameter count");
@@ -119,7 +120,7 @@ ModelGraph parse_keras(std::string_view text, const std::string& source) {
           continue;  // the batch dim
         }
         if (item.empty()) continue;
-        if (item.find_first_not_of("0123456789") != std::string::npos)
+        if (item.find_first_not_of("0123456789") != std::string::npos || item.size() > 12)
           fail(source, line, "bad output shape '(" + shape + ")'");
         dims.push_back(std::stoll(item));
       }

@@ -32,10 +32,14 @@ namespace {
   throw UserError(source + ":" + std::to_string(line) + ": " + what);
 }
 
-std::int64_t count(const std::string& s) {
+// Digits of a count ("22,268,928"); values past 2^50 are nonsense in a summary and rejected.
+std::int64_t count(const std::string& s, const std::string& source, std::size_t line) {
   std::int64_t v = 0;
   for (char c : s)
-    if (c >= '0' && c <= '9') v = v * 10 + (c - '0');
+    if (c >= '0' && c <= '9') {
+      v = v * 10 + (c - '0');
+      if (v > (std::int64_t{1} << 50)) fail(source, line, "number out of range: '" + s + "'");
+    }
   return v;
 }
 
@@ -73,7 +77,7 @@ ModelGraph parse_module_repr(std::string_view text, const std::string& source, s
     if (raw.find_first_not_of(" \t") == std::string::npos) continue;
     std::smatch m;
     if (done) {
-      if (std::regex_search(raw, m, total_re)) g.declared_total_params = count(m[1]);
+      if (std::regex_search(raw, m, total_re)) g.declared_total_params = count(m[1], source, line);
       continue;  // trailer: totals and rules
     }
     if (std::regex_match(raw, m, open_re)) {
@@ -84,7 +88,7 @@ ModelGraph parse_module_repr(std::string_view text, const std::string& source, s
     if (std::regex_match(raw, m, leaf_re)) {
       if (stack.empty()) fail(source, line, "layer outside any module");
       const std::string name = m[1], type = m[2], args = m[3];
-      const std::int64_t params = count(m[4]);
+      const std::int64_t params = count(m[4], source, line);
       stack.back().child_params += params;
       Layer l;
       l.name = name;
@@ -98,7 +102,7 @@ ModelGraph parse_module_repr(std::string_view text, const std::string& source, s
       if (type == "Embedding") {
         static const std::regex emb(R"(^\s*(\d+),\s*(\d+))");
         if (!std::regex_search(args, a, emb)) fail(source, line, "Embedding without (num, dim)");
-        const std::int64_t num = std::stoll(a[1]), dim = std::stoll(a[2]);
+        const std::int64_t num = count(a[1], source, line), dim = count(a[2], source, line);
         embeddings.emplace_back(num, dim);
         if (g.hidden == 0) g.hidden = dim;
         features = dim;
@@ -106,8 +110,8 @@ ModelGraph parse_module_repr(std::string_view text, const std::string& source, s
       } else if (type == "Linear") {
         static const std::regex lin(R"(in_features=(\d+),\s*out_features=(\d+),\s*bias=(True|False))");
         if (!std::regex_search(args, a, lin)) fail(source, line, "Linear without in_features/out_features");
-        l.in_features = std::stoll(a[1]);
-        l.out_features = std::stoll(a[2]);
+        l.in_features = count(a[1], source, line);
+        l.out_features = count(a[2], source, line);
         const bool bias = a[3] == "True";
         for (auto [num, dim] : embeddings)
           if (num == l.out_features && dim == l.in_features) {
@@ -129,7 +133,7 @@ ModelGraph parse_module_repr(std::string_view text, const std::string& source, s
         features = l.out_features;
       } else if (l.kind == LayerKind::LayerNorm) {
         static const std::regex ln(R"(^\(\s*(\d+),?\s*\))");
-        if (std::regex_search(args, a, ln)) features = std::stoll(a[1]);
+        if (std::regex_search(args, a, ln)) features = count(a[1], source, line);
       } else if (l.kind == LayerKind::Dropout && in_sdpa && name.find("resid") == std::string::npos) {
         l.kind = LayerKind::Identity;  // the fused attention kernel applies this dropout itself
       }
@@ -142,7 +146,7 @@ ModelGraph parse_module_repr(std::string_view text, const std::string& source, s
       if (stack.empty()) fail(source, line, "')' without an open module");
       Frame f = stack.back();
       stack.pop_back();
-      const std::int64_t total = m[1].matched ? count(m[1]) : f.child_params;
+      const std::int64_t total = m[1].matched ? count(m[1], source, line) : f.child_params;
       if (!stack.empty()) stack.back().child_params += total;
       bool inner_attention = false;  // an enclosing BertAttention holds BertSdpaSelfAttention: count it once
       for (std::size_t i = f.first_layer; i < g.layers.size(); ++i)

@@ -47,6 +47,7 @@ std::int64_t parse_count(const std::string& s, const std::string& source, std::s
     if (c == ',') continue;
     if (c < '0' || c > '9') fail(source, line, "bad parameter count '" + s + "'");
     v = v * 10 + (c - '0');
+    if (v > (std::int64_t{1} << 50)) fail(source, line, "parameter count out of range '" + s + "'");
     any = true;
   }
   if (!any) fail(source, line, "empty parameter count");
@@ -78,7 +79,7 @@ std::vector<std::int64_t> parse_shape(const std::string& s, const std::string& s
   *batch = dims.front();
   dims.erase(dims.begin());
   for (auto d : dims)
-    if (d <= 0) fail(source, line, "non-positive dimension in output shape '" + s + "'");
+    if (d <= 0 || d > (1 << 30)) fail(source, line, "dimension out of range in output shape '" + s + "'");
   return dims;
 }
 

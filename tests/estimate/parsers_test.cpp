@@ -106,6 +106,10 @@ TEST(TorchSummary, MalformedInputFailsWithFileAndLine) {
                "e.model:4: table not closed");
   expect_error([&] { parse_torchsummary(head + "  Conv2d-1  8, 4  80\n", "f.model"); },
                "f.model:4: layer row without a [shape]");
+  expect_error([&] { parse_torchsummary(head + "  Conv2d-1  [-1, 8, 4]  99999999999999999999999\n", "g.model"); },
+               "g.model:4: parameter count out of range");
+  expect_error([&] { parse_torchsummary(head + "  Conv2d-1  [-1, 0, 4]  80\n====================\n", "h.model"); },
+               "h.model:4: dimension out of range");
 }
 
 TEST(ModuleRepr, ParsesBertWithSdpaAttentionAndTiedDecoder) {
@@ -146,6 +150,8 @@ TEST(ModuleRepr, MalformedInputFailsWithFileAndLine) {
   expect_error([] { parse_module_repr("Net(\n  (fc): Linear(4, 2), 10 params\n), 10 params\n", "l.txt", 8); },
                "l.txt:2: Linear without in_features");
   expect_error([] { parse_module_repr("  ), 3 params\n", "k.txt", 8); }, "k.txt:1: ')' without an open module");
+  expect_error([] { parse_module_repr("Net(\n  (e): Embedding(99999999999999999999, 4), 1 params\n), 1 params\n", "j.txt", 8); },
+               "j.txt:2: number out of range");
 }
 
 TEST(Keras, ParsesSummaryWithWrappedTypeNames) {
