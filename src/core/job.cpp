@@ -28,11 +28,11 @@ bool can_transition(JobState from, JobState to) {
   using S = JobState;
   if (to == S::Cancelled) return !is_terminal(from) && from != S::Cancelled;
   switch (from) {
-    case S::Queued: return to == S::Placed;
+    case S::Queued: return to == S::Placed || to == S::Failed;  // failed: rejected by the core
     case S::Placed: return to == S::Running || to == S::Queued || to == S::Recovering;
     case S::Running: return to == S::Done || to == S::Failed || to == S::Oom;
     case S::Oom: return to == S::Recovering || to == S::Failed;
-    case S::Recovering: return to == S::Placed;
+    case S::Recovering: return to == S::Placed || to == S::Failed;
     case S::Done:
     case S::Failed:
     case S::Cancelled: return false;

@@ -6,7 +6,8 @@
 //      └────────┴──────────┴───────────► cancelled ◄──────────┘
 //
 // placed ─► queued is allowed too: a launch that fails before the process starts puts the
-// job back where it was without counting an attempt against it.
+// job back where it was without counting an attempt against it. queued/recovering ─► failed is
+// for jobs the scheduler rejects (no GPU set could ever hold them).
 #include <optional>
 #include <string>
 #include <string_view>

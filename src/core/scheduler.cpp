@@ -101,7 +101,8 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
       if (ok) ranked.emplace_back(cfg_.policy.scorer->score(c, req, ctx), c.position);
     }
     if (static_cast<int>(ranked.size()) < job.gpus) return false;
-    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    // Only the best job.gpus candidates matter: a partial sort keeps large servers cheap.
+    std::partial_sort(ranked.begin(), ranked.begin() + job.gpus, ranked.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first > b.first : a.second < b.second;
     });
 

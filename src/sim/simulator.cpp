@@ -239,7 +239,7 @@ class Engine {
     for (const Placement& p : d.placements) launch(p, take(p.job));
     for (const Rejection& r : d.rejections) {
       Job j = take(r.job);
-      transition(j, JobState::Cancelled);  // the state machine has no queued → failed edge
+      transition(j, JobState::Failed);  // rejected: no GPU set could ever hold it
       fail(r.job, r.reason);
     }
     compact(recq_, rec_head_);

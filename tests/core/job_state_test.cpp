@@ -46,6 +46,14 @@ TEST(JobState, IllegalEdgesThrow) {
   EXPECT_FALSE(can_transition(JobState::Queued, JobState::Oom));
 }
 
+TEST(JobState, RejectedJobsFailStraightFromTheQueues) {
+  Job q;
+  transition(q, JobState::Failed);
+  EXPECT_TRUE(is_terminal(q.state));
+  EXPECT_TRUE(can_transition(JobState::Recovering, JobState::Failed));
+  EXPECT_EQ(q.attempts, 0);
+}
+
 TEST(JobState, FailedLaunchReturnsToQueueWithoutAnAttempt) {
   Job j;
   transition(j, JobState::Placed);
