@@ -192,7 +192,7 @@ RegisterCommand reg([](CLI::App& app) {
   cmd->add_option("--gpus", args->gpus, "GPUs in the server")->capture_default_str();
   cmd->add_option("--gpu-memory-mib", args->gpu_memory_mib, "memory per GPU (MiB)")->capture_default_str();
   cmd->add_option("--policy", args->policy, "exclusive|round-robin|first-fit|best-fit|magm|lug")->capture_default_str();
-  cmd->add_option("--estimator", args->estimator, "none|oracle|horus|faketensor|gpumemnet (or a registered one)")
+  cmd->add_option("--estimator", args->estimator, "none|oracle|horus|faketensor|gpumemnet-csv (catalog columns), allocsim|gpumemnet (live, from the summaries)")
       ->capture_default_str();
   cmd->add_option("--sharing", args->sharing, "streams|mps")->capture_default_str();
   cmd->add_flag("--no-conditions", args->no_conditions, "no memory/SMACT conditions (thesis' \"no condition\" runs)");

@@ -1,4 +1,5 @@
 #include "estimate/dataset.h"
+#include "estimate/summary_file.h"
 
 #include <filesystem>
 #include <fstream>
@@ -124,20 +125,10 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
       if (!rec[c_meas].empty()) r.measured = to_int(rec[c_meas], loc, "measured_mib");
       if (!rec[c_opt].empty()) r.optimizer = parse_optimizer(rec[c_opt]);
       const std::int64_t seq = rec[c_seq].empty() ? 0 : to_int(rec[c_seq], loc, "seq_len");
-      // Summary names in the table do not always match the files' case (efficientNet_32 vs
-      // efficientnet_32.model): resolve case-insensitively.
-      std::string file = rec[c_sum];
-      auto p = dir / file;
-      std::error_code ec;
-      if (!std::filesystem::exists(p, ec)) {
-        auto lower = [](std::string s) {
-          for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-          return s;
-        };
-        for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-          if (lower(e.path().filename().string()) == lower(file)) p = e.path();
-      }
-      if (!std::filesystem::exists(p, ec)) throw UserError(loc + ": summary '" + file + "' not found in " + dir.string());
+      const std::string file = rec[c_sum];
+      const auto found = find_summary_file(dir, file);
+      if (!found) throw UserError(loc + ": summary '" + file + "' not found in " + dir.string());
+      const std::filesystem::path p = *found;
       const std::string key = p.string() + "#" + std::to_string(seq);
       auto it = cache.find(key);
       if (it == cache.end()) it = cache.emplace(key, std::make_shared<ModelGraph>(load_summary(p.string(), seq))).first;

@@ -1,12 +1,15 @@
 #include "sim/estimator.h"
 
 #include <map>
+#include <memory>
 #include <mutex>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "estimate/estimator.h"
+#include "estimate/summary_file.h"
 
 namespace colo::sim {
 
@@ -16,6 +19,24 @@ Estimator from_column(std::optional<MiB> Workload::*column, std::string source) 
   return [column, source](const Workload& w) {
     const auto& v = w.*column;
     return v ? MemoryNeed::of(*v, source) : MemoryNeed::unknown();
+  };
+}
+
+// Runs a colo estimator on the workload's summary file (summaries/ next to the catalog), once
+// per workload: a trace names the same workload many times.
+Estimator live(std::string name, const EstimatorContext& ctx) {
+  auto cache = std::make_shared<std::map<std::string, MemoryNeed>>();
+  return [name = std::move(name), dir = ctx.summaries_dir, cache](const Workload& w) {
+    if (auto it = cache->find(w.name); it != cache->end()) return it->second;
+    if (w.summary.empty()) throw UserError(fmt::format("workload '{}' names no summary file for --estimator {}", w.name, name));
+    const auto file = estimate::find_summary_file(dir, w.summary);
+    if (!file) throw UserError(fmt::format("workload '{}': summary '{}' not found in {}", w.name, w.summary, dir.string()));
+    const estimate::Estimate e = estimate::estimate_from_summary(file->string(), w.batch_size,
+                                                                 w.optimizer.empty() ? "adam" : w.optimizer, name,
+                                                                 w.seq_len.value_or(0));
+    const MemoryNeed need = MemoryNeed::of(e.mib, name);
+    cache->emplace(w.name, need);
+    return need;
   };
 }
 
@@ -33,9 +54,13 @@ struct Registry {
     factories["faketensor"] = [](const EstimatorContext&) {
       return from_column(&Workload::faketensor_mib, "faketensor");
     };
-    factories["gpumemnet"] = [](const EstimatorContext&) {
-      return from_column(&Workload::gpumemnet_mib, "gpumemnet");
+    // The prototype's published GPUMemNet figures, as the thesis used them.
+    factories["gpumemnet-csv"] = [](const EstimatorContext&) {
+      return from_column(&Workload::gpumemnet_mib, "gpumemnet-csv");
     };
+    // Live: computed by colo's own estimators from each workload's model summary.
+    for (const char* name : {"allocsim", "gpumemnet"})
+      factories[name] = [name](const EstimatorContext& ctx) { return live(name, ctx); };
   }
 };
 

@@ -11,7 +11,7 @@ std::vector<Scenario> thesis_matrix() {
   for (PolicyKind p : {PolicyKind::Magm, PolicyKind::Lug}) {
     const std::string name = p == PolicyKind::Magm ? "MAGM" : "LUG";
     base.push_back({name, p, true, "none", SharingKind::Mps});
-    for (const char* e : {"horus", "faketensor", "gpumemnet"})
+    for (const char* e : {"horus", "faketensor", "gpumemnet-csv", "allocsim"})
       base.push_back({name + "+" + e, p, true, e, SharingKind::Mps});
   }
   base.push_back({"OFF", PolicyKind::FirstFit, true, "oracle", SharingKind::Mps});

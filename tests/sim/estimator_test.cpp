@@ -17,10 +17,38 @@ TEST(Estimator, CsvColumns) {
   EXPECT_EQ(make_estimator("oracle", ctx)(vgg).mib, 8222);
   EXPECT_EQ(make_estimator("horus", ctx)(vgg).mib, 21526);
   EXPECT_EQ(make_estimator("faketensor", ctx)(vgg).mib, 3121);
-  EXPECT_EQ(make_estimator("gpumemnet", ctx)(vgg).mib, 16000);
-  EXPECT_EQ(make_estimator("gpumemnet", ctx)(vgg).source, "gpumemnet");
+  EXPECT_EQ(make_estimator("gpumemnet-csv", ctx)(vgg).mib, 16000);
+  EXPECT_EQ(make_estimator("gpumemnet-csv", ctx)(vgg).source, "gpumemnet-csv");
   EXPECT_FALSE(make_estimator("horus", ctx)(*c.find("gpt2_xl")).known());
   EXPECT_EQ(ctx.summaries_dir.filename(), "summaries");
+}
+
+TEST(Estimator, LiveEstimatorsReadTheWorkloadsSummary) {
+  const auto c = WorkloadCatalog::load(test::carma("workloads.csv"));
+  const auto ctx = estimator_context_for(test::carma("workloads.csv"));
+  const Workload& resnet = *c.find("resnet");  // resnet50, batch 32, adam, measured 5262 MiB
+  const MemoryNeed a = make_estimator("allocsim", ctx)(resnet);
+  ASSERT_TRUE(a.known());
+  EXPECT_EQ(a.source, "allocsim");
+  EXPECT_NEAR(static_cast<double>(*a.mib), 5262.0, 0.3 * 5262);  // a model, not the measured column
+  EXPECT_NE(*a.mib, 5262);
+  const MemoryNeed g = make_estimator("gpumemnet", ctx)(resnet);
+  ASSERT_TRUE(g.known());
+  EXPECT_EQ(g.source, "gpumemnet");
+  EXPECT_EQ(*g.mib % 1024, 0);  // a bucket's upper edge
+  // Bigger batch, same model: allocsim must grow.
+  EXPECT_GT(*make_estimator("allocsim", ctx)(*c.find("resnet3")).mib, *a.mib);
+}
+
+TEST(Estimator, LiveEstimatorNamesAMissingSummary) {
+  Workload w;
+  w.name = "ghost";
+  w.summary = "no_such.model";
+  w.batch_size = 8;
+  w.optimizer = "adam";
+  EstimatorContext ctx;
+  ctx.summaries_dir = "/nonexistent";
+  EXPECT_THROW(make_estimator("allocsim", ctx)(w), UserError);
 }
 
 TEST(Estimator, UnknownNameListsTheKnownOnes) {

@@ -1,4 +1,5 @@
 #include "daemon/client/rad_file.h"
+#include "estimate/summary_file.h"
 
 #include <cctype>
 #include <charconv>
@@ -80,28 +81,12 @@ RadJob parse_rad_file(const std::string& path) {
 
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(path).parent_path();
-  // The prototype's files name some summaries with different letter case than the files have
-  // (efficientNet_32.model vs efficientnet_32.model): fall back to a case-insensitive match.
-  auto lower = [](std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
   r.summary_path = (dir / r.summary_file).string();
   for (const fs::path& d : {dir.parent_path() / "summaries", dir}) {
-    if (fs::exists(d / r.summary_file)) {
-      r.summary_path = (d / r.summary_file).string();
+    if (auto found = estimate::find_summary_file(d, r.summary_file)) {
+      r.summary_path = found->string();
       break;
     }
-    std::error_code ec;
-    bool found = false;
-    for (const auto& e : fs::directory_iterator(d, ec)) {
-      if (lower(e.path().filename().string()) == lower(r.summary_file)) {
-        r.summary_path = e.path().string();
-        found = true;
-        break;
-      }
-    }
-    if (found) break;
   }
   return r;
 }
