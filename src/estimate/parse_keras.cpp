@@ -16,38 +16,16 @@
 
 #include "core/error.h"
 #include "estimate/parsers.h"
+#include "estimate/summary_text.h"
 
 namespace colo::estimate {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& source, std::size_t line, const std::string& what) {
-  throw UserError(source + ":" + std::to_string(line) + ": " + what);
-}
-
-std::string trim(const std::string& s) {
-  const auto a = s.find_first_not_of(" \t\r");
-  if (a == std::string::npos) return {};
-  const auto b = s.find_last_not_of(" \t\r");
-  return s.substr(a, b - a + 1);
-}
+using namespace summary_text;
 
 bool is_rule(const std::string& t) {
   return t.size() >= 8 && (t.find_first_not_of('=') == std::string::npos || t.find_first_not_of('_') == std::string::npos);
-}
-
-std::int64_t parse_count(const std::string& s, const std::string& source, std::size_t line) {
-  std::int64_t v = 0;
-  bool any = false;
-  for (char c : s) {
-    if (c == ',') continue;
-    if (c < '0' || c > '9') fail(source, line, "bad parameter count '" + s + "'");
-    v = v * 10 + (c - '0');
-    if (v > (std::int64_t{1} << 50)) fail(source, line, "parameter count out of range '" + s + "'");
-    any = true;
-  }
-  if (!any) fail(source, line, "missing parameter count");
-  return v;
 }
 
 }  // namespace
@@ -131,7 +109,7 @@ ModelGraph parse_keras(std::string_view text, const std::string& source) {
       l.out_shape = dims;
       std::string rest = trim(t.substr(sh_close + 1));
       const auto sp = rest.find(' ');
-      l.params = parse_count(sp == std::string::npos ? rest : rest.substr(0, sp), source, line);
+      l.params = parse_param_count(sp == std::string::npos ? rest : rest.substr(0, sp), source, line);
       l.kind = classify_layer_type(l.type_name);
       if (l.type_name == "InputLayer") {
         g.input_shape = dims;
@@ -147,7 +125,7 @@ ModelGraph parse_keras(std::string_view text, const std::string& source) {
     if (t.rfind("Total params:", 0) == 0) {
       auto v = trim(t.substr(13));
       const auto sp = v.find(' ');
-      g.declared_total_params = parse_count(sp == std::string::npos ? v : v.substr(0, sp), source, line);
+      g.declared_total_params = parse_param_count(sp == std::string::npos ? v : v.substr(0, sp), source, line);
     }
   }
   if (state == Before) fail(source, line == 0 ? 1 : line, "not a Keras summary (no 'Layer (type)' header)");

@@ -23,14 +23,13 @@
 
 #include "core/error.h"
 #include "estimate/parsers.h"
+#include "estimate/summary_text.h"
 
 namespace colo::estimate {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& source, std::size_t line, const std::string& what) {
-  throw UserError(source + ":" + std::to_string(line) + ": " + what);
-}
+using namespace summary_text;
 
 // Digits of a count ("22,268,928"); values past 2^50 are nonsense in a summary and rejected.
 std::int64_t count(const std::string& s, const std::string& source, std::size_t line) {

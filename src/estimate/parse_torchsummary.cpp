@@ -20,38 +20,16 @@
 
 #include "core/error.h"
 #include "estimate/parsers.h"
+#include "estimate/summary_text.h"
 
 namespace colo::estimate {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& source, std::size_t line, const std::string& what) {
-  throw UserError(source + ":" + std::to_string(line) + ": " + what);
-}
-
-std::string trim(const std::string& s) {
-  const auto a = s.find_first_not_of(" \t\r");
-  if (a == std::string::npos) return {};
-  const auto b = s.find_last_not_of(" \t\r");
-  return s.substr(a, b - a + 1);
-}
+using namespace summary_text;
 
 bool is_rule(const std::string& t, char c) {
   return t.size() >= 3 && t.find_first_not_of(c) == std::string::npos;
-}
-
-std::int64_t parse_count(const std::string& s, const std::string& source, std::size_t line) {
-  std::int64_t v = 0;
-  bool any = false;
-  for (char c : s) {
-    if (c == ',') continue;
-    if (c < '0' || c > '9') fail(source, line, "bad parameter count '" + s + "'");
-    v = v * 10 + (c - '0');
-    if (v > (std::int64_t{1} << 50)) fail(source, line, "parameter count out of range '" + s + "'");
-    any = true;
-  }
-  if (!any) fail(source, line, "empty parameter count");
-  return v;
 }
 
 // "[32, 64, 112, 112]" -> {64,112,112} (batch dropped); "[[-1, 8], [-1, 8]]" -> first list.
@@ -150,7 +128,7 @@ ModelGraph parse_torchsummary(std::string_view text, const std::string& source) 
       std::int64_t b = 0;
       l.out_shape = parse_shape(shape, source, line, &b);
       if (summary_batch == -1 && b > 0) summary_batch = b;
-      l.params = parse_count(params, source, line);
+      l.params = parse_param_count(params, source, line);
       l.kind = classify_layer_type(l.type_name);
       if (l.type_name == "BatchNormAct2d") l.kind = LayerKind::BatchNorm;
       if (l.kind == LayerKind::Unknown && is_container(l.type_name)) l.kind = LayerKind::Container;
@@ -159,7 +137,7 @@ ModelGraph parse_torchsummary(std::string_view text, const std::string& source) 
     }
     // After the table: totals and sizes.
     if (t.rfind("Total params:", 0) == 0) {
-      g.declared_total_params = parse_count(trim(t.substr(13)), source, line);
+      g.declared_total_params = parse_param_count(trim(t.substr(13)), source, line);
     } else if (t.rfind("Input size (MB):", 0) == 0) {
       try {
         input_mb = std::stod(trim(t.substr(16)));
