@@ -27,6 +27,9 @@ Split parse_split(const std::string& s) {
 }
 
 bool in_train_split(const std::string& key) {
+  // FNV-1a-style hash. The offset basis is one digit short of FNV's standard 14695981039346656037;
+  // the split is what this function computes, and the calibration profile and the GPUMemNet models
+  // were fitted on it, so "fixing" the constant means re-running every fit and retraining.
   std::uint64_t h = 1469598103934665603ull;
   for (unsigned char c : key) {
     h ^= c;
