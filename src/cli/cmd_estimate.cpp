@@ -169,9 +169,9 @@ void run_calibrate(const CalOpts& o, const std::string& command_line) {
   res.report["profile"] = nlohmann::ordered_json::parse(res.profile.to_json());
   write(stem.string() + ".fit-" + o.format + ".json", res.report.dump(2) + "\n");
   write(stem.string() + ".fit-" + o.format + "-inputs.csv", res.inputs_csv);
-  std::cout << fmt::format("wrote {} (context {:.0f} + cuDNN {:.0f} MiB, conv workspace {:.2f} x activation, margin {:.3f}; "
+  std::cout << fmt::format("wrote {} (context {:.0f} + cuDNN {:.0f} MiB, conv workspace {:.2f} x activation ({:.2f} x for strided convs), margin {:.3f}; "
                            "fit median |err| {:.1f}%, under {:.1f}%)\n",
-                           out, res.profile.context_mib, res.profile.cudnn_context_mib, res.profile.conv_workspace_ratio,
+                           out, res.profile.context_mib, res.profile.cudnn_context_mib, res.profile.conv_workspace_ratio, res.profile.strided_conv_workspace_ratio,
                            fo.cnn ? res.profile.cudnn_safety_margin : res.profile.safety_margin,
                            100 * res.report["chosen"]["median_abs_rel_err"].get<double>(),
                            100 * res.report["chosen"]["under_rate"].get<double>());

@@ -42,6 +42,7 @@ AllocSimBreakdown simulate_allocsim(const ModelGraph& g, std::int64_t batch, Opt
   to.cublas_workspace = static_cast<std::uint64_t>(profile.cublas_workspace_mib * 1048576.0);
   to.conv_workspace = static_cast<std::uint64_t>(profile.conv_workspace_mib * 1048576.0);
   to.conv_workspace_ratio = profile.conv_workspace_ratio;
+  to.strided_conv_workspace_ratio = profile.strided_conv_workspace_ratio;
   const auto trace = synthesize_training_trace(g, to);
   AllocSimBreakdown b;
   const bool cudnn = g.count(LayerKind::Conv) + g.count(LayerKind::ConvTranspose) + g.count(LayerKind::BatchNorm) > 0;

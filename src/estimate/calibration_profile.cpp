@@ -23,6 +23,7 @@ std::string CalibrationProfile::to_json() const {
   j["cublas_workspace_mib"] = cublas_workspace_mib;
   j["conv_workspace_mib"] = conv_workspace_mib;
   j["conv_workspace_ratio"] = conv_workspace_ratio;
+  j["strided_conv_workspace_ratio"] = strided_conv_workspace_ratio;
   j["fitted_on"] = fitted_on;
   j["fit_command"] = fit_command;
   return j.dump(2) + "\n";
@@ -63,6 +64,8 @@ CalibrationProfile CalibrationProfile::from_json(const std::string& text, const 
   num("cudnn_safety_margin", p.cudnn_safety_margin, false);
   num("conv_workspace_mib", p.conv_workspace_mib, false);
   num("conv_workspace_ratio", p.conv_workspace_ratio, false);
+  p.strided_conv_workspace_ratio = p.conv_workspace_ratio;
+  num("strided_conv_workspace_ratio", p.strided_conv_workspace_ratio, false);
   return p;
 }
 

@@ -23,6 +23,9 @@ struct CalibrationProfile {
   // ... plus this multiple of the conv's larger activation tensor (input or output, whole batch):
   // cuDNN's algorithms size their workspace with the problem.
   double conv_workspace_ratio = 0;
+  // The multiple for strided convs (stride > 1: no FFT/Winograd algorithm, larger workspaces);
+  // a profile without it uses conv_workspace_ratio.
+  double strided_conv_workspace_ratio = 0;
   std::string fitted_on;                    // provenance: data set, split and command
   std::string fit_command;
 

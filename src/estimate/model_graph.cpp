@@ -121,20 +121,43 @@ void ModelGraph::finalize() {
   std::int64_t in_elems = elems(input_shape);
   std::vector<std::int64_t> prev_shape = input_shape;
   const std::int64_t b = dtype_bytes;
-  for (auto& l : layers) {
+  auto positions = [&](const std::vector<std::int64_t>& s) {
+    return s.size() >= 2 && s.front() > 0 ? elems(s) / s.front() : 0;
+  };
+  // Every tensor so far, newest last: (producing layer, per-sample shape).
+  std::vector<std::pair<int, std::vector<std::int64_t>>> outputs = {{Layer::kInputTensor, input_shape}};
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    Layer& l = layers[i];
     l.saved.clear();
+    l.input_from = Layer::kPreviousTensor;
     const std::int64_t out = l.out_elems();
-    // A conv/linear whose in-channels are known may read a wider tensor than the previous layer's
-    // output (a concatenation in a dense block, a residual block's input): size the input from it.
+    std::vector<std::int64_t> in_shape = prev_shape;
+    // A conv/linear whose in-channels are known may read another tensor than the previous layer's
+    // output: a residual block's input (the latest earlier tensor with those channels and at least
+    // the output's positions), else a concatenation (a dense block): size the input from it.
     if (l.in_features > 0 && !prev_shape.empty() && in_elems > 0) {
       if (l.kind == LayerKind::Conv || l.kind == LayerKind::ConvTranspose) {
         const std::int64_t c = prev_shape.front();
-        if (c > 0 && in_elems % c == 0) in_elems = in_elems / c * l.in_features;
+        bool found = false;
+        if (c != l.in_features && l.kind == LayerKind::Conv && l.out_shape.size() >= 2) {
+          for (auto it = outputs.rbegin(); it != outputs.rend() && !found; ++it) {
+            if (it->second.size() >= 2 && it->second.front() == l.in_features &&
+                positions(it->second) >= positions(l.out_shape)) {
+              in_shape = it->second;
+              in_elems = elems(in_shape);
+              l.input_from = it->first;
+              found = true;
+            }
+          }
+        }
+        if (!found && c > 0 && in_elems % c == 0) in_elems = in_elems / c * l.in_features;
       } else if (l.kind == LayerKind::Linear && in_elems % l.in_features != 0) {
         in_elems = l.in_features;  // the (flattened) features the layer really reads
       }
     }
     l.input_elems = in_elems;
+    const std::int64_t out_pos = positions(l.out_shape);
+    l.strided = l.kind == LayerKind::Conv && out_pos > 0 && 2 * out_pos <= positions(in_shape);
     // Channels of a batch/group norm: the first per-sample dim (C of C×H×W, features of a vector).
     const std::int64_t channels = l.out_shape.empty() ? 1 : l.out_shape.front();
     using W = SavedTensor::What;
@@ -213,6 +236,7 @@ void ModelGraph::finalize() {
     if (!l.out_shape.empty()) {
       in_elems = out;
       prev_shape = l.out_shape;
+      outputs.emplace_back(static_cast<int>(i), l.out_shape);
     }
   }
 }

@@ -80,6 +80,15 @@ struct Layer {
   // layer keeps alive until its backward runs.
   std::int64_t input_elems = 0;
   std::vector<SavedTensor> saved;
+  // A convolution that reads at least twice as many positions per channel as it writes (stride > 1):
+  // cuDNN has no FFT/Winograd algorithm for those, and the ones it picks need more workspace.
+  bool strided = false;
+  // Convs whose in-channels match an earlier tensor rather than the previous one (a residual
+  // block's convs read the block input): the index of the layer that produced it, kInputTensor for
+  // the model input, kPreviousTensor for the usual case.
+  static constexpr int kPreviousTensor = -2;
+  static constexpr int kInputTensor = -1;
+  int input_from = kPreviousTensor;
 
   std::int64_t out_elems() const;        // product of out_shape (1 for an empty shape)
 };

@@ -18,6 +18,7 @@ class Tracer {
     return id;
   }
   void hold(std::uint32_t id) { ++refs_[id]; }
+  bool alive(std::uint32_t id) const { return refs_.count(id) > 0; }
   void release(std::uint32_t id) {
     auto it = refs_.find(id);
     if (it == refs_.end()) return;
@@ -103,9 +104,10 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
   bool state_ready = false;
   const int n_state = state_tensors_per_param(opt.optimizer);
   const int n_temp = step_temporaries_per_param(opt.optimizer);
-  auto conv_ws = [&](std::int64_t in_e, std::int64_t out_e) {
+  auto conv_ws = [&](const Layer& l, std::int64_t in_e, std::int64_t out_e) {
     const double larger = static_cast<double>(B * static_cast<std::uint64_t>(std::max(in_e, out_e)) * dt);
-    return opt.conv_workspace + static_cast<std::uint64_t>(opt.conv_workspace_ratio * larger);
+    const double ratio = l.strided ? opt.strided_conv_workspace_ratio : opt.conv_workspace_ratio;
+    return opt.conv_workspace + static_cast<std::uint64_t>(ratio * larger);
   };
 
   for (int it = 0; it < opt.iterations; ++it) {
@@ -135,12 +137,18 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
       bool conv = false;
     };
     std::vector<Saved> saved(g.layers.size());
+    constexpr std::uint32_t kNone = ~std::uint32_t{0};
+    std::vector<std::uint32_t> output_of(g.layers.size(), kNone);  // tensor id each layer produced
+    const std::uint32_t model_input = cur;
     bool first_compute = true;
     for (std::size_t i = 0; i < g.layers.size(); ++i) {
       const Layer& l = g.layers[i];
       Saved& s = saved[i];
       const std::int64_t out_elems = l.out_elems();
-      if (is_view(l.kind) || l.kind == LayerKind::Unknown) continue;
+      if (is_view(l.kind) || l.kind == LayerKind::Unknown) {
+        output_of[i] = cur;
+        continue;
+      }
       if (l.kind == LayerKind::Container) {
         // A composite whose output differs from its last child's is a new tensor (cat, x*scale).
         if (out_elems != cur_elems) {
@@ -149,6 +157,7 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
           cur = out;
           cur_elems = out_elems;
         }
+        output_of[i] = cur;
         continue;
       }
       s.has_params = l.params > 0;
@@ -159,8 +168,18 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
       // (a concatenation): materialise it.
       std::uint32_t in = cur;
       std::int64_t in_elems = cur_elems;
+      // A residual block's conv reads the block input: the same tensor while something (the
+      // shortcut conv's saved input) still holds it.
       if (l.input_elems > 0 && cur_elems > 0 && l.input_elems != cur_elems && !sequence) {
-        in = tr.alloc(B * static_cast<std::uint64_t>(l.input_elems) * dt);
+        const std::uint32_t src = l.input_from == Layer::kInputTensor ? model_input
+                                  : l.input_from >= 0 ? output_of[static_cast<std::size_t>(l.input_from)]
+                                                      : kNone;
+        if (src != kNone && tr.alive(src)) {
+          in = src;
+          tr.hold(in);
+        } else {
+          in = tr.alloc(B * static_cast<std::uint64_t>(l.input_elems) * dt);
+        }
         in_elems = l.input_elems;
         tr.release(cur);
       }
@@ -176,7 +195,7 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
       } else {
         out = tr.alloc(B * static_cast<std::uint64_t>(out_elems) * dt);
       }
-      if (s.conv) tr.transient(conv_ws(in_elems, out_elems));
+      if (s.conv) tr.transient(conv_ws(l, in_elems, out_elems));
       for (const auto& st : l.saved) {
         switch (st.what) {
           case SavedTensor::What::Input:
@@ -198,6 +217,7 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
       tr.release(in);
       cur = out;
       cur_elems = out_elems;
+      output_of[i] = out;
     }
 
     // ---- loss: cross entropy = log_softmax (kept for backward) + nll ----
@@ -218,7 +238,7 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
       std::uint32_t gin = 0;
       const bool has_gin = s.grad_input && s.input_elems > 0;
       if (has_gin) gin = tr.alloc(B * static_cast<std::uint64_t>(s.input_elems) * dt);
-      if (s.conv) tr.transient(conv_ws(s.input_elems, l.out_elems()));
+      if (s.conv) tr.transient(conv_ws(l, s.input_elems, l.out_elems()));
       for (auto b : params[r]) grads.push_back(tr.alloc(b));
       tr.release(grad);
       for (auto t : s.tensors) tr.release(t);

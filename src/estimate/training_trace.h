@@ -26,6 +26,7 @@ struct TraceOptions {
   std::uint64_t cublas_workspace = 0;    // bytes, allocated at the first matmul and kept
   std::uint64_t conv_workspace = 0;      // bytes, transient around each conv forward/backward
   double conv_workspace_ratio = 0;       // + this multiple of the conv's larger activation tensor
+  double strided_conv_workspace_ratio = 0;  // the multiple for strided convs (Layer::strided)
 };
 
 std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const TraceOptions& opt);

@@ -278,6 +278,68 @@ TEST(Calibration, RecoversAKnownContextFromSyntheticMeasurements) {
   EXPECT_THAT(res.inputs_csv, ::testing::StartsWith("id,measured_mib,simulated_reserved_mib\n"));
 }
 
+TEST(TrainingTrace, StridedConvsGetTheirOwnWorkspaceRatio) {
+  // 4 x 8x8 -> conv 3x3 stride 2 -> 8 x 4x4 -> conv 3x3 stride 1 -> 8 x 4x4.
+  ModelGraph g;
+  g.input_shape = {4, 8, 8};
+  Layer c;
+  c.kind = LayerKind::Conv;
+  c.type_name = "Conv2d";
+  c.out_shape = {8, 4, 4};
+  c.params = 4 * 8 * 9;
+  c.kernel = 3;
+  c.in_features = 4;
+  c.out_features = 8;
+  Layer d = c;
+  d.params = 8 * 8 * 9;
+  d.in_features = 8;
+  g.layers = {c, d};
+  g.finalize();
+  EXPECT_TRUE(g.layers[0].strided);
+  EXPECT_FALSE(g.layers[1].strided);
+  // The largest transient is the strided conv's workspace: ratio x its input (batch 1000:
+  // 256 floats x 1000 = 1,024,000 B). 100 x that = 97.7 MiB dominates the 20 MiB segments, so the
+  // reserved peak moves with the strided ratio only.
+  TraceOptions o;
+  o.batch = 1000;
+  o.iterations = 1;
+  o.conv_workspace_ratio = 1;
+  o.strided_conv_workspace_ratio = 100;
+  const auto big = replay(synthesize_training_trace(g, o)).reserved_peak;
+  o.strided_conv_workspace_ratio = 1;
+  const auto same = replay(synthesize_training_trace(g, o)).reserved_peak;
+  EXPECT_GE(big, same + 90ull * 1048576);
+}
+
+TEST(Calibration, RecoversAKnownStridedConvWorkspaceRatio) {
+  // CNN rows (residual blocks downsample with strided convs) measured by the model itself with
+  // known workspace ratios: the fit must pick them from its grid.
+  auto all = load_dataset(kData + "gpumemnet/cnn.csv", DatasetFormat::GpuMemNetCNN, Split::Train);
+  std::vector<DatasetRow> rows;
+  for (auto& r : all)
+    if (r.graph && !r.oom && rows.size() < 60) rows.push_back(std::move(r));
+  CalibrationProfile truth;
+  truth.context_mib = 1000;
+  truth.cudnn_context_mib = 300;
+  truth.conv_workspace_ratio = 1;
+  truth.strided_conv_workspace_ratio = 6;
+  for (auto& r : rows)
+    r.measured = static_cast<MiB>(std::ceil(simulate_allocsim(*r.graph, r.batch, Optimizer::Adam, truth).total_mib));
+  CalibrationProfile base;
+  base.context_mib = 1000;
+  FitOptions fo;
+  fo.cnn = true;
+  fo.max_under_rate = 0.0;
+  fo.conv_workspace_ratio = {0.5, 1, 2};
+  fo.strided_conv_workspace_ratio = {1, 6, 10};
+  const auto res = fit_profile(rows, base, fo);
+  EXPECT_EQ(res.profile.conv_workspace_ratio, 1);
+  EXPECT_EQ(res.profile.strided_conv_workspace_ratio, 6);
+  EXPECT_NEAR(res.profile.cudnn_context_mib, 300, 1.0);
+  EXPECT_LE(res.profile.cudnn_safety_margin, 0.01);
+  EXPECT_EQ(res.report["cross_validation"]["cv_under_rate"].get<double>(), 0.0);
+}
+
 TEST(Calibration, CommandWritesProfileAndFitFiles) {
   const fs::path colo = fs::path(COLO_BINARY_DIR) / "colo";
   if (!fs::exists(colo)) GTEST_SKIP() << "colo binary not built";

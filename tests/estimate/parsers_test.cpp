@@ -212,6 +212,18 @@ TEST(GpuMemNetRow, CnnChannelsAndKernelsRecoveredFromParams) {
   EXPECT_EQ(conv(8), std::tuple(std::int64_t{56}, std::int64_t{3}, std::int64_t{77}));
   EXPECT_EQ(g.layers[4].out_shape, (std::vector<std::int64_t>{56, 4096}));
   EXPECT_EQ(g.layers[11].in_features, 77);
+  // The main convs read the block input, not the shortcut's output: the model input for the first
+  // block, the ELU before the shortcut (56 x 4096) for the second, whose two 56->77 convs halve
+  // the resolution (strided).
+  EXPECT_EQ(g.layers[2].input_from, Layer::kInputTensor);
+  EXPECT_EQ(g.layers[2].input_elems, 3 * 4096);
+  EXPECT_EQ(g.layers[4].input_from, Layer::kPreviousTensor);
+  EXPECT_EQ(g.layers[8].input_from, 5);
+  EXPECT_EQ(g.layers[8].input_elems, 56 * 4096);
+  EXPECT_FALSE(g.layers[2].strided);
+  EXPECT_FALSE(g.layers[4].strided);
+  EXPECT_TRUE(g.layers[6].strided);
+  EXPECT_TRUE(g.layers[8].strided);
 }
 
 TEST(GpuMemNetRow, MalformedRowsFailWithLocation) {
