@@ -5,6 +5,7 @@
 #include <fstream>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "core/error.h"
@@ -78,6 +79,22 @@ bool read_record(std::istream& in, std::vector<std::string>& fields, std::size_t
   return true;
 }
 
+// The next non-blank record, checked to have the header's field count; returns its location
+// ("FILE:LINE") or nullopt at the end of the file.
+std::optional<std::string> next_record(std::istream& in, std::vector<std::string>& rec, std::size_t& line,
+                                       std::size_t fields, const std::string& path) {
+  while (true) {
+    const std::size_t rec_line = line + 1;
+    if (!read_record(in, rec, line)) return std::nullopt;
+    if (rec.size() == 1 && rec[0].empty()) continue;
+    std::string loc = path + ":" + std::to_string(rec_line);
+    if (rec.size() != fields)
+      throw UserError(loc + ": expected " + std::to_string(fields) + " fields, found " + std::to_string(rec.size()));
+    return loc;
+  }
+}
+
+
 std::int64_t to_int(const std::string& s, const std::string& loc, const std::string& col) {
   try {
     std::size_t used = 0;
@@ -114,12 +131,9 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
     const auto dir = std::filesystem::path(path).parent_path() / "summaries";
     std::map<std::string, std::shared_ptr<const ModelGraph>> cache;
     while (true) {
-      const std::size_t rec_line = line + 1;
-      if (!read_record(in, rec, line)) break;
-      if (rec.size() == 1 && rec[0].empty()) continue;
-      const std::string loc = path + ":" + std::to_string(rec_line);
-      if (rec.size() != header.size())
-        throw UserError(loc + ": expected " + std::to_string(header.size()) + " fields, found " + std::to_string(rec.size()));
+      const auto at = next_record(in, rec, line, header.size(), path);
+      if (!at) break;
+      const std::string& loc = *at;
       DatasetRow r;
       r.id = rec[c_name];
       r.location = loc;
@@ -145,12 +159,9 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
              c_mem = need("Max GPU Memory (MiB)");
   const auto st = col.find("Status");
   while (true) {
-    const std::size_t rec_line = line + 1;
-    if (!read_record(in, rec, line)) break;
-    if (rec.size() == 1 && rec[0].empty()) continue;
-    const std::string loc = path + ":" + std::to_string(rec_line);
-    if (rec.size() != header.size())
-      throw UserError(loc + ": expected " + std::to_string(header.size()) + " fields, found " + std::to_string(rec.size()));
+    const auto at = next_record(in, rec, line, header.size(), path);
+    if (!at) break;
+    const std::string& loc = *at;
     DatasetRow r;
     r.id = rec[c_file];
     const bool train = in_train_split(r.id);
