@@ -28,6 +28,8 @@ std::string_view to_string(LayerKind k) {
     case LayerKind::Identity: return "identity";
     case LayerKind::Embedding: return "embedding";
     case LayerKind::Attention: return "attention";
+    case LayerKind::Add: return "add";
+    case LayerKind::Concat: return "concat";
     case LayerKind::Container: return "container";
     case LayerKind::Unknown: return "unknown";
   }
@@ -83,12 +85,13 @@ LayerKind classify_layer_type(std::string_view type_name) {
   if (t == "layernorm" || t == "layernormalization" || t == "t5layernorm" || t == "rmsnorm")
     return LayerKind::LayerNorm;
   if (t == "groupnorm" || t == "instancenorm2d") return LayerKind::GroupNorm;
-  if (t == "relu" || t == "relu6" || t == "leakyrelu" || t == "leaky_relu") return LayerKind::ReLU;
+  if (t == "relu" || t == "relu6") return LayerKind::ReLU;
   if (t == "sigmoid" || t == "hardsigmoid") return LayerKind::Sigmoid;
   if (t == "tanh") return LayerKind::Tanh;
   if (t == "gelu" || t == "geluactivation" || t == "newgeluactivation" || t == "fastgeluactivation" ||
       t == "quickgeluactivation" || t == "silu" || t == "swish" || t == "softplus" || t == "elu" ||
       t == "selu" || t == "celu" || t == "mish" || t == "hardswish" || t == "prelu" ||
+      t == "leakyrelu" || t == "leaky_relu" ||
       t == "softsign" || t == "tanhshrink" || t == "logsigmoid")
     return LayerKind::Activation;
   if (t == "softmax" || t == "logsoftmax" || t == "softmax2d") return LayerKind::Softmax;
@@ -102,6 +105,8 @@ LayerKind classify_layer_type(std::string_view type_name) {
   if (t == "flatten" || t == "reshape" || t == "view" || t == "unflatten") return LayerKind::Flatten;
   if (t == "identity" || t == "inputlayer") return LayerKind::Identity;
   if (t == "embedding") return LayerKind::Embedding;
+  if (t == "add") return LayerKind::Add;  // Keras' Add layer
+  if (t == "concatenate" || t == "concat") return LayerKind::Concat;
   if (t.find("attention") != std::string::npos) return LayerKind::Attention;
   return LayerKind::Unknown;
 }
@@ -129,13 +134,24 @@ void ModelGraph::finalize() {
   for (std::size_t i = 0; i < layers.size(); ++i) {
     Layer& l = layers[i];
     l.saved.clear();
-    l.input_from = Layer::kPreviousTensor;
     const std::int64_t out = l.out_elems();
     std::vector<std::int64_t> in_shape = prev_shape;
+    // A parser that knows the block structure may name the tensor a layer reads (input_from set
+    // before finalize); otherwise it is searched for below.
+    if (l.input_from != Layer::kPreviousTensor) {
+      const auto it = std::find_if(outputs.rbegin(), outputs.rend(), [&](const auto& o) { return o.first == l.input_from; });
+      if (it != outputs.rend()) {
+        in_shape = it->second;
+        in_elems = elems(in_shape);
+      } else {
+        l.input_from = Layer::kPreviousTensor;
+      }
+    }
+    const bool pinned = l.input_from != Layer::kPreviousTensor;
     // A conv/linear whose in-channels are known may read another tensor than the previous layer's
     // output: a residual block's input (the latest earlier tensor with those channels and at least
     // the output's positions), else a concatenation (a dense block): size the input from it.
-    if (l.in_features > 0 && !prev_shape.empty() && in_elems > 0) {
+    if (!pinned && l.in_features > 0 && !prev_shape.empty() && in_elems > 0) {
       if (l.kind == LayerKind::Conv || l.kind == LayerKind::ConvTranspose) {
         const std::int64_t c = prev_shape.front();
         bool found = false;
@@ -225,6 +241,8 @@ void ModelGraph::finalize() {
         }
         break;
       }
+      case LayerKind::Add:     // AddBackward and CatBackward keep only sizes
+      case LayerKind::Concat:
       case LayerKind::Flatten:
       case LayerKind::Identity:
       case LayerKind::Container:

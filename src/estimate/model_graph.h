@@ -24,10 +24,10 @@ enum class LayerKind {
   BatchNorm,        // BatchNorm1d/2d/3d, BatchNormAct2d (its fused activation is noted in flags)
   LayerNorm,
   GroupNorm,
-  ReLU,             // ReLU, ReLU6, LeakyReLU: backward needs only the output
+  ReLU,             // ReLU, ReLU6: backward needs only the output
   Sigmoid,          // backward needs the output
   Tanh,             // backward needs the output
-  Activation,       // GELU, SiLU, Softplus, ELU, Mish, Hardswish, ...: backward needs the input
+  Activation,       // GELU, SiLU, Softplus, ELU, SELU, Mish, LeakyReLU, PReLU, ...: backward needs the input
   Softmax,          // Softmax / LogSoftmax: backward needs the output
   Dropout,          // keeps a mask (bool, 1 byte per element)
   MaxPool,          // keeps int64 indices
@@ -37,6 +37,8 @@ enum class LayerKind {
   Identity,         // no allocation
   Embedding,        // keeps the int64 indices (already the input batch)
   Attention,        // a self-attention block (module repr): saved tensors depend on seq_len
+  Add,              // out-of-place sum of branches (x + shortcut): a new tensor, keeps nothing
+  Concat,           // torch.cat of feature maps (dense blocks): a new tensor, keeps nothing
   Container,        // composite module; see above
   Unknown,
 };
@@ -85,10 +87,14 @@ struct Layer {
   bool strided = false;
   // Convs whose in-channels match an earlier tensor rather than the previous one (a residual
   // block's convs read the block input): the index of the layer that produced it, kInputTensor for
-  // the model input, kPreviousTensor for the usual case.
+  // the model input, kPreviousTensor for the usual case. finalize() searches for it unless a
+  // parser that knows the block structure set it beforehand.
   static constexpr int kPreviousTensor = -2;
   static constexpr int kInputTensor = -1;
   int input_from = kPreviousTensor;
+  // Add/Concat: the producers (layer index or kInputTensor) of the tensors read besides the previous
+  // one; their outputs stay alive until this layer has run (a shortcut branch, a dense block's features).
+  std::vector<int> extra_inputs;
 
   std::int64_t out_elems() const;        // product of out_shape (1 for an empty shape)
 };

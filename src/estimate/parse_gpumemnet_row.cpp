@@ -4,7 +4,9 @@
 // arch:uniform_base_filters:98_batch:62_input_size:174_act:gelu_dropout:0.34_dropout:True_batchnorm:
 // False.out"); Activations-Params lists the layers as (type, activations, params). For CNN rows the
 // activations are the output's H*W only, so channels are recovered from parameter counts: a conv
-// with bias has params = (cin*k*k + 1) * cout, a batch norm 2*C, a linear (in + 1) * out.
+// with bias has params = (cin*k*k + 1) * cout, a batch norm 2*C, a linear (in + 1) * out. Rows that
+// follow the generator's block structure are rebuilt exactly (gpumemnet_cnn_blocks.h); the generic
+// recovery below is for rows that do not.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -14,17 +16,14 @@
 #include <vector>
 
 #include "core/error.h"
+#include "estimate/gpumemnet_cnn_blocks.h"
 #include "estimate/parsers.h"
 
 namespace colo::estimate {
 
 namespace {
 
-struct Tuple {
-  std::string type;
-  std::int64_t acts = 0;
-  std::int64_t params = 0;
-};
+using Tuple = GpuMemNetTuple;
 
 [[noreturn]] void fail(const std::string& location, const std::string& what) {
   throw UserError(location + ": " + what);
@@ -123,19 +122,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-Layer make_layer(const std::string& type) {
-  Layer l;
-  l.type_name = type;
-  const std::string t = lower(type);
-  if (t == "conv2d") l.kind = LayerKind::Conv;
-  else if (t == "batch_norm2d" || t == "batch_normalization") l.kind = LayerKind::BatchNorm;
-  else if (t == "adaptive_avg_pool2d") l.kind = LayerKind::AdaptiveAvgPool;
-  // The generator's dense-transition average pool is logged as 'd' (its name cut to the last char).
-  else if (t == "d") l.kind = LayerKind::AvgPool;
-  else l.kind = classify_layer_type(type);
-  return l;
-}
-
 // Channels recovery for a conv with bias: params = (cin*k*k + 1) * cout. One count can have
 // several factorisations ((3*9+1)*8 == (3*1+1)*56), so candidates are ranked: widths already seen
 // in the network (or the filename's base_filters) are preferred over new ones, the current
@@ -231,7 +217,7 @@ ModelGraph parse_gpumemnet_row(std::string_view filename, std::string_view activ
     std::int64_t width = input;
     for (std::size_t i = 0; i < tuples.size(); ++i) {
       const auto& t = tuples[i];
-      Layer l = make_layer(t.type);
+      Layer l = gpumemnet_layer(t.type);
       l.name = std::to_string(i);
       l.params = t.params;
       l.source_activations = t.acts;
@@ -257,9 +243,14 @@ ModelGraph parse_gpumemnet_row(std::string_view filename, std::string_view activ
     std::int64_t hw = size * size;
     std::vector<std::int64_t> history = {channels};  // channel counts seen, most recent first
     const std::int64_t base_filters = kv.count("base_filters") ? need_int(kv, "base_filters", location) : 0;
-    for (std::size_t i = 0; i < tuples.size(); ++i) {
+    // The generator's structure first: it knows the sums and concatenations the row does not list.
+    const auto arch = kv.find("arch");
+    std::optional<std::vector<Layer>> rebuilt;
+    if (arch != kv.end()) rebuilt = rebuild_gpumemnet_cnn(arch->second, tuples, channels, hw);
+    if (rebuilt) g.layers = std::move(*rebuilt);
+    for (std::size_t i = 0; !rebuilt && i < tuples.size(); ++i) {
       const auto& t = tuples[i];
-      Layer l = make_layer(t.type);
+      Layer l = gpumemnet_layer(t.type);
       l.name = std::to_string(i);
       l.params = t.params;
       l.source_activations = t.acts;

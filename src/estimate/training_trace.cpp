@@ -94,6 +94,10 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
       tr.alloc(8);
     }
   }
+  // How many Add/Concat layers read each producer's output besides the previous tensor.
+  std::unordered_map<int, int> extra_readers;
+  for (const auto& l : g.layers)
+    for (int p : l.extra_inputs) ++extra_readers[p];
   std::vector<std::uint64_t> all_params;
   for (const auto& v : params) all_params.insert(all_params.end(), v.begin(), v.end());
 
@@ -140,6 +144,13 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
     constexpr std::uint32_t kNone = ~std::uint32_t{0};
     std::vector<std::uint32_t> output_of(g.layers.size(), kNone);  // tensor id each layer produced
     const std::uint32_t model_input = cur;
+    // A tensor an Add/Concat reads later stays alive until then: one reference per later reader.
+    auto keep_for_readers = [&](int producer, std::uint32_t t) {
+      const auto readers = extra_readers.find(producer);
+      if (readers != extra_readers.end())
+        for (int k = 0; k < readers->second; ++k) tr.hold(t);
+    };
+    keep_for_readers(Layer::kInputTensor, model_input);
     bool first_compute = true;
     for (std::size_t i = 0; i < g.layers.size(); ++i) {
       const Layer& l = g.layers[i];
@@ -147,6 +158,23 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
       const std::int64_t out_elems = l.out_elems();
       if (is_view(l.kind) || l.kind == LayerKind::Unknown) {
         output_of[i] = cur;
+        keep_for_readers(static_cast<int>(i), cur);
+        continue;
+      }
+      if (l.kind == LayerKind::Add || l.kind == LayerKind::Concat) {
+        // x + shortcut / torch.cat(features): a new tensor; the inputs' extra references end here.
+        const std::uint32_t out = tr.alloc(B * static_cast<std::uint64_t>(out_elems) * dt);
+        tr.release(cur);
+        for (int p : l.extra_inputs) {
+          const std::uint32_t src = p == Layer::kInputTensor ? model_input
+                                    : p >= 0 && static_cast<std::size_t>(p) < i ? output_of[static_cast<std::size_t>(p)]
+                                                                                : kNone;
+          if (src != kNone) tr.release(src);
+        }
+        cur = out;
+        cur_elems = out_elems;
+        output_of[i] = out;
+        keep_for_readers(static_cast<int>(i), out);
         continue;
       }
       if (l.kind == LayerKind::Container) {
@@ -158,6 +186,7 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
           cur_elems = out_elems;
         }
         output_of[i] = cur;
+        keep_for_readers(static_cast<int>(i), cur);
         continue;
       }
       s.has_params = l.params > 0;
@@ -218,6 +247,7 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
       cur = out;
       cur_elems = out_elems;
       output_of[i] = out;
+      keep_for_readers(static_cast<int>(i), out);
     }
 
     // ---- loss: cross entropy = log_softmax (kept for backward) + nll ----
@@ -234,7 +264,10 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
     for (std::size_t r = g.layers.size(); r-- > 0;) {
       const Layer& l = g.layers[r];
       Saved& s = saved[r];
-      if (is_view(l.kind) || l.kind == LayerKind::Unknown || l.kind == LayerKind::Container) continue;
+      // Views, containers and AddBackward/CatBackward pass the gradient on (as is, or as slices).
+      if (is_view(l.kind) || l.kind == LayerKind::Unknown || l.kind == LayerKind::Container ||
+          l.kind == LayerKind::Add || l.kind == LayerKind::Concat)
+        continue;
       std::uint32_t gin = 0;
       const bool has_gin = s.grad_input && s.input_elems > 0;
       if (has_gin) gin = tr.alloc(B * static_cast<std::uint64_t>(s.input_elems) * dt);
