@@ -151,6 +151,11 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
         for (int k = 0; k < readers->second; ++k) tr.hold(t);
     };
     keep_for_readers(Layer::kInputTensor, model_input);
+    // The tensor a producer index names (kInputTensor: the batch; a layer not run yet: none).
+    auto tensor_of = [&](int producer, std::size_t now) {
+      if (producer == Layer::kInputTensor) return model_input;
+      return producer >= 0 && static_cast<std::size_t>(producer) < now ? output_of[static_cast<std::size_t>(producer)] : kNone;
+    };
     bool first_compute = true;
     for (std::size_t i = 0; i < g.layers.size(); ++i) {
       const Layer& l = g.layers[i];
@@ -165,12 +170,8 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
         // x + shortcut / torch.cat(features): a new tensor; the inputs' extra references end here.
         const std::uint32_t out = tr.alloc(B * static_cast<std::uint64_t>(out_elems) * dt);
         tr.release(cur);
-        for (int p : l.extra_inputs) {
-          const std::uint32_t src = p == Layer::kInputTensor ? model_input
-                                    : p >= 0 && static_cast<std::size_t>(p) < i ? output_of[static_cast<std::size_t>(p)]
-                                                                                : kNone;
-          if (src != kNone) tr.release(src);
-        }
+        for (int p : l.extra_inputs)
+          if (const std::uint32_t src = tensor_of(p, i); src != kNone) tr.release(src);
         cur = out;
         cur_elems = out_elems;
         output_of[i] = out;
@@ -200,9 +201,7 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
       // A residual block's conv reads the block input: the same tensor while something (the
       // shortcut conv's saved input) still holds it.
       if (l.input_elems > 0 && cur_elems > 0 && l.input_elems != cur_elems && !sequence) {
-        const std::uint32_t src = l.input_from == Layer::kInputTensor ? model_input
-                                  : l.input_from >= 0 ? output_of[static_cast<std::size_t>(l.input_from)]
-                                                      : kNone;
+        const std::uint32_t src = tensor_of(l.input_from, i);
         if (src != kNone && tr.alive(src)) {
           in = src;
           tr.hold(in);
