@@ -114,7 +114,7 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
     return opt.conv_workspace + static_cast<std::uint64_t>(ratio * larger);
   };
 
-  for (int it = 0; it < opt.iterations; ++it) {
+  for (int iter = 0; iter < opt.iterations; ++iter) {
     // The batch: images (fp32) or token ids/mask/labels (int64) and labels.
     std::vector<std::uint32_t> batch_tensors;
     std::uint32_t cur;
@@ -139,6 +139,7 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
       bool grad_input = true;
       bool has_params = false;
       bool conv = false;
+      int input_producer = 0;  // layer (or kInputTensor) whose output this layer read
     };
     std::vector<Saved> saved(g.layers.size());
     constexpr std::uint32_t kNone = ~std::uint32_t{0};
@@ -198,6 +199,7 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
       // (a concatenation): materialise it.
       std::uint32_t in = cur;
       std::int64_t in_elems = cur_elems;
+      s.input_producer = static_cast<int>(i) - 1;
       // A residual block's conv reads the block input: the same tensor while something (the
       // shortcut conv's saved input) still holds it.
       if (l.input_elems > 0 && cur_elems > 0 && l.input_elems != cur_elems && !sequence) {
@@ -205,6 +207,8 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
         if (src != kNone && tr.alive(src)) {
           in = src;
           tr.hold(in);
+          s.input_producer = l.input_from;
+          if (in == model_input) s.grad_input = false;  // the batch needs no gradient
         } else {
           in = tr.alloc(B * static_cast<std::uint64_t>(l.input_elems) * dt);
         }
@@ -260,13 +264,52 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
     std::uint32_t grad = tr.alloc(logits);  // d loss / d logits
     tr.release(logp);
     std::vector<std::uint32_t> grads;  // parameter gradients (set_to_none frees them each step)
+    // AddBackward hands its output gradient to every input. Autograd runs the main branch first
+    // (created last, highest sequence number), so the shortcut's copy stays alive until the
+    // backward reaches the shortcut branch; the two gradients of the block input are then summed
+    // in place into the one that arrived first.
+    std::unordered_map<int, std::uint32_t> pending;  // producer -> gradient an Add holds for it
+    std::unordered_map<int, std::uint32_t> aside;    // producer -> main-branch gradient awaiting the shortcut's
+    int grad_for = static_cast<int>(g.layers.size()) - 1;  // the layer whose output `grad` belongs to
+    auto arrive = [&](int producer) {
+      grad_for = producer;
+      if (auto it = pending.find(producer); it != pending.end()) {  // identity shortcut: summed into grad
+        tr.release(it->second);
+        pending.erase(it);
+      }
+      if (auto it = aside.find(producer); it != aside.end()) {  // end of a shortcut branch
+        tr.release(grad);
+        grad = it->second;
+        aside.erase(it);
+      }
+    };
     for (std::size_t r = g.layers.size(); r-- > 0;) {
       const Layer& l = g.layers[r];
       Saved& s = saved[r];
+      const int ri = static_cast<int>(r);
+      if (grad_for != ri) {
+        // The chain jumped past this layer (the main branch read the block input): this layer
+        // ends a shortcut branch, whose gradient an Add has been holding.
+        if (auto it = pending.find(ri); it != pending.end()) {
+          aside[grad_for] = grad;
+          grad = it->second;
+          pending.erase(it);
+        }
+        grad_for = ri;
+      }
+      if (l.kind == LayerKind::Add) {
+        for (int p : l.extra_inputs) {
+          tr.hold(grad);
+          if (auto it = pending.find(p); it != pending.end()) tr.release(it->second);  // summed
+          pending[p] = grad;
+        }
+      }
       // Views, containers and AddBackward/CatBackward pass the gradient on (as is, or as slices).
       if (is_view(l.kind) || l.kind == LayerKind::Unknown || l.kind == LayerKind::Container ||
-          l.kind == LayerKind::Add || l.kind == LayerKind::Concat)
+          l.kind == LayerKind::Add || l.kind == LayerKind::Concat) {
+        arrive(ri - 1);
         continue;
+      }
       std::uint32_t gin = 0;
       const bool has_gin = s.grad_input && s.input_elems > 0;
       if (has_gin) gin = tr.alloc(B * static_cast<std::uint64_t>(s.input_elems) * dt);
@@ -280,8 +323,11 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
       } else {
         grad = tr.alloc(1);  // nothing flows further; keep the bookkeeping uniform
       }
+      arrive(s.input_producer);
     }
     tr.release(grad);
+    for (const auto& [producer, t] : pending) tr.release(t);  // gradients of the batch: dropped
+    for (const auto& [producer, t] : aside) tr.release(t);
     tr.release(loss);
 
     // ---- optimizer.step() ----

@@ -139,6 +139,65 @@ TEST(TrainingTrace, SumsAndConcatenationsKeepTheirOtherInputsAliveAndAllocateThe
   }
 }
 
+// Input 8 -> stem Linear(8,16) -> [shortcut Linear(16,32) | main Linear(16,32) reading the stem, ReLU]
+// -> Add(main, shortcut): a residual block whose shortcut has its own op.
+ModelGraph residual_block() {
+  ModelGraph g;
+  g.input_shape = {8};
+  auto linear = [](std::int64_t in, std::int64_t out) {
+    Layer l;
+    l.kind = LayerKind::Linear;
+    l.type_name = "Linear";
+    l.in_features = in;
+    l.out_features = out;
+    l.params = in * out + out;
+    l.out_shape = {out};
+    return l;
+  };
+  Layer main = linear(16, 32);
+  main.input_from = 0;
+  Layer relu;
+  relu.kind = LayerKind::ReLU;
+  relu.type_name = "ReLU";
+  relu.out_shape = {32};
+  Layer add;
+  add.kind = LayerKind::Add;
+  add.out_shape = {32};
+  add.extra_inputs = {1};
+  g.layers = {linear(8, 16), linear(16, 32), main, relu, add};
+  g.finalize();
+  return g;
+}
+
+TEST(TrainingTrace, ShortcutGradientStaysAliveUntilTheShortcutBranchRunsBackward) {
+  // Batch 3: a 32-wide gradient is 384 B, a 16-wide one 192 B (no parameter has either size).
+  TraceOptions o;
+  o.batch = 3;
+  o.iterations = 1;
+  const auto tr = synthesize_training_trace(residual_block(), o);
+  const auto loss = std::find_if(tr.begin(), tr.end(), [](const AllocEvent& e) { return e.op == AllocEvent::Op::Malloc && e.bytes == 4; });
+  ASSERT_NE(loss, tr.end());
+  std::vector<std::uint32_t> g32, g16;  // gradients allocated in backward, in order
+  for (auto it = loss; it != tr.end(); ++it) {
+    if (it->op != AllocEvent::Op::Malloc) continue;
+    if (it->bytes == 384) g32.push_back(it->id);
+    if (it->bytes == 192) g16.push_back(it->id);
+  }
+  // d(loss)/d(sum), the ReLU's input gradient; the main branch's and the shortcut's gradients of
+  // the stem output (the stem reads the batch: no gradient of its own input).
+  ASSERT_EQ(g32.size(), 2u);
+  ASSERT_EQ(g16.size(), 2u);
+  const std::uint32_t sum_grad = g32[0], main_in = g16[0], shortcut_in = g16[1];
+  // The sum's gradient is not freed when the main branch has consumed it: the shortcut still
+  // needs it, so it outlives the main branch and dies only once the shortcut ran backward.
+  EXPECT_GT(at(tr, AllocEvent::Op::Free, sum_grad), at(tr, AllocEvent::Op::Malloc, main_in));
+  EXPECT_GT(at(tr, AllocEvent::Op::Free, sum_grad), at(tr, AllocEvent::Op::Malloc, shortcut_in));
+  // The shortcut's gradient of the stem output is summed into the main branch's (in place): it
+  // is freed first, and the main branch's flows on into the stem's backward.
+  EXPECT_LT(at(tr, AllocEvent::Op::Free, shortcut_in), at(tr, AllocEvent::Op::Free, main_in));
+  EXPECT_EQ(replay(tr).events, tr.size());
+}
+
 TEST(ModelGraph, LeakyReluKeepsItsInputForBackward) {
   // leaky_relu_backward(grad, self, ...) needs the input; only relu/threshold keeps the output.
   EXPECT_EQ(classify_layer_type("LeakyReLU"), LayerKind::Activation);
