@@ -291,7 +291,8 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
         // The chain jumped past this layer (the main branch read the block input): this layer
         // ends a shortcut branch, whose gradient an Add has been holding.
         if (auto it = pending.find(ri); it != pending.end()) {
-          aside[grad_for] = grad;
+          if (auto a = aside.find(grad_for); a != aside.end()) tr.release(grad);  // summed into it
+          else aside[grad_for] = grad;
           grad = it->second;
           pending.erase(it);
         }
