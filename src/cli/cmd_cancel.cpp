@@ -4,12 +4,13 @@
 #include <fmt/format.h>
 
 #include "cli/command_registry.h"
+#include "core/parse_number.h"
 #include "daemon/client/api_client.h"
 
 namespace {
 
 colo::cli::RegisterCommand reg([](CLI::App& app) {
-  auto ids = std::make_shared<std::vector<std::uint64_t>>();
+  auto ids = std::make_shared<std::vector<std::string>>();  // parsed below: "-1" is no id
   auto as_json = std::make_shared<bool>(false);
   CLI::App* c = app.add_subcommand("cancel", "cancel jobs (yours; root: anyone's)");
   c->add_option("id", *ids, "job id(s)")->required();
@@ -17,7 +18,9 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   c->callback([ids, as_json] {
     const colo::daemon::ApiClient client(colo::cli::globals().socket);
     nlohmann::json out = nlohmann::json::array();
-    for (std::uint64_t id : *ids) {
+    std::vector<std::int64_t> numbers;
+    for (const std::string& s : *ids) numbers.push_back(colo::parse_integer(s, "job id", 1, INT64_MAX));
+    for (std::int64_t id : numbers) {
       const nlohmann::json j = client.call("POST", fmt::format("/v1/jobs/{}/cancel", id));
       if (*as_json) out.push_back(j);
       else if (j.at("state") == "cancelled") std::cout << fmt::format("job {} cancelled\n", id);

@@ -15,7 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.h"
+#include "cli/number_option.h"
 #include "core/error.h"
+#include "core/limits.h"
 #include "estimate/calibration_fit.h"
 #include "estimate/calibration_profile.h"
 #include "estimate/dataset.h"
@@ -181,13 +183,15 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   auto* cmd = app.add_subcommand("estimate", "estimate a training job's peak GPU memory (MiB, nvidia-smi view)");
   auto o = std::make_shared<Opts>();
   cmd->add_option("--summary", o->summary, "model summary: torchsummary table, module repr or Keras summary");
-  cmd->add_option("--batch", o->batch, "per-GPU batch size");
+  colo::cli::add_int_flag(cmd, "--batch", o->batch, 1, colo::limits::kMaxBatch, "per-GPU batch size", false);
   cmd->add_option("--optimizer", o->optimizer, "sgd, sgd-momentum, adam, adamw, adadelta, adagrad, rmsprop, ...")
       ->capture_default_str();
   cmd->add_option("--estimator", o->estimator, "oracle, horus, allocsim, gpumemnet or auto")->capture_default_str();
   cmd->add_option("--gpu", o->gpu, "calibration profile (calibration/<gpu>.json)")->capture_default_str();
-  cmd->add_option("--seq-len", o->seq_len, "tokens per sample for transformer summaries (default 512)");
-  cmd->add_option("--stated-mib", o->stated, "a stated figure (for the oracle estimator)");
+  colo::cli::add_int_flag(cmd, "--seq-len", o->seq_len, 1, colo::limits::kMaxSeqLen,
+                          "tokens per sample for transformer summaries (default 512)", false);
+  colo::cli::add_int_flag(cmd, "--stated-mib", o->stated, 1, colo::limits::kMaxGpuMiB,
+                          "a stated figure in MiB (for the oracle estimator)");
   cmd->add_flag("--json", o->json, "print one JSON object");
 
   auto* ev = cmd->add_subcommand("eval", "accuracy of an estimator on a data set with measured peaks");
@@ -210,7 +214,7 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   cal->add_option("--gpu", c->gpu, "profile name")->capture_default_str();
   cal->add_option("--out", c->out, "profile path (default calibration/<gpu>.json); also writes .fit.json, .fit-inputs.csv");
   cal->add_option("--optimizer", c->optimizer, "optimizer the data set's runs used")->capture_default_str();
-  cal->add_option("--max-under-rate", c->max_under, "largest share of under-estimated fit rows")->capture_default_str();
+  colo::cli::add_real_flag(cal, "--max-under-rate", c->max_under, 0, 1, "largest share of under-estimated fit rows");
   cal->callback([c, cal] {
     std::string line = "colo estimate calibrate --dataset " + c->dataset + " --format " + c->format + " --split " +
                        c->split + " --gpu " + c->gpu + " --optimizer " + c->optimizer +

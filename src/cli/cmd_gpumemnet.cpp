@@ -9,7 +9,9 @@
 #include <fmt/format.h>
 
 #include "cli/command_registry.h"
+#include "cli/number_option.h"
 #include "core/error.h"
+#include "core/limits.h"
 #include "estimate/gpumemnet_experiment.h"
 
 namespace colo::cli {
@@ -29,13 +31,13 @@ struct GpuMemNetOptions {
 void add_common(CLI::App* sub, GpuMemNetOptions& o) {
   sub->add_option("--dataset", o.dataset, "GPUMemNet CSV (../shared/data/gpumemnet/{mlp,cnn}.csv)")->required();
   sub->add_option("--format", o.format, "gpumemnet-mlp | gpumemnet-cnn")->required();
-  sub->add_option("--bucket-gib", o.bucket_gib, "bucket width in GiB (thesis: 1 for MLP, 8 for CNN)")
-      ->capture_default_str();
-  sub->add_option("--folds", o.folds, "k of k-fold cross-validation on the training split (0: skip)")
-      ->capture_default_str();
-  sub->add_option("--epochs", o.epochs, "Adam epochs per ensemble member")->capture_default_str();
-  sub->add_option("--lr", o.learning_rate, "Adam learning rate")->capture_default_str();
-  sub->add_option("--seed", o.seed, "seed of weights, batch order and folds")->capture_default_str();
+  // A bucket is at least 1 MiB (bucket_mib is whole MiB) and at most one (1 TiB) GPU.
+  add_real_flag(sub, "--bucket-gib", o.bucket_gib, 1.0 / 1024, 1024, "bucket width in GiB (thesis: 1 for MLP, 8 for CNN)");
+  add_int_flag(sub, "--folds", o.folds, 0, limits::kMaxFolds,
+               "k of k-fold cross-validation on the training split (0: skip, else ≥ 2)");
+  add_int_flag(sub, "--epochs", o.epochs, 1, limits::kMaxEpochs, "Adam epochs per ensemble member");
+  add_real_flag(sub, "--lr", o.learning_rate, 1e-12, 10, "Adam learning rate");
+  add_uint_flag(sub, "--seed", o.seed, "seed of weights, batch order and folds");
   sub->add_flag("--drop-oom", o.drop_oom, "leave OOM_CRASH rows out (default: they form a bucket above capacity)");
   sub->add_flag("--json", o.json, "print the scores as one JSON object");
 }

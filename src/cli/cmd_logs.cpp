@@ -7,12 +7,13 @@
 #include <fmt/format.h>
 
 #include "cli/command_registry.h"
+#include "core/parse_number.h"
 #include "daemon/client/api_client.h"
 
 namespace {
 
 struct LogsOptions {
-  std::uint64_t id = 0;
+  std::string id;  // parsed in the callback: "-1" is no id
   bool follow = false, stderr_stream = false, json = false;
 };
 
@@ -25,10 +26,11 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   c->add_flag("--json", o->json, "print JSON objects {data, offset, size, state, finished} (one per chunk)");
   c->callback([o] {
     const colo::daemon::ApiClient client(colo::cli::globals().socket);
+    const std::int64_t id = colo::parse_integer(o->id, "job id", 1, INT64_MAX);
     std::int64_t offset = 0;
     const char* stream = o->stderr_stream ? "stderr" : "stdout";
     for (;;) {
-      const nlohmann::json r = client.call("GET", fmt::format("/v1/jobs/{}/logs?stream={}&offset={}", o->id, stream, offset));
+      const nlohmann::json r = client.call("GET", fmt::format("/v1/jobs/{}/logs?stream={}&offset={}", id, stream, offset));
       const std::string data = r.at("data").get<std::string>();
       offset = r.at("offset").get<std::int64_t>();
       if (o->json) std::cout << r.dump() << "\n";

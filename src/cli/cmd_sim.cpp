@@ -10,7 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.h"
+#include "cli/number_option.h"
 #include "core/error.h"
+#include "core/limits.h"
 #include "sim/scenario.h"
 #include "sim/trace.h"
 #include "sim/workload_catalog.h"
@@ -64,8 +66,12 @@ sim::ScenarioBase make_base(const SimArgs& a) {
   if (a.gpu_memory_mib < 1) throw UserError(fmt::format("--gpu-memory-mib must be positive, got {}", a.gpu_memory_mib));
   if (!(a.smact_cap_pct >= 1 && a.smact_cap_pct <= 100))
     throw UserError(fmt::format("--smact-cap is a percentage in [1, 100] (e.g. 80), got {}", a.smact_cap_pct));
-  if (a.margin_mib < 0) throw UserError(fmt::format("--margin-mib must be ≥ 0, got {}", a.margin_mib));
-  if (a.min_free_mib < 0) throw UserError(fmt::format("--min-free-mib must be ≥ 0, got {}", a.min_free_mib));
+  // Ranges are checked as the flags are read (cli/number_option.h); these depend on two flags.
+  if (a.margin_mib > a.gpu_memory_mib)
+    throw UserError(fmt::format("--margin-mib {} is larger than a GPU (--gpu-memory-mib {})", a.margin_mib, a.gpu_memory_mib));
+  if (a.min_free_mib > a.gpu_memory_mib)
+    throw UserError(
+        fmt::format("--min-free-mib {} is larger than a GPU (--gpu-memory-mib {})", a.min_free_mib, a.gpu_memory_mib));
   if (a.recovery_step_mib < 1)
     throw UserError(fmt::format("--recovery-step-mib must be positive, got {}", a.recovery_step_mib));
   if (!(a.duration_jitter >= 0 && a.duration_jitter < 1))
@@ -189,27 +195,27 @@ RegisterCommand reg([](CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("sim", "Replay a submission trace on a simulated server (the real scheduler core)");
   cmd->add_option("--workloads", args->workloads, "workload catalog CSV")->capture_default_str();
   cmd->add_option("--trace", args->trace, "submission trace CSV (submit_offset_s, workload)")->capture_default_str();
-  cmd->add_option("--gpus", args->gpus, "GPUs in the server")->capture_default_str();
-  cmd->add_option("--gpu-memory-mib", args->gpu_memory_mib, "memory per GPU (MiB)")->capture_default_str();
+  add_int_flag(cmd, "--gpus", args->gpus, 1, limits::kMaxServerGpus, "GPUs in the server");
+  add_mib_flag(cmd, "--gpu-memory-mib", args->gpu_memory_mib, 1, limits::kMaxGpuMiB, "memory per GPU (MiB)");
   cmd->add_option("--policy", args->policy, "exclusive|round-robin|first-fit|best-fit|magm|lug")->capture_default_str();
   cmd->add_option("--estimator", args->estimator, "none|oracle|horus|faketensor|gpumemnet-csv (catalog columns), allocsim|gpumemnet (live, from the summaries)")
       ->capture_default_str();
   cmd->add_option("--sharing", args->sharing, "streams|mps")->capture_default_str();
   cmd->add_flag("--no-conditions", args->no_conditions, "no memory/SMACT conditions (thesis' \"no condition\" runs)");
-  cmd->add_option("--smact-cap", args->smact_cap_pct, "SMACT cap in percent (1..100)")->capture_default_str();
-  cmd->add_option("--margin-mib", args->margin_mib, "margin on top of a known need (MiB)")->capture_default_str();
-  cmd->add_option("--min-free-mib", args->min_free_mib, "free memory required when the need is unknown (MiB)")
-      ->capture_default_str();
+  add_real_flag(cmd, "--smact-cap", args->smact_cap_pct, 1, 100, "SMACT cap in percent");
+  add_mib_flag(cmd, "--margin-mib", args->margin_mib, 0, limits::kMaxGpuMiB,
+               "margin on top of a known need (MiB; at most --gpu-memory-mib)");
+  add_mib_flag(cmd, "--min-free-mib", args->min_free_mib, 0, limits::kMaxGpuMiB,
+               "free memory required when the need is unknown (MiB; at most --gpu-memory-mib)");
   cmd->add_option("--recovery", args->recovery, "strict|loose")->capture_default_str();
-  cmd->add_option("--recovery-step-mib", args->recovery_step_mib, "loose recovery's step (MiB)")->capture_default_str();
-  cmd->add_option("--seed", args->seed, "seed for every random choice (only --duration-jitter uses one)")
-      ->capture_default_str();
-  cmd->add_option("--duration-jitter", args->duration_jitter, "scale solo durations by U[1-j, 1+j] (default 0)")
-      ->capture_default_str();
-  cmd->add_option("--ramp-s", args->ramp_s, "seconds from launch until a job's memory is allocated")
-      ->capture_default_str();
-  cmd->add_option("--oom-detect-s", args->oom_detect_s, "seconds from an OOM crash until it is noticed")
-      ->capture_default_str();
+  add_mib_flag(cmd, "--recovery-step-mib", args->recovery_step_mib, 1, limits::kMaxGpuMiB, "loose recovery's step (MiB)");
+  add_uint_flag(cmd, "--seed", args->seed, "seed for every random choice (only --duration-jitter uses one)");
+  add_real_flag(cmd, "--duration-jitter", args->duration_jitter, 0, 1,
+                "scale solo durations by U[1-j, 1+j], j < 1 (default 0)");
+  add_seconds_flag(cmd, "--ramp-s", args->ramp_s, 0, limits::kMaxSeconds,
+                   "seconds from launch until a job's memory is allocated");
+  add_seconds_flag(cmd, "--oom-detect-s", args->oom_detect_s, 0, limits::kMaxSeconds,
+                   "seconds from an OOM crash until it is noticed");
   cmd->add_flag("--json", args->json, "print one JSON object (an array with --compare)");
   cmd->add_flag("--compare", args->compare, "run the thesis' comparison matrix");
   cmd->callback([args, cmd] { run(*args, *cmd); });

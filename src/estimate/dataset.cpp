@@ -9,6 +9,9 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/limits.h"
+#include "core/parse_number.h"
+#include "estimate/input_file.h"
 #include "estimate/parsers.h"
 
 namespace colo::estimate {
@@ -95,29 +98,32 @@ std::optional<std::string> next_record(std::istream& in, std::vector<std::string
 }
 
 
-std::int64_t to_int(const std::string& s, const std::string& loc, const std::string& col) {
-  try {
-    std::size_t used = 0;
-    const double v = std::stod(s, &used);
-    if (used != s.size() || !(std::abs(v) < 1e15)) throw std::invalid_argument(s);
-    return static_cast<std::int64_t>(v);
-  } catch (const std::exception&) {
-    throw UserError(loc + ": column '" + col + "' is not a number: '" + s + "'");
-  }
+// A whole-number cell in [lo, hi] ("64" or "64.0"); errors read "FILE:LINE: column 'NAME': …".
+std::int64_t to_int(const std::string& s, const std::string& loc, const std::string& col, std::int64_t lo,
+                    std::int64_t hi) {
+  return parse_whole(s, loc + ": column '" + col + "'", lo, hi);
+}
+
+// Column name → index; a repeated name would make one of the two columns silently win.
+std::map<std::string, std::size_t> columns(const std::vector<std::string>& header, const std::string& path) {
+  std::map<std::string, std::size_t> col;
+  for (std::size_t i = 0; i < header.size(); ++i)
+    if (auto [it, fresh] = col.emplace(header[i], i); !fresh)
+      throw UserError(path + ":1: column '" + header[i] + "' appears twice in the header (columns " +
+                      std::to_string(it->second + 1) + " and " + std::to_string(i + 1) + ")");
+  return col;
 }
 
 }  // namespace
 
 std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt, Split split) {
-  std::ifstream in(path);
-  if (!in) throw UserError(path + ": cannot open data set");
+  std::istringstream in(read_input_file(path, limits::kMaxDataBytes, "data set"));
   if (fmt == DatasetFormat::CarmaWorkloads && split == Split::Train)
     throw UserError(path + ": the carma workloads are held out: there is no train split");
   std::vector<std::string> header, rec;
   std::size_t line = 0;
   if (!read_record(in, header, line)) throw UserError(path + ":1: empty data set");
-  std::map<std::string, std::size_t> col;
-  for (std::size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+  const std::map<std::string, std::size_t> col = columns(header, path);
   auto need = [&](const std::string& name) {
     auto it = col.find(name);
     if (it == col.end()) throw UserError(path + ":1: missing column '" + name + "'");
@@ -137,11 +143,11 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
       DatasetRow r;
       r.id = rec[c_name];
       r.location = loc;
-      r.batch = to_int(rec[c_batch], loc, "batch_size");
-      r.gpus = static_cast<int>(to_int(rec[c_gpus], loc, "gpus"));
-      if (!rec[c_meas].empty()) r.measured = to_int(rec[c_meas], loc, "measured_mib");
+      r.batch = to_int(rec[c_batch], loc, "batch_size", 1, limits::kMaxBatch);
+      r.gpus = static_cast<int>(to_int(rec[c_gpus], loc, "gpus", 1, 1024));
+      if (!rec[c_meas].empty()) r.measured = to_int(rec[c_meas], loc, "measured_mib", 1, limits::kMaxGpuMiB);
       if (!rec[c_opt].empty()) r.optimizer = parse_optimizer(rec[c_opt]);
-      const std::int64_t seq = rec[c_seq].empty() ? 0 : to_int(rec[c_seq], loc, "seq_len");
+      const std::int64_t seq = rec[c_seq].empty() ? 0 : to_int(rec[c_seq], loc, "seq_len", 1, limits::kMaxSeqLen);
       const std::string file = rec[c_sum];
       const auto found = find_summary_file(dir, file);
       if (!found) throw UserError(loc + ": summary '" + file + "' not found in " + dir.string());
@@ -152,6 +158,7 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
       r.graph = it->second;
       if (split == Split::Test || split == Split::All) rows.push_back(std::move(r));
     }
+    if (rows.empty()) throw UserError(path + ": no data rows (only a header)");
     return rows;
   }
   const bool cnn = fmt == DatasetFormat::GpuMemNetCNN;
@@ -167,8 +174,8 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
     const bool train = in_train_split(r.id);
     if ((split == Split::Train && !train) || (split == Split::Test && train)) continue;
     r.location = loc;
-    r.batch = to_int(rec[c_batch], loc, "Batch Size");
-    const std::int64_t mem = to_int(rec[c_mem], loc, "Max GPU Memory (MiB)");
+    r.batch = to_int(rec[c_batch], loc, "Batch Size", 1, limits::kMaxBatch);
+    const std::int64_t mem = to_int(rec[c_mem], loc, "Max GPU Memory (MiB)", 0, limits::kMaxGpuMiB);
     if (mem > 0) r.measured = mem;  // 0 = not recorded
     r.oom = st != col.end() && rec[st->second] == "OOM_CRASH";
     // A few generator runs built no layers at all (Depth 0, "[]"): no model to estimate; they
@@ -178,6 +185,8 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
           parse_gpumemnet_row(rec[c_file], rec[c_ap], cnn ? GpuMemNetKind::CNN : GpuMemNetKind::MLP, loc));
     rows.push_back(std::move(r));
   }
+  // A header-only file (or a split that selects nothing) would give n = 0 and "success".
+  if (rows.empty()) throw UserError(path + ": no data rows" + (split == Split::All ? std::string(" (only a header)") : " in this split"));
   return rows;
 }
 

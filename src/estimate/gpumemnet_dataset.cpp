@@ -1,12 +1,14 @@
 #include "estimate/gpumemnet_dataset.h"
 
-#include <charconv>
-#include <fstream>
+#include <sstream>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/limits.h"
+#include "core/parse_number.h"
+#include "estimate/input_file.h"
 #include "estimate/dataset.h"
 
 namespace colo::estimate {
@@ -50,22 +52,14 @@ bool split_csv(const std::string& text, std::vector<std::string>& fields) {
   return !quoted;
 }
 
-double number(const std::string& s, const std::string& where, std::string_view column) {
-  double v = 0;
-  const char* end = s.data() + s.size();
-  auto [p, ec] = std::from_chars(s.data(), end, v);
-  if (ec != std::errc() || p != end) {
-    throw UserError(fmt::format("{}: column '{}' is not a number: '{}'", where, column, s));
-  }
-  return v;
+// Cells go through core/parse_number.h: errors read "FILE:LINE: column 'NAME': …", and a value
+// like 9e300 is out of range instead of reaching an undefined double → int64 conversion.
+double number(const std::string& s, const std::string& where, std::string_view column, double hi) {
+  return parse_real(s, fmt::format("{}: column '{}'", where, column), 0, hi);
 }
 
-std::int64_t integer(const std::string& s, const std::string& where, std::string_view column) {
-  const double v = number(s, where, column);
-  if (v < 0 || v != static_cast<double>(static_cast<std::int64_t>(v))) {
-    throw UserError(fmt::format("{}: column '{}' must be a non-negative integer, got '{}'", where, column, s));
-  }
-  return static_cast<std::int64_t>(v);
+std::int64_t integer(const std::string& s, const std::string& where, std::string_view column, std::int64_t hi) {
+  return parse_whole(s, fmt::format("{}: column '{}'", where, column), 0, hi);
 }
 
 // Counts layer types in "[('linear', 936, 1754064), ('Softplus', 936, 0), ...]".
@@ -88,8 +82,7 @@ void count_layers(const std::string& list, const std::string& where, GpuMemNetIn
 }  // namespace
 
 GpuMemNetDataset load_gpumemnet_dataset(const std::string& path, GpuMemNetFamily family) {
-  std::ifstream in(path);
-  if (!in) throw UserError(fmt::format("{}: cannot open GPUMemNet dataset", path));
+  std::istringstream in(read_input_file(path, limits::kMaxDataBytes, "GPUMemNet dataset"));
   std::string line, record;
   std::vector<std::string> fields;
   int line_no = 0;
@@ -97,7 +90,10 @@ GpuMemNetDataset load_gpumemnet_dataset(const std::string& path, GpuMemNetFamily
   ++line_no;
   split_csv(line, fields);
   std::map<std::string, std::size_t> col;
-  for (std::size_t i = 0; i < fields.size(); ++i) col[fields[i]] = i;
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    if (auto [it, fresh] = col.emplace(fields[i], i); !fresh)
+      throw UserError(fmt::format("{}:1: column '{}' appears twice in the header (columns {} and {})", path, fields[i],
+                                  it->second + 1, i + 1));
   std::vector<std::string> needed = {"Filename",         "Activations-Params", "Activation Function",
                                      "Total Activations", "Total Parameters",   "Batch Size",
                                      "Max GPU Memory (MiB)"};
@@ -135,16 +131,18 @@ GpuMemNetDataset load_gpumemnet_dataset(const std::string& path, GpuMemNetFamily
       throw UserError(fmt::format("{}: conv2d layers in an MLP row; is this the CNN set (--format gpumemnet-cnn)?", where));
     }
     row.inputs.depth = row.inputs.linear + row.inputs.conv;
-    row.inputs.params = integer(field("Total Parameters"), where, "Total Parameters");
-    row.inputs.activations = integer(field("Total Activations"), where, "Total Activations");
-    row.inputs.batch = integer(field("Batch Size"), where, "Batch Size");
+    // Up to 2^50 parameters / activations (as in summaries), so the features stay exact doubles.
+    row.inputs.params = integer(field("Total Parameters"), where, "Total Parameters", std::int64_t{1} << 50);
+    row.inputs.activations = integer(field("Total Activations"), where, "Total Activations", std::int64_t{1} << 50);
+    row.inputs.batch = integer(field("Batch Size"), where, "Batch Size", limits::kMaxBatch);
     if (row.inputs.batch <= 0) throw UserError(fmt::format("{}: Batch Size must be positive", where));
     try {
       row.inputs.activation = canonical_activation(field("Activation Function"));
     } catch (const UserError& e) {
       throw UserError(fmt::format("{}: {}", where, e.what()));
     }
-    row.measured_mib = number(field("Max GPU Memory (MiB)"), where, "Max GPU Memory (MiB)");
+    row.measured_mib = number(field("Max GPU Memory (MiB)"), where, "Max GPU Memory (MiB)",
+                              static_cast<double>(limits::kMaxGpuMiB));
     if (family == GpuMemNetFamily::CNN) {
       const auto& status = field("Status");
       if (status == "OOM_CRASH") row.oom = true;

@@ -1,5 +1,9 @@
 #include "estimate/model_graph.h"
 
+#include <fmt/format.h>
+
+#include "core/error.h"
+
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -117,7 +121,54 @@ std::int64_t Layer::out_elems() const {
   return n;
 }
 
+namespace {
+
+// Bounds on what a parser may hand to finalize(). Far beyond any model one GPU trains, they make
+// every product below and in the estimators (× batch ≤ limits::kMaxBatch = 2^20) fit in int64:
+// a tensor ≤ 2^32 elements per sample, ≤ 2^40 bytes per sample kept in all, ≤ 2^40 parameters.
+constexpr std::int64_t kMaxTensorElems = std::int64_t{1} << 32;
+constexpr std::int64_t kMaxSampleBytes = std::int64_t{1} << 40;
+constexpr std::int64_t kMaxParams = std::int64_t{1} << 40;
+constexpr std::int64_t kMaxFeatures = std::int64_t{1} << 20;
+
+[[noreturn]] void too_big(const ModelGraph& g, const std::string& what) {
+  throw UserError(fmt::format("model '{}' ({}): {}; not a model one GPU can train", g.name, g.source_format, what));
+}
+
+std::int64_t checked_elems(const ModelGraph& g, const std::vector<std::int64_t>& shape, const std::string& whose) {
+  std::int64_t n = 1;
+  for (auto d : shape) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxTensorElems)
+      too_big(g, fmt::format("{} has more than 2^32 elements per sample or a negative dimension", whose));
+  }
+  return n;
+}
+
+void check_magnitudes(const ModelGraph& g) {
+  if (g.dtype_bytes < 1 || g.dtype_bytes > 8) too_big(g, fmt::format("dtype of {} bytes", g.dtype_bytes));
+  checked_elems(g, g.input_shape, "the input");
+  std::int64_t params = 0;
+  for (std::size_t i = 0; i < g.layers.size(); ++i) {
+    const Layer& l = g.layers[i];
+    const std::string who = fmt::format("layer {} ({})", i + 1, l.type_name);
+    checked_elems(g, l.out_shape, who);
+    if (l.params < 0 || __builtin_add_overflow(params, l.params, &params) || params > kMaxParams)
+      too_big(g, "more than 2^40 parameters");
+    for (std::int64_t f : {l.kernel, l.in_features, l.out_features, l.attn_heads})
+      if (f < 0 || f > kMaxFeatures) too_big(g, fmt::format("{} has a size parameter of {}", who, f));
+    if (l.kind == LayerKind::Attention) {
+      const std::int64_t seq = l.out_shape.size() >= 2 ? l.out_shape.front() : 1;
+      std::int64_t hss = std::max<std::int64_t>(l.attn_heads, 1);
+      if (__builtin_mul_overflow(hss, seq, &hss) || __builtin_mul_overflow(hss, seq, &hss) || hss > kMaxTensorElems)
+        too_big(g, fmt::format("{} has more than 2^32 attention scores per sample", who));
+    }
+  }
+}
+
+}  // namespace
+
 void ModelGraph::finalize() {
+  check_magnitudes(*this);
   auto elems = [](const std::vector<std::int64_t>& s) {
     std::int64_t n = 1;
     for (auto d : s) n *= d;
@@ -126,6 +177,7 @@ void ModelGraph::finalize() {
   std::int64_t in_elems = elems(input_shape);
   std::vector<std::int64_t> prev_shape = input_shape;
   const std::int64_t b = dtype_bytes;
+  std::int64_t kept_bytes = 0;
   auto positions = [&](const std::vector<std::int64_t>& s) {
     return s.size() >= 2 && s.front() > 0 ? elems(s) / s.front() : 0;
   };
@@ -171,6 +223,8 @@ void ModelGraph::finalize() {
         in_elems = l.in_features;  // the (flattened) features the layer really reads
       }
     }
+    if (in_elems > kMaxTensorElems)  // in-features × positions: ≤ 2^20 × 2^32, no overflow
+      too_big(*this, fmt::format("layer {} ({}) reads more than 2^32 elements per sample", i + 1, l.type_name));
     l.input_elems = in_elems;
     const std::int64_t out_pos = positions(l.out_shape);
     l.strided = l.kind == LayerKind::Conv && out_pos > 0 && 2 * out_pos <= positions(in_shape);
@@ -256,6 +310,12 @@ void ModelGraph::finalize() {
       prev_shape = l.out_shape;
       outputs.emplace_back(static_cast<int>(i), l.out_shape);
     }
+    // Each term is ≤ 2^39 (7 × 2^32 elements × 8 bytes); their sum is what every estimator scales by
+    // the batch, so it is bounded too.
+    std::int64_t layer_bytes = out * b;
+    for (const SavedTensor& t : l.saved) layer_bytes += t.per_sample_bytes + t.fixed_bytes;
+    if (__builtin_add_overflow(kept_bytes, layer_bytes, &kept_bytes) || kept_bytes > kMaxSampleBytes)
+      too_big(*this, "more than 2^40 bytes per sample in activations and tensors kept for backward");
   }
 }
 

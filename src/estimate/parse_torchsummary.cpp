@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "estimate/parsers.h"
+#include "core/parse_number.h"
 #include "estimate/summary_text.h"
 
 namespace colo::estimate {
@@ -139,11 +140,7 @@ ModelGraph parse_torchsummary(std::string_view text, const std::string& source) 
     if (t.rfind("Total params:", 0) == 0) {
       g.declared_total_params = parse_param_count(trim(t.substr(13)), source, line);
     } else if (t.rfind("Input size (MB):", 0) == 0) {
-      try {
-        input_mb = std::stod(trim(t.substr(16)));
-      } catch (const std::exception&) {
-        fail(source, line, "bad input size '" + t + "'");
-      }
+      input_mb = parse_real(trim(t.substr(16)), source + ":" + std::to_string(line) + ": input size (MB)", 0, 1e9);
     }
   }
   if (state == Before) fail(source, line == 0 ? 1 : line, "not a torchsummary table (no 'Layer (type)' header)");
@@ -152,7 +149,8 @@ ModelGraph parse_torchsummary(std::string_view text, const std::string& source) 
   // Input elements per sample from "Input size (MB)" (fp32, batch as in the shapes; -1 means 1).
   if (input_mb > 0) {
     const double batch = summary_batch > 0 ? static_cast<double>(summary_batch) : 1.0;
-    g.input_shape = {static_cast<std::int64_t>(std::llround(input_mb * 1048576.0 / 4.0 / batch))};
+    g.input_shape = {round_checked(input_mb * 1048576.0 / 4.0 / batch, source + ": input elements per sample", 0,
+                                   std::int64_t{1} << 50)};
   } else {
     g.input_shape = {1};
   }

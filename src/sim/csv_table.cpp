@@ -1,13 +1,12 @@
 #include "sim/csv_table.h"
 
-#include <charconv>
-#include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/limits.h"
+#include "core/parse_number.h"
+#include "estimate/input_file.h"
 
 namespace colo::sim {
 
@@ -35,11 +34,7 @@ std::vector<std::string> split(std::string_view line) {
 }  // namespace
 
 CsvTable CsvTable::read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(fmt::format("{}: cannot open file", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse(ss.str(), path);
+  return parse(estimate::read_input_file(path, limits::kMaxDataBytes, "CSV file"), path);
 }
 
 CsvTable CsvTable::parse(std::string_view text, const std::string& path) {
@@ -58,6 +53,12 @@ CsvTable CsvTable::parse(std::string_view text, const std::string& path) {
       throw UserError(fmt::format("{}:{}: quoted fields are not supported", path, line_no));
     std::vector<std::string> cells = split(line);
     if (!have_header) {
+      // A repeated name would make find() silently pick one of the two columns.
+      for (size_t i = 0; i < cells.size(); ++i)
+        for (size_t j = 0; j < i; ++j)
+          if (cells[i] == cells[j])
+            throw UserError(fmt::format("{}:{}: column '{}' appears twice in the header (columns {} and {})", path,
+                                        line_no, cells[i], j + 1, i + 1));
       t.header_ = std::move(cells);
       have_header = true;
       continue;
@@ -84,27 +85,22 @@ std::size_t CsvTable::require(std::string_view column) const {
 
 std::string CsvTable::where(const Row& r) const { return fmt::format("{}:{}", path_, r.line); }
 
-std::optional<double> CsvTable::optional_number(const Row& r, std::size_t col) const {
+std::string CsvTable::where(const Row& r, std::size_t col) const { return cell_location(path_, r.line, header_[col]); }
+
+std::optional<double> CsvTable::optional_number(const Row& r, std::size_t col, double lo, double hi) const {
   const std::string& s = r.cells[col];
   if (s.empty()) return std::nullopt;
-  double v = 0;
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v))
-    throw UserError(fmt::format("{}: column '{}': '{}' is not a number", where(r), header_[col], s));
-  return v;
+  return parse_real(s, where(r, col), lo, hi);
 }
 
-double CsvTable::number(const Row& r, std::size_t col) const {
-  if (auto v = optional_number(r, col)) return *v;
+double CsvTable::number(const Row& r, std::size_t col, double lo, double hi) const {
+  if (auto v = optional_number(r, col, lo, hi)) return *v;
   throw UserError(fmt::format("{}: column '{}' is empty", where(r), header_[col]));
 }
 
-long long CsvTable::integer(const Row& r, std::size_t col) const {
-  const double v = number(r, col);
-  if (v != std::floor(v) || std::fabs(v) > 9e15)
-    throw UserError(fmt::format("{}: column '{}': '{}' is not a whole number", where(r), header_[col],
-                                r.cells[col]));
-  return static_cast<long long>(v);
+long long CsvTable::integer(const Row& r, std::size_t col, long long lo, long long hi) const {
+  if (r.cells[col].empty()) throw UserError(fmt::format("{}: column '{}' is empty", where(r), header_[col]));
+  return parse_whole(r.cells[col], where(r, col), lo, hi);
 }
 
 }  // namespace colo::sim

@@ -15,7 +15,7 @@ Trace from_table(const CsvTable& t, const WorkloadCatalog& catalog) {
   tr.path = t.path();
   Seconds previous = 0;
   for (const auto& r : t.rows()) {
-    const double off = t.number(r, c_off);
+    const double off = t.number(r, c_off, -CsvTable::kAny, 1e10);  // ~300 years: keeps time arithmetic exact enough
     if (off < 0) throw UserError(fmt::format("{}: negative submit_offset_s {}", t.where(r), r.cells[c_off]));
     if (!tr.entries.empty() && off < previous)
       throw UserError(fmt::format("{}: submit_offset_s {} is earlier than the previous row's {} (the trace "

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/limits.h"
+#include "core/parse_number.h"
 #include "sim/csv_table.h"
 #include "sim/sm_activity.h"
 #include "sim/workload_assumptions.h"
@@ -14,10 +16,11 @@ namespace colo::sim {
 namespace {
 
 std::optional<MiB> optional_mib(const CsvTable& t, const CsvTable::Row& r, std::size_t col, std::string_view what) {
-  auto v = t.optional_number(r, col);
+  // Range-checked before rounding: llround of a value like 9e300 is undefined.
+  auto v = t.optional_number(r, col, -CsvTable::kAny, static_cast<double>(limits::kMaxGpuMiB));
   if (!v) return std::nullopt;
   if (*v <= 0) throw UserError(fmt::format("{}: {} must be positive, got {}", t.where(r), what, r.cells[col]));
-  return static_cast<MiB>(std::llround(*v));
+  return round_checked(*v, t.where(r, col), 1, limits::kMaxGpuMiB);
 }
 
 WorkloadCatalog from_table(const CsvTable& t) {
@@ -41,15 +44,17 @@ WorkloadCatalog from_table(const CsvTable& t) {
     w.dataset = t.text(r, c_dataset);
     w.source = t.text(r, c_source);
     const long long batch = t.integer(r, c_batch);
-    if (batch < 1) throw UserError(fmt::format("{}: batch_size must be ≥ 1, got {}", t.where(r), batch));
+    if (batch < 1 || batch > limits::kMaxBatch)
+      throw UserError(fmt::format("{}: batch_size must be 1..{}, got {}", t.where(r), limits::kMaxBatch, batch));
     w.batch_size = static_cast<int>(batch);
     const long long gpus = t.integer(r, c_gpus);
     if (gpus < 1 || gpus > 1024) throw UserError(fmt::format("{}: gpus must be 1..1024, got {}", t.where(r), gpus));
     w.gpus = static_cast<int>(gpus);
-    w.epochs = t.number(r, c_epochs);
+    // Bounded so that epochs × epoch_minutes × 60 (the solo duration) stays finite.
+    w.epochs = t.number(r, c_epochs, -CsvTable::kAny, 1e6);
     if (w.epochs <= 0) throw UserError(fmt::format("{}: epochs must be positive, got {}", t.where(r), w.epochs));
 
-    auto epoch_minutes = t.optional_number(r, c_emin);
+    auto epoch_minutes = t.optional_number(r, c_emin, -CsvTable::kAny, limits::kMaxSeconds / 60);
     auto true_mib = optional_mib(t, r, c_mem, "measured_mib");
     if (!epoch_minutes || !true_mib) {
       // Only rows that say so may lack published values, and only where colo documents the
@@ -84,12 +89,7 @@ WorkloadCatalog from_table(const CsvTable& t) {
     if (c_summary) w.summary = t.text(r, *c_summary);
     if (c_opt) w.optimizer = t.text(r, *c_opt);
     if (c_seq) {
-      if (auto s = t.optional_number(r, *c_seq)) {
-        if (*s < 1 || *s != std::floor(*s))
-          throw UserError(fmt::format("{}: seq_len must be a positive whole number, got {}", t.where(r),
-                                      r.cells[*c_seq]));
-        w.seq_len = static_cast<int>(*s);
-      }
+      if (!t.text(r, *c_seq).empty()) w.seq_len = static_cast<int>(t.integer(r, *c_seq, 1, limits::kMaxSeqLen));
     }
     std::optional<double> smact;
     if (c_smact) smact = t.optional_number(r, *c_smact);

@@ -253,7 +253,7 @@ TEST(Dataset, MalformedCsvNamesFileAndLine) {
     load_dataset(p.string(), DatasetFormat::GpuMemNetMLP, Split::All);
     FAIL();
   } catch (const UserError& e) {
-    EXPECT_THAT(e.what(), ::testing::StartsWith(p.string() + ":3: column 'Batch Size' is not a number"));
+    EXPECT_THAT(e.what(), ::testing::StartsWith(p.string() + ":3: column 'Batch Size': 'two' is not a number"));
   }
   fs::remove(p);
 }

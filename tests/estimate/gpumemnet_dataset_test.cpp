@@ -66,7 +66,7 @@ TEST(GpuMemNetDataset, MalformedRowsNameFileAndLine) {
   const std::string good = "a.out,1,\"[('conv2d', 4, 30)]\",ReLU,4,30,8,100,1,1,1,1,1,1,0,0,0,0,SUCCESSFUL\n";
   const std::string p1 = write("bad1.csv", std::string(kCnnHeader) + good +
                                                "b.out,1,\"[('conv2d', 4, 30)]\",ReLU,4,30,eight,100,1,1,1,1,1,1,0,0,0,0,SUCCESSFUL\n");
-  EXPECT_EQ(message(p1, GpuMemNetFamily::CNN), p1 + ":3: column 'Batch Size' is not a number: 'eight'");
+  EXPECT_EQ(message(p1, GpuMemNetFamily::CNN), p1 + ":3: column 'Batch Size': 'eight' is not a number");
   const std::string p2 = write("bad2.csv", std::string(kCnnHeader) + good +
                                                "b.out,1,\"[('conv2d', 4, 30)]\",ReLU,4,30,8,100,1,1,1,1,1,1,0,0,0,0,MAYBE\n");
   EXPECT_EQ(message(p2, GpuMemNetFamily::CNN), p2 + ":3: Status 'MAYBE' is neither SUCCESSFUL nor OOM_CRASH");

@@ -1,4 +1,5 @@
 #include "daemon/client/job_file.h"
+#include "daemon/client/toml_nesting.h"
 
 #include <filesystem>
 
@@ -6,6 +7,8 @@
 #include <toml++/toml.h>
 
 #include "core/error.h"
+#include "core/limits.h"
+#include "estimate/input_file.h"
 
 namespace colo::daemon {
 
@@ -20,15 +23,18 @@ std::string need_string(const std::string& path, const toml::node& n, const char
   return n.as_string()->get();
 }
 
-std::int64_t need_int(const std::string& path, const toml::node& n, const char* key, std::int64_t lo) {
-  if (!n.is_integer() || n.as_integer()->get() < lo)
-    bad(path, n, fmt::format("'{}' must be an integer ≥ {}", key, lo));
+// TOML integers are already int64 (toml++ rejects overflow); the range is colo's.
+std::int64_t need_int(const std::string& path, const toml::node& n, const char* key, std::int64_t lo, std::int64_t hi) {
+  if (!n.is_integer() || n.as_integer()->get() < lo || n.as_integer()->get() > hi)
+    bad(path, n, fmt::format("'{}' must be an integer in {}..{}", key, lo, hi));
   return n.as_integer()->get();
 }
 
 }  // namespace
 
 JobFile parse_job_file(const std::string& path) {
+  estimate::check_input_size(path, limits::kMaxJobFileBytes, "job file");
+  check_toml_nesting(estimate::read_input_file(path, limits::kMaxJobFileBytes, "job file"), path);
   toml::table t;
   try {
     t = toml::parse_file(path);
@@ -57,8 +63,7 @@ JobFile parse_job_file(const std::string& path) {
       }
       have_command = true;
     } else if (k == "gpus") {
-      r.gpus = static_cast<int>(need_int(path, node, "gpus", 1));
-      if (r.gpus > 64) bad(path, node, "'gpus' must be at most 64");
+      r.gpus = static_cast<int>(need_int(path, node, "gpus", 1, limits::kMaxJobGpus));
     } else if (k == "mem") {
       try {
         r.mem_mib = parse_memory(need_string(path, node, "mem"));
@@ -90,9 +95,9 @@ JobFile parse_job_file(const std::string& path) {
         else if (kk == "summary") {
           s.summary = need_string(path, ev, "summary");
           if (s.summary.empty() || s.summary[0] != '/') s.summary = (dir / s.summary).lexically_normal().string();
-        } else if (kk == "batch") s.batch = need_int(path, ev, "batch", 1);
+        } else if (kk == "batch") s.batch = need_int(path, ev, "batch", 1, limits::kMaxBatch);
         else if (kk == "optimizer") s.optimizer = need_string(path, ev, "optimizer");
-        else if (kk == "seq_len") s.seq_len = need_int(path, ev, "seq_len", 1);
+        else if (kk == "seq_len") s.seq_len = need_int(path, ev, "seq_len", 1, limits::kMaxSeqLen);
         else bad(path, ev, fmt::format("unknown key 'estimate.{}'", kk));
       }
       if (s.summary.empty()) bad(path, node, "'estimate' needs 'summary'");

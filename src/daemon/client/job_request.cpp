@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
-#include <cmath>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/parse_number.h"
 
 namespace colo::daemon {
 
@@ -29,6 +28,18 @@ std::string get_string(const json& j, const char* field, size_t max_len = 4096) 
 }
 
 }  // namespace
+
+bool json_nested_deeper_than(const json& root, std::size_t max_depth) {
+  std::vector<std::pair<const json*, std::size_t>> todo{{&root, 1}};
+  while (!todo.empty()) {
+    const auto [v, depth] = todo.back();
+    todo.pop_back();
+    if (depth > max_depth) return true;
+    if (v->is_structured())
+      for (const json& child : *v) todo.emplace_back(&child, depth + 1);
+  }
+  return false;
+}
 
 bool is_reserved_env(std::string_view name) {
   return name == "CUDA_VISIBLE_DEVICES" || name.rfind("CUDA_MPS_", 0) == 0 || name.rfind("COLO_", 0) == 0;
@@ -60,6 +71,8 @@ json to_json(const SubmitRequest& r) {
 
 SubmitRequest submit_request_from_json(const json& j) {
   if (!j.is_object()) throw UserError("request body: expected a JSON object");
+  if (json_nested_deeper_than(j, kMaxJsonNesting))
+    throw UserError(fmt::format("request body: JSON nested deeper than {} levels", kMaxJsonNesting));
   static const std::vector<std::string> known = {"name", "argv", "gpus", "mem_mib", "mem_source",
                                                  "mem_explanation", "workdir", "env", "fingerprint_inputs"};
   for (const auto& [k, v] : j.items())
@@ -120,28 +133,8 @@ SubmitRequest submit_request_from_json(const json& j) {
 }
 
 MiB parse_memory(std::string_view text) {
-  std::string_view s = text;
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  size_t i = 0;
-  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
-  const std::string num(s.substr(0, i));
-  std::string unit(s.substr(i));
-  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
-  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  double v = 0;
-  auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
-  if (num.empty() || ec != std::errc() || ptr != num.data() + num.size() || !std::isfinite(v))
-    throw UserError(fmt::format("memory '{}': expected a number with a unit, e.g. 12GiB or 512MiB", text));
-  double mib = 0;
-  if (unit.empty() || unit == "mib" || unit == "m") mib = v;
-  else if (unit == "gib" || unit == "g") mib = v * 1024;
-  else if (unit == "tib") mib = v * 1024 * 1024;
-  else if (unit == "gb") mib = v * 1e9 / (1024.0 * 1024.0);
-  else if (unit == "mb") mib = v * 1e6 / (1024.0 * 1024.0);
-  else throw UserError(fmt::format("memory '{}': unknown unit '{}' (use MiB, GiB, MB or GB)", text, unit));
-  if (mib < 1 || mib > double(std::int64_t{1} << 30))
-    throw UserError(fmt::format("memory '{}': out of range", text));
-  return static_cast<MiB>(std::ceil(mib));
+  // The same sizes as --mem and the JSON field mem_mib accept (up to 2^30 MiB).
+  return parse_mib(text, "", 1, MiB{1} << 30);
 }
 
 std::string format_mib(MiB mib) {

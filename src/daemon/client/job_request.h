@@ -32,6 +32,12 @@ nlohmann::json to_json(const SubmitRequest& r);
 // Throws colo::UserError ("field 'gpus': expected an integer in 1..64").
 SubmitRequest submit_request_from_json(const nlohmann::json& j);
 
+// nlohmann::json parses without recursion but copies, compares and dumps recursively, so a value
+// nested 100 000 deep (a 1 MiB body holds that) would overflow the stack once copied.
+// submit_request_from_json refuses requests nested deeper than this; the check is iterative.
+constexpr std::size_t kMaxJsonNesting = 64;
+bool json_nested_deeper_than(const nlohmann::json& root, std::size_t max_depth);
+
 // Variables colo sets itself; a job may not override them.
 bool is_reserved_env(std::string_view name);
 // Throws colo::UserError unless name is [A-Za-z_][A-Za-z0-9_]* and not reserved.

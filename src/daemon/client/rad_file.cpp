@@ -2,7 +2,6 @@
 #include "estimate/summary_file.h"
 
 #include <cctype>
-#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +10,9 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/limits.h"
+#include "core/parse_number.h"
+#include "estimate/input_file.h"
 
 namespace colo::daemon {
 
@@ -26,6 +28,7 @@ std::string trim(std::string s) {
 }  // namespace
 
 RadJob parse_rad_file(const std::string& path) {
+  estimate::check_input_size(path, limits::kMaxJobFileBytes, ".rad file");
   std::ifstream in(path);
   if (!in) throw UserError(fmt::format("{}: cannot open .rad file", path));
   std::vector<std::pair<int, std::string>> fields;  // (line number, text)
@@ -46,22 +49,16 @@ RadJob parse_rad_file(const std::string& path) {
   if (fields.size() > 11)
     throw UserError(fmt::format("{}:{}: unexpected extra line (a .rad file has at most 11 fields)", path,
                                 fields[11].first));
-  auto integer = [&](size_t k, const char* what) {
-    const auto& [ln, text] = fields[k];
-    int v = 0;
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || p != text.data() + text.size() || v < 1)
-      throw UserError(fmt::format("{}:{}: {} '{}' is not a positive integer", path, ln, what, text));
-    return v;
+  auto where = [&](size_t k, const char* what) { return fmt::format("{}:{}: {}", path, fields[k].first, what); };
+  auto integer = [&](size_t k, const char* what, std::int64_t hi) {
+    return static_cast<int>(parse_integer(fields[k].second, where(k, what), 1, hi));
   };
   auto mib = [&](size_t k, const char* what) -> std::optional<MiB> {
     if (k >= fields.size()) return std::nullopt;
-    const auto& [ln, text] = fields[k];
-    double v = 0;
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || p != text.data() + text.size() || !std::isfinite(v) || v <= 0)
-      throw UserError(fmt::format("{}:{}: {} '{}' is not a positive number of MiB", path, ln, what, text));
-    return static_cast<MiB>(std::ceil(v));
+    const double v = parse_real(fields[k].second, where(k, what), 0, static_cast<double>(limits::kMaxGpuMiB));
+    if (v <= 0)
+      throw UserError(fmt::format("{}: '{}' is not a positive number of MiB", where(k, what), fields[k].second));
+    return static_cast<MiB>(std::ceil(v));  // in 1..kMaxGpuMiB: the range above makes the cast exact
   };
   RadJob r;
   r.path = path;
@@ -69,11 +66,11 @@ RadJob parse_rad_file(const std::string& path) {
   r.command = fields[1].second;
   r.summary_file = fields[2].second;
   r.dataset = fields[3].second;
-  r.batch = integer(4, "batch size");
+  r.batch = integer(4, "batch size", limits::kMaxBatch);
   r.mode = fields[5].second;
   if (r.mode != "exclusive" && r.mode != "shared")
     throw UserError(fmt::format("{}:{}: placement mode '{}' is not 'exclusive' or 'shared'", path, fields[5].first, r.mode));
-  r.gpus = integer(6, "GPU count");
+  r.gpus = integer(6, "GPU count", limits::kMaxJobGpus);
   r.measured_mib = mib(7, "measured memory");
   r.horus_mib = mib(8, "Horus estimate");
   r.faketensor_mib = mib(9, "FakeTensor estimate");

@@ -1,0 +1,119 @@
+#include "cli/submit_options.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "cli/number_option.h"
+#include "core/error.h"
+#include "core/limits.h"
+#include "daemon/client/job_file.h"
+#include "daemon/client/rad_file.h"
+#include "estimate/estimator.h"
+#include "estimate/input_file.h"
+
+namespace colo::cli {
+
+namespace {
+
+using namespace colo::daemon;
+
+std::string digest_file(const std::string& path) {
+  const std::string text = estimate::read_input_file(path, limits::kMaxSummaryBytes, "model summary");
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a: identifies the summary's content
+  for (unsigned char ch : text) {
+    h ^= ch;
+    h *= 1099511628211ULL;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+void apply_estimate(SubmitRequest& r, const EstimateSpec& e) {
+  const estimate::Estimate est =
+      estimate::estimate_from_summary(e.summary, e.batch, e.optimizer, e.estimator, e.seq_len);
+  r.mem_mib = est.mib;
+  r.mem_source = est.estimator;
+  r.mem_explanation = est.explanation;
+  r.fingerprint_inputs = {{"estimator", e.estimator}, {"summary", digest_file(e.summary)}, {"batch", e.batch},
+                          {"optimizer", e.optimizer}, {"seq_len", e.seq_len}};
+}
+
+}  // namespace
+
+void add_submit_options(CLI::App* c, SubmitOptions& o) {
+  add_int_flag(c, "--gpus", o.gpus, 1, limits::kMaxJobGpus, "GPUs (all placed at once)", false);
+  c->add_option("--mem", o.mem, "per-GPU memory need, e.g. 12GiB");
+  c->add_option("--estimate", o.estimator, "estimate the need: allocsim, horus, gpumemnet, auto");
+  c->add_option("--summary", o.summary, "model summary for --estimate");
+  add_int_flag(c, "--batch", o.batch, 1, limits::kMaxBatch, "batch size for --estimate", false);
+  c->add_option("--optimizer", o.optimizer, "optimizer for --estimate (default adam)");
+  add_int_flag(c, "--seq-len", o.seq_len, 1, limits::kMaxSeqLen, "sequence length for transformer summaries", false);
+  c->add_option("--name", o.name, "job name");
+  c->add_option("--workdir", o.workdir, "working directory (default: the current one)");
+  // One KEY=VALUE per --env: a vector option would otherwise keep taking values and swallow the
+  // `--` that starts the command, so the command's own flags were read as colo's.
+  c->add_option("--env", o.env, "KEY=VALUE added to the job's environment (repeatable)")->allow_extra_args(false);
+  c->add_option("--rad", o.rad, "submit a research-prototype .rad job file");
+  c->add_option("--rad-memory", o.rad_memory, "which .rad figure is the need: measured, horus, faketensor, gpumemnet, none");
+  c->add_flag("--json", o.json, "print the queued job as JSON");
+  c->add_option("args", o.args, "the command (after --), or one .toml job file");
+}
+
+SubmitRequest build_submit_request(const SubmitOptions& o) {
+  SubmitRequest r;
+  std::optional<EstimateSpec> estimate;
+  const bool toml_file = o.rad.empty() && o.args.size() == 1 && o.args[0].size() > 5 &&
+                         o.args[0].substr(o.args[0].size() - 5) == ".toml";
+  if (!o.rad.empty()) {
+    const RadJob rad = parse_rad_file(o.rad);
+    r.argv = o.args.empty() ? std::vector<std::string>{"/bin/sh", "-c", rad.command} : o.args;
+    r.gpus = rad.gpus;
+    r.name = std::filesystem::path(o.rad).stem().string();
+    std::optional<MiB> figure;
+    if (o.rad_memory == "measured") figure = rad.measured_mib;
+    else if (o.rad_memory == "horus") figure = rad.horus_mib;
+    else if (o.rad_memory == "faketensor") figure = rad.faketensor_mib;
+    else if (o.rad_memory == "gpumemnet") figure = rad.gpumemnet_mib;
+    else if (o.rad_memory != "none")
+      throw UserError(fmt::format("--rad-memory '{}': use measured, horus, faketensor, gpumemnet or none", o.rad_memory));
+    if (figure) {
+      r.mem_mib = figure;
+      r.mem_source = "rad:" + o.rad_memory;
+    }
+    r.fingerprint_inputs = {{"rad", rad.command}, {"batch", rad.batch}, {"summary", rad.summary_file}};
+    if (!o.estimator.empty()) estimate = EstimateSpec{o.estimator, o.summary.empty() ? rad.summary_path : o.summary,
+                                                      o.batch ? o.batch : rad.batch, o.optimizer, o.seq_len};
+  } else if (toml_file) {
+    JobFile jf = parse_job_file(o.args[0]);
+    r = jf.request;
+    estimate = jf.estimate;
+  } else {
+    if (o.args.empty()) throw UserError("nothing to run: give `-- command …`, a job file (.toml) or --rad FILE");
+    r.argv = o.args;
+  }
+  if (!o.estimator.empty() && o.rad.empty()) {
+    if (o.summary.empty()) throw UserError("--estimate needs --summary FILE (a model summary)");
+    if (o.batch <= 0) throw UserError("--estimate needs --batch N (N ≥ 1)");
+    estimate = EstimateSpec{o.estimator, o.summary, o.batch, o.optimizer, o.seq_len};
+  }
+  if (!o.mem.empty()) {
+    if (!o.estimator.empty()) throw UserError("give either --mem or --estimate, not both");
+    r.mem_mib = parse_mib(o.mem, "--mem", 1, limits::kMaxGpuMiB);
+    r.mem_source = "user";
+    estimate.reset();
+  }
+  if (estimate) apply_estimate(r, *estimate);
+  if (o.gpus) r.gpus = o.gpus;
+  if (!o.name.empty()) r.name = o.name;
+  if (!o.workdir.empty()) r.workdir = std::filesystem::absolute(o.workdir).lexically_normal().string();
+  if (r.workdir.empty()) r.workdir = std::filesystem::current_path().string();
+  for (const std::string& kv : o.env) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos) throw UserError(fmt::format("--env '{}': expected KEY=VALUE", kv));
+    check_env_name(kv.substr(0, eq));
+    r.env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return r;
+}
+
+}  // namespace colo::cli

@@ -1,0 +1,29 @@
+#pragma once
+// `colo submit`'s flags and how they become a SubmitRequest, apart from sending it, so that
+// the argument handling can be tested without a daemon (tests/cli/).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "daemon/client/job_request.h"
+
+namespace colo::cli {
+
+struct SubmitOptions {
+  int gpus = 0;  // 0 = not given
+  std::string mem, estimator, summary, optimizer = "adam", name, workdir, rad, rad_memory = "measured";
+  std::int64_t batch = 0, seq_len = 0;  // 0 = not given
+  std::vector<std::string> env, args;
+  bool json = false;
+};
+
+// Adds submit's flags to `c`, writing into `o` (which must outlive parsing).
+void add_submit_options(CLI::App* c, SubmitOptions& o);
+
+// The request the flags describe; runs a requested estimate (reads the summary). Throws
+// colo::UserError on conflicting or invalid flags.
+daemon::SubmitRequest build_submit_request(const SubmitOptions& o);
+
+}  // namespace colo::cli

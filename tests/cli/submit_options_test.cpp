@@ -1,0 +1,79 @@
+// `colo submit`'s flags → SubmitRequest, without a daemon (cli/submit_options.h).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "cli/submit_options.h"
+#include "core/error.h"
+
+namespace colo::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Parses `colo submit ARGS…` into fresh options; throws what parsing throws.
+SubmitOptions parse(std::vector<std::string> args) {
+  SubmitOptions o;
+  CLI::App app;
+  CLI::App* c = app.add_subcommand("submit");
+  add_submit_options(c, o);
+  args.insert(args.begin(), {"colo", "submit"});
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  return o;
+}
+
+std::string error_of(std::vector<std::string> args) {
+  try {
+    parse(std::move(args));
+  } catch (const UserError& e) {
+    return e.what();
+  } catch (const CLI::Error& e) {
+    return std::string("CLI11: ") + e.what();
+  }
+  return "(no error)";
+}
+
+TEST(SubmitOptions, EnvAsLastOptionBeforeDoubleDashKeepsTheCommandIntact) {
+  // Finding 9: a greedy vector --env ate the `--`, so the command's own flags (--batch 64, -c)
+  // were read as colo's.
+  const SubmitOptions o = parse({"--env", "A=1", "--", "python", "train.py", "--batch", "64"});
+  EXPECT_EQ(o.env, (std::vector<std::string>{"A=1"}));
+  EXPECT_EQ(o.args, (std::vector<std::string>{"python", "train.py", "--batch", "64"}));
+  EXPECT_EQ(o.batch, 0);
+  const daemon::SubmitRequest r = build_submit_request(o);
+  EXPECT_EQ(r.argv, (std::vector<std::string>{"python", "train.py", "--batch", "64"}));
+  EXPECT_EQ(r.env.at("A"), "1");
+  EXPECT_FALSE(r.mem_mib.has_value());
+
+  const SubmitOptions sh = parse({"--env", "A=1", "--env", "B=2", "--", "sh", "-c", "echo hi"});
+  EXPECT_EQ(sh.env, (std::vector<std::string>{"A=1", "B=2"}));
+  EXPECT_EQ(sh.args, (std::vector<std::string>{"sh", "-c", "echo hi"}));
+}
+
+TEST(SubmitOptions, NumbersAreRangeCheckedNotWrappedOrClamped) {
+  const SubmitOptions o = parse({"--gpus", "2", "--mem", "12GiB", "--", "true"});
+  EXPECT_EQ(o.gpus, 2);
+  const daemon::SubmitRequest r = build_submit_request(o);
+  EXPECT_EQ(r.gpus, 2);
+  EXPECT_EQ(r.mem_mib, 12288);
+  EXPECT_EQ(error_of({"--batch", "99999999999999999999", "--", "true"}),
+            "--batch: 99999999999999999999 is out of range (expected 1..1048576)");
+  EXPECT_THAT(error_of({"--batch", "0x10", "--", "true"}), HasSubstr("--batch: '0x10' is not an integer"));
+  EXPECT_THAT(error_of({"--seq-len", "-512", "--", "true"}), HasSubstr("--seq-len: -512 is out of range"));
+  EXPECT_THAT(error_of({"--gpus", "0", "--", "true"}), HasSubstr("--gpus: 0 is out of range (expected 1..64)"));
+  EXPECT_THAT(error_of({"--gpus", "4294967297", "--", "true"}), HasSubstr("--gpus: 4294967297 is out of range"));
+  SubmitOptions big = parse({"--mem", "2TiB", "--", "true"});
+  try {
+    build_submit_request(big);
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("--mem: memory '2TiB' is out of range"));
+  }
+}
+
+}  // namespace
+}  // namespace colo::cli
