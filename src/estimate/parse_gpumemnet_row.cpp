@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "estimate/gpumemnet_cnn_blocks.h"
 #include "estimate/parsers.h"
+#include "estimate/summary_text.h"
 
 namespace colo::estimate {
 
@@ -26,7 +27,7 @@ namespace {
 using Tuple = GpuMemNetTuple;
 
 [[noreturn]] void fail(const std::string& location, const std::string& what) {
-  throw UserError(location + ": " + what);
+  throw UserError(summary_text::one_line(location + ": " + what));  // quoted fields may hold newlines
 }
 
 std::int64_t parse_int(std::string_view s, const std::string& location, const char* what) {

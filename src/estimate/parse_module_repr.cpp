@@ -42,6 +42,13 @@ std::int64_t count(const std::string& s, const std::string& source, std::size_t 
   return v;
 }
 
+// Bounds on attacker-controlled input. std::regex (libstdc++) matches recursively, one stack
+// frame per character for the ".*"-style parts, so a line is length-checked before any regex sees
+// it; real reprs have lines under 100 characters. Nesting is kept in an explicit stack (no
+// recursion), but a tree deeper than any real model is refused with a clear message.
+constexpr std::size_t kMaxLineChars = 1024;
+constexpr std::size_t kMaxDepth = 64;
+
 struct Frame {
   std::string type, name;
   std::int64_t child_params = 0;
@@ -74,12 +81,16 @@ ModelGraph parse_module_repr(std::string_view text, const std::string& source, s
     ++line;
     if (!raw.empty() && raw.back() == '\r') raw.pop_back();
     if (raw.find_first_not_of(" \t") == std::string::npos) continue;
+    if (raw.size() > kMaxLineChars)
+      fail(source, line, "line longer than " + std::to_string(kMaxLineChars) + " characters (not a module repr?)");
     std::smatch m;
     if (done) {
       if (std::regex_search(raw, m, total_re)) g.declared_total_params = count(m[1], source, line);
       continue;  // trailer: totals and rules
     }
     if (std::regex_match(raw, m, open_re)) {
+      if (stack.size() >= kMaxDepth)
+        fail(source, line, "modules nested deeper than " + std::to_string(kMaxDepth) + " levels");
       stack.push_back({m[2], m[1], 0, g.layers.size()});
       any = true;
       continue;

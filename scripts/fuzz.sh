@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/, Clang 14 + ASan + UBSan) in their own build directory and
+# runs each for a bounded time:
+#
+#   scripts/fuzz.sh [SECONDS_PER_TARGET] [BUILD_DIR]      defaults: 30, build-fuzz
+#
+# For every target it first replays fuzz/regressions/<target>/* (every crash found so far), then
+# fuzzes a fresh copy of fuzz/corpus/<target>/ for SECONDS_PER_TARGET. It exits non-zero when any
+# input crashes, leaks, times out (>10 s) or exceeds 2 GiB, printing the reproducer's path
+# (replay it with BUILD_DIR/fuzz/<target>_fuzz PATH). A reproducer belongs in
+# fuzz/regressions/<target>/ once the parser is fixed (tests/fuzz/ replays those in the GCC build).
+#
+# Environment: FUZZ_TARGETS="keras job_file" runs a subset; JOBS (default: nproc) build jobs.
+# `ctest -R fuzz_smoke` runs this with 20 s per target.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+secs=${1:-30}
+build=${2:-build-fuzz}
+case "$build" in /*) ;; *) build="$root/$build" ;; esac
+jobs=${JOBS:-$(nproc)}
+[[ "$secs" =~ ^[0-9]+$ ]] || { echo "fuzz.sh: SECONDS_PER_TARGET must be a whole number, not '$secs'" >&2; exit 2; }
+
+# Clang 14 with libFuzzer's runtime (install-deps.sh installs them on a fresh machine).
+if ! command -v clang++-14 >/dev/null || ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install ok installed"; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "fuzz.sh: installing clang-14 libclang-rt-14-dev (apt)"
+  if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang-14 libclang-rt-14-dev >/dev/null; }; then
+    echo "fuzz.sh: FAILED: the fuzz targets need clang-14 and libclang-rt-14-dev; run scripts/install-deps.sh as root" >&2
+    exit 1
+  fi
+fi
+
+CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCOLO_BUILD_FUZZ=ON -DCOLO_BUILD_TESTS=OFF -DCOLO_BUILD_BENCH=OFF >/dev/null
+cmake --build "$build" -j "$jobs" --target colo_fuzz
+
+targets=${FUZZ_TARGETS:-$(cat "$build/fuzz/targets.txt")}
+work="$build/fuzz-work"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+flags=(-rss_limit_mb=2048 -timeout=10 -print_final_stats=1)
+failed=()
+total_cpu=0
+report=()
+TIMEFORMAT='%U %S'
+for t in $targets; do
+  bin="$build/fuzz/${t}_fuzz"
+  [ -x "$bin" ] || { echo "fuzz.sh: no fuzz target '$t' ($bin)" >&2; exit 2; }
+  rm -rf "${work:?}/$t"
+  mkdir -p "$work/$t/corpus" "$work/$t/artifacts"
+  dict=()
+  [ -f "fuzz/dict/$t.dict" ] && dict=(-dict="fuzz/dict/$t.dict")
+  cpu=0
+
+  # 1. Every known reproducer, once each.
+  regs=()
+  if [ -d "fuzz/regressions/$t" ]; then
+    while IFS= read -r -d '' f; do regs+=("$f"); done < <(find "fuzz/regressions/$t" -type f ! -name '*.md' -print0 | sort -z)
+  fi
+  if [ ${#regs[@]} -gt 0 ]; then
+    if ! { time "$bin" "${flags[@]}" -artifact_prefix="$work/$t/artifacts/" "${regs[@]}" >"$work/$t/regressions.log" 2>&1; } 2>"$work/$t/regressions.time"; then
+      echo "fuzz.sh: $t: a regression input fails again:" >&2
+      grep -E "^Running: |ERROR|SUMMARY|colo fuzz" "$work/$t/regressions.log" | tail -n 8 >&2 || true
+      failed+=("$t (regression; log $work/$t/regressions.log)")
+    fi
+    read -r u s <"$work/$t/regressions.time"
+    cpu=$(awk -v a="$cpu" -v b="$u" -v c="$s" 'BEGIN{print a+b+c}')
+  fi
+
+  # 2. Bounded fuzzing on a copy of the seed corpus.
+  [ -d "fuzz/corpus/$t" ] && cp -r "fuzz/corpus/$t/." "$work/$t/corpus/"
+  rc=0
+  { time "$bin" "${flags[@]}" "${dict[@]}" -max_total_time="$secs" -artifact_prefix="$work/$t/artifacts/" \
+      "$work/$t/corpus" >"$work/$t/fuzz.log" 2>&1; } 2>"$work/$t/fuzz.time" || rc=$?
+  read -r u s <"$work/$t/fuzz.time"
+  cpu=$(awk -v a="$cpu" -v b="$u" -v c="$s" 'BEGIN{print a+b+c}')
+  total_cpu=$(awk -v a="$total_cpu" -v b="$cpu" 'BEGIN{print a+b}')
+  execs=$(grep -o "stat::number_of_executed_units: [0-9]*" "$work/$t/fuzz.log" | awk '{print $2}' | tail -n 1)
+  report+=("$(printf '%-14s %8.1f CPU-s %10s execs' "$t" "$cpu" "${execs:-?}")")
+  if [ "$rc" -ne 0 ]; then
+    echo "fuzz.sh: $t: FOUND A FAILURE (exit $rc):" >&2
+    grep -E "ERROR|SUMMARY|colo fuzz|uncaught|deadly signal" "$work/$t/fuzz.log" | head -n 6 >&2 || true
+    for a in "$work/$t/artifacts"/*; do
+      [ -e "$a" ] && echo "fuzz.sh:   reproducer: $a   (replay: $bin $a)" >&2
+    done
+    failed+=("$t (log $work/$t/fuzz.log)")
+  fi
+done
+
+echo "fuzz.sh: ${secs}s per target"
+for l in "${report[@]}"; do echo "  $l"; done
+printf '  %-14s %8.1f CPU-s\n' total "$total_cpu"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz.sh: FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "fuzz.sh: no crashes"
