@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "daemon/client/http_message.h"
+#include "daemon/client/job_request.h"
 
 namespace colo::daemon {
 
@@ -24,10 +25,15 @@ struct Fd {
   }
 };
 
+constexpr const char* kDefaultSocket = "/run/colo/colo.sock";
+
 }  // namespace
 
 ApiClient::ApiClient(std::string socket_path) : path_(std::move(socket_path)) {
-  if (path_.empty()) throw UserError("no colod socket: pass --socket PATH or set COLO_SOCKET");
+  // The packaged colod (packaging/colod.toml) listens on /run/colo/colo.sock.
+  if (path_.empty() && ::access(kDefaultSocket, F_OK) == 0) path_ = kDefaultSocket;
+  if (path_.empty())
+    throw UserError(fmt::format("no colod socket: pass --socket PATH or set COLO_SOCKET (no {})", kDefaultSocket));
   if (path_.size() >= sizeof(sockaddr_un{}.sun_path))
     throw UserError(fmt::format("socket path '{}' is too long for a Unix socket", path_));
 }
@@ -87,6 +93,7 @@ ApiReply ApiClient::request(const std::string& method, const std::string& target
   ApiReply r;
   r.status = resp.status;
   if (!resp.body.empty()) {
+    if (auto deep = json_depth_error(resp.body, kMaxJsonNesting)) throw UserError("colod answered with " + *deep);
     r.body = nlohmann::json::parse(resp.body, nullptr, false);
     if (r.body.is_discarded()) throw UserError("colod answered with malformed JSON");
   }

@@ -17,6 +17,18 @@ std::string lower(std::string_view s) {
   return out;
 }
 
+// Request text quoted in an error message, control characters escaped: a bare '\n' in a header
+// line must not turn the one-line reason into two (found by fuzz/api_request_fuzz.cpp).
+std::string printable(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
+    else out += c;
+  }
+  return out;
+}
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
@@ -66,6 +78,7 @@ std::string_view reason_phrase(int status) {
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
     case 409: return "Conflict";
     case 411: return "Length Required";
     case 413: return "Content Too Large";
@@ -100,6 +113,27 @@ std::string url_encode(std::string_view s) {
       out += fmt::format("%{:02X}", static_cast<unsigned char>(c));
   }
   return out;
+}
+
+std::optional<std::string> json_depth_error(std::string_view text, std::size_t max_depth) {
+  std::size_t depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth)
+        return fmt::format("JSON nested deeper than {} levels (at byte {})", max_depth, i);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::nullopt;
 }
 
 void RequestParser::fail(int status, std::string msg) {
@@ -157,7 +191,7 @@ void RequestParser::parse_head(std::string_view head) {
   req_.target = std::string(line.substr(sp1 + 1, sp2 - sp1 - 1));
   const std::string_view version = line.substr(sp2 + 1);
   if (!is_token(req_.method)) return fail(400, "malformed request method");
-  if (version != "HTTP/1.1" && version != "HTTP/1.0") return fail(505, fmt::format("unsupported HTTP version '{}'", version));
+  if (version != "HTTP/1.1" && version != "HTTP/1.0") return fail(505, fmt::format("unsupported HTTP version '{}'", printable(version.substr(0, 30))));
   if (req_.target.empty() || req_.target[0] != '/') return fail(400, "request target must be an absolute path");
   for (char c : req_.target)
     if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return fail(400, "control character in request target");
@@ -189,7 +223,7 @@ void RequestParser::parse_head(std::string_view head) {
     if (++count > 64) return fail(431, "more than 64 header fields");
     const size_t colon = h.find(':');
     if (colon == std::string_view::npos || !is_token(h.substr(0, colon)))
-      return fail(400, fmt::format("malformed header line '{}'", h.substr(0, 60)));
+      return fail(400, fmt::format("malformed header line '{}'", printable(h.substr(0, 60))));
     const std::string name = lower(h.substr(0, colon));
     if (req_.headers.count(name) && (name == "content-length" || name == "transfer-encoding"))
       return fail(400, fmt::format("duplicate {} header", name));
@@ -202,7 +236,7 @@ void RequestParser::parse_head(std::string_view head) {
     unsigned long long n = 0;
     auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
     if (v.empty() || ec != std::errc() || ptr != v.data() + v.size())
-      return fail(400, fmt::format("invalid Content-Length '{}'", v.substr(0, 30)));
+      return fail(400, fmt::format("invalid Content-Length '{}'", printable(std::string_view(v).substr(0, 30))));
     if (n > limits_.max_body_bytes)
       return fail(413, fmt::format("request body of {} bytes exceeds the limit of {} bytes", n, limits_.max_body_bytes));
     body_len_ = static_cast<size_t>(n);

@@ -66,4 +66,11 @@ HttpResponse parse_response(std::string_view raw);
 
 std::string url_encode(std::string_view s);
 
+// nlohmann::json parses deep input iteratively, but dump(), copies and comparisons recurse once
+// per level: 100 000 nested arrays in a 200 kB body overflow the stack. Bodies are checked with
+// this before they are parsed (limit: kMaxJsonNesting, job_request.h): a one-line reason when
+// `text` nests arrays/objects deeper than `max_depth` (brackets inside strings do not count),
+// nullopt otherwise. Malformed JSON is left to the JSON parser.
+std::optional<std::string> json_depth_error(std::string_view text, std::size_t max_depth);
+
 }  // namespace colo::daemon
