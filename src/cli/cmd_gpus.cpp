@@ -1,5 +1,7 @@
 // colo gpus: what colod manages — memory used/reserved/available, SMACT, jobs, drain state.
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -23,22 +25,45 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
       std::cout << gpus.dump(2) << "\n";
       return;
     }
-    std::cout << fmt::format("{:>3}  {:<40} {:>9} {:>9} {:>9} {:>9} {:>6}  {:<10} {}\n", "GPU", "UUID", "TOTAL", "USED",
-                             "RESERVED", "AVAIL", "SMACT", "STATE", "JOBS");
+    std::cout << fmt::format("{:>3}  {:<40} {:>9} {:>9} {:>9} {:>9} {:>6} {:>6}  {:<10} {}\n", "GPU", "UUID", "TOTAL",
+                             "USED", "RESERVED", "AVAIL", "SMACT", "POWER", "STATE", "JOBS");
+    std::vector<std::string> notes;  // why a GPU is out of scheduling, which metrics are unknown
     for (const json& g : gpus) {
+      const int index = g.at("index").get<int>();
       std::string jobs;
       for (const json& j : g.at("jobs")) jobs += (jobs.empty() ? "" : ",") + std::to_string(j.get<std::uint64_t>());
-      std::string state = !g.at("healthy").get<bool>() ? "unhealthy" : g.at("drained").get<bool>() ? "drained" : "ok";
+      const bool healthy = g.at("healthy").get<bool>();
+      const bool admin = g.value("admin_drained", g.at("drained").get<bool>() && healthy);
+      std::string state = !healthy ? (g.value("recovery_good_samples", 0) > 0 ? "recovering" : "unhealthy")
+                          : admin   ? "drained"
+                                    : "ok";
+      if (!healthy && admin) state += "+drained";
       if (g.at("mps").get<bool>()) state += "+mps";
       const std::string uuid = g.at("uuid").get<std::string>();
-      std::cout << fmt::format("{:>3}  {:<40} {:>9} {:>9} {:>9} {:>9} {:>6}  {:<10} {}\n", g.at("index").get<int>(),
-                               uuid,
+      std::cout << fmt::format("{:>3}  {:<40} {:>9} {:>9} {:>9} {:>9} {:>6} {:>6}  {:<10} {}\n", index, uuid,
                                format_mib(g.at("total_mib").get<colo::MiB>()), format_mib(g.at("used_mib").get<colo::MiB>()),
                                format_mib(g.at("reserved_mib").get<colo::MiB>()),
                                format_mib(g.at("available_mib").get<colo::MiB>()),
                                g.at("smact").is_null() ? std::string("n/a") : fmt::format("{:.0f}%", g.at("smact").get<double>() * 100),
+                               g.at("power_w").is_null() ? std::string("n/a") : fmt::format("{:.0f}W", g.at("power_w").get<double>()),
                                state, jobs.empty() ? "-" : jobs);
+      const std::string health = g.value("health_reason", std::string());
+      if (!healthy) {
+        const json probe = g.value("next_probe_in_s", json());
+        notes.push_back(fmt::format("GPU {} unhealthy: {}{}", index, health.empty() ? g.at("error").get<std::string>() : health,
+                                    probe.is_number() ? fmt::format("; next probe in {:.0f} s", probe.get<double>())
+                                                      : std::string("; returns by itself when healthy")));
+      } else if (!health.empty()) {
+        notes.push_back(fmt::format("GPU {} warning: {}", index, health));
+      }
+      if (admin)
+        notes.push_back(fmt::format("GPU {} drained by an operator: {} (`colo resume {}` lifts it)", index,
+                                    g.at("drain_reason").get<std::string>(), index));
+      const json metric_errors = g.value("metric_errors", json::object());
+      for (const auto& [field, what] : metric_errors.items())
+        notes.push_back(fmt::format("GPU {} {} unknown: {}", index, field, what.get<std::string>()));
     }
+    for (const std::string& n : notes) std::cout << n << "\n";
   });
 });
 

@@ -41,7 +41,10 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
       std::cout << fmt::format("{:>5}  {:<20} {:<10} {:<11} {:<7} {:<18} {:>3}  {}\n", j.at("id").get<std::uint64_t>(),
                                j.at("name").get<std::string>().substr(0, 20), j.at("user").get<std::string>().substr(0, 10),
                                j.at("state").get<std::string>(), gpus(j), need(j), j.at("attempt_count").get<int>(),
-                               j.at("reason").get<std::string>());
+                               j.at("reason").get<std::string>().empty() && j.contains("waiting_reason") &&
+                                       j.at("waiting_reason").is_string()
+                                   ? "waiting: " + j.at("waiting_reason").get<std::string>()
+                                   : j.at("reason").get<std::string>());
   });
 });
 

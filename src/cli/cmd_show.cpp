@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/command_registry.h"
+#include "core/parse_number.h"
 #include "daemon/client/api_client.h"
 #include "daemon/client/job_request.h"
 
@@ -23,14 +24,14 @@ std::string when(const json& t) {
 std::string opt(const json& v) { return v.is_null() ? "-" : v.dump(); }
 
 colo::cli::RegisterCommand reg([](CLI::App& app) {
-  auto id = std::make_shared<std::uint64_t>(0);
+  auto id = std::make_shared<std::string>();  // parsed below: "-1" is no id
   auto as_json = std::make_shared<bool>(false);
   CLI::App* c = app.add_subcommand("show", "show one job: state, GPUs, attempts, events");
   c->add_option("id", *id, "job id")->required();
   c->add_flag("--json", *as_json, "print JSON");
   c->callback([id, as_json] {
     const colo::daemon::ApiClient client(colo::cli::globals().socket);
-    const json j = client.call("GET", fmt::format("/v1/jobs/{}", *id));
+    const json j = client.call("GET", fmt::format("/v1/jobs/{}", colo::parse_integer(*id, "job id", 1, INT64_MAX)));
     if (*as_json) {
       std::cout << j.dump(2) << "\n";
       return;
@@ -41,6 +42,8 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
                              j.at("user").get<std::string>(), j.at("uid").get<std::int64_t>());
     std::cout << fmt::format("  state      {}{}\n", j.at("state").get<std::string>(),
                              j.at("reason").get<std::string>().empty() ? "" : "  — " + j.at("reason").get<std::string>());
+    if (j.contains("waiting_reason") && j.at("waiting_reason").is_string())
+      std::cout << fmt::format("  waiting    {}\n", j.at("waiting_reason").get<std::string>());
     std::cout << fmt::format("  command    {}\n  workdir    {}\n", cmd, j.at("workdir").get<std::string>());
     std::string need = j.at("need_mib").is_null()
                            ? std::string("unknown")

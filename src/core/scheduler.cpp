@@ -60,6 +60,25 @@ PlacementRequest make_request(const Job& job, const Policy& policy, const Round&
   return req;
 }
 
+// Why `job` fits on fewer than job.gpus GPUs: each GPU is charged to the first filter that
+// refused it, and each filter words its own refusals.
+std::string explain(const Job& job, const PlacementRequest& req, const std::vector<FilterPtr>& filters,
+                    const Round& round, int qualifying) {
+  std::vector<std::vector<const Candidate*>> refused(filters.size());
+  for (const Candidate& c : round.cands)
+    for (size_t f = 0; f < filters.size(); ++f)
+      if (!filters[f]->admit(c, req)) {
+        refused[f].push_back(&c);
+        break;
+      }
+  std::string why;
+  if (job.gpus > 1) why = fmt::format("needs {} GPUs at once, {} qualif{}", job.gpus, qualifying, qualifying == 1 ? "ies" : "y");
+  for (size_t f = 0; f < filters.size(); ++f)
+    if (!refused[f].empty()) why += (why.empty() ? "" : "; ") + filters[f]->why_not(refused[f], req);
+  if (why.empty()) why = "no GPU";
+  return req.recovery ? "recovery: " + why : why;
+}
+
 }  // namespace
 
 Scheduler::Scheduler(SchedulerConfig cfg) : cfg_(std::move(cfg)) {
@@ -100,7 +119,11 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
         if (!f->admit(c, req)) { ok = false; break; }
       if (ok) ranked.emplace_back(cfg_.policy.scorer->score(c, req, ctx), c.position);
     }
-    if (static_cast<int>(ranked.size()) < job.gpus) return false;
+    if (static_cast<int>(ranked.size()) < job.gpus) {
+      out.blocked = Blocked{job.id, recovery, {}};
+      if (in.explain) out.blocked->reason = explain(job, req, filters, round, static_cast<int>(ranked.size()));
+      return false;
+    }
     // Only the best job.gpus candidates matter: a partial sort keeps large servers cheap.
     std::partial_sort(ranked.begin(), ranked.begin() + job.gpus, ranked.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first > b.first : a.second < b.second;

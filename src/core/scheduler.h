@@ -6,6 +6,7 @@
 // Order of service: the recovery queue first, then the main queue, each FIFO. A queue's head
 // that cannot be placed blocks everything behind it (the thesis' FIFO); a recovery head that
 // waits also blocks the main queue, so that GPUs drain and the crashed job gets its idle GPU.
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -33,6 +34,9 @@ struct SchedulerInput {
   std::span<const GpuSnapshot> gpus;
   const Ledger* ledger = nullptr;
   Seconds now = 0;
+  // Fill Decision::blocked with why the blocking head was not placed (a few formatted
+  // strings per call; the simulator leaves it off).
+  bool explain = false;
 };
 
 struct Placement {
@@ -49,9 +53,20 @@ struct Rejection {
   std::string reason;
 };
 
+// The queue head that could not be placed, and why. Every job behind it (in its queue, and the
+// whole main queue behind a recovery head) waits because of FIFO order.
+struct Blocked {
+  JobId job = 0;
+  bool recovery = false;  // the head of the recovery queue
+  // e.g. "needs 12.0 GiB + 2.0 GiB margin; most free is 8.0 GiB on GPU 1",
+  // "recovery: waits for an idle GPU: GPU 0 runs job(s) 3", "GPU 0 drained, GPU 1 unhealthy".
+  std::string reason;
+};
+
 struct Decision {
   std::vector<Placement> placements;
   std::vector<Rejection> rejections;
+  std::optional<Blocked> blocked;  // set when a head waits (its reason only with `explain`)
 };
 
 class Scheduler {

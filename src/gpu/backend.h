@@ -18,8 +18,9 @@
 
 namespace colo::gpu {
 
-// A failing GPU call. The daemon marks the named device unhealthy and drains it; it never
-// takes the daemon down. `device` is "GPU 1 (GPU-…uuid)" or "library" for init/discovery.
+// A failing GPU call. The daemon counts it against the named device (a device that keeps
+// failing is marked unhealthy, taken out of scheduling and re-probed); it never takes the
+// daemon down. `device` is "GPU 1 (GPU-…uuid)" or "library" for init/discovery.
 class GpuError : public std::runtime_error {
  public:
   GpuError(std::string device, std::string call, const std::string& detail);
@@ -31,11 +32,18 @@ class GpuError : public std::runtime_error {
     index_ = index;
     return *this;
   }
+  // The NVML return code, or 0 when the error is not an NVML return code.
+  int code() const { return code_; }
+  GpuError& with_code(int code) {
+    code_ = code;
+    return *this;
+  }
 
  private:
   std::string device_;
   std::string call_;
   int index_ = -1;
+  int code_ = 0;
 };
 
 // How SM activity (SMACT) and SM occupancy (SMOCC) can be measured on a device.
@@ -72,7 +80,8 @@ struct DeviceInfo {
   std::vector<MigInstanceInfo> mig_instances;  // empty unless mig_enabled
   Capabilities caps;
   // Non-empty when this device failed during discovery (the GpuError text): the other
-  // devices are still reported; the daemon marks this one unhealthy and drains it.
+  // devices are still reported; the daemon marks this one unhealthy and re-probes it. `uuid`
+  // is still set when nvmlDeviceGetUUID answered before the failing call, else empty.
   std::string error;
 };
 
@@ -103,6 +112,10 @@ struct DeviceSample {
   // needs two samples to form a rate).
   std::optional<double> smact;
   std::optional<double> smocc;
+  // Optional metrics whose call failed with a real error this time (not "unsupported"):
+  // field ("utilization", "power", "energy", "smact") -> the error text. The field is nullopt
+  // for this sample; the device itself is fine (a lost GPU throws instead).
+  std::map<std::string, std::string> metric_errors;
 };
 
 class GpuBackend {
@@ -117,8 +130,15 @@ class GpuBackend {
   // (device "library") only when the device list itself cannot be read.
   virtual std::vector<DeviceInfo> discover() = 0;
 
-  // One sample of device `index` (NVML index). Throws GpuError naming the device and call;
-  // optional metrics the device does not support (NVML_ERROR_NOT_SUPPORTED) are nullopt.
+  // Discovery of one device, e.g. to re-probe a device that failed during discover(): the
+  // same DeviceInfo discover() lists for it (with `error` set when its calls fail). Throws
+  // GpuError when `index` cannot be looked at at all. The default runs discover().
+  virtual DeviceInfo discover_device(int index);
+
+  // One sample of device `index` (NVML index). Throws GpuError naming the device and call when
+  // an essential call fails (identity, memory, process list, MIG layout) or the GPU is lost;
+  // optional metrics the device does not support are nullopt, optional metrics whose call
+  // failed otherwise are nullopt and named in `metric_errors`.
   virtual DeviceSample sample(int index) = 0;
 
   virtual Capabilities capabilities(int index) = 0;

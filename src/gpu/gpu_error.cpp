@@ -8,6 +8,12 @@ GpuError::GpuError(std::string device, std::string call, const std::string& deta
       device_(std::move(device)),
       call_(std::move(call)) {}
 
+DeviceInfo GpuBackend::discover_device(int index) {
+  for (DeviceInfo& d : discover())
+    if (d.index == index) return std::move(d);
+  throw GpuError("GPU " + std::to_string(index), "discover", "no such device");
+}
+
 const char* to_string(SmactPath p) {
   switch (p) {
     case SmactPath::NvmlGpm:

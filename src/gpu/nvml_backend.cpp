@@ -18,6 +18,21 @@ constexpr unsigned long long kBytesPerMiB = 1024ULL * 1024ULL;
 
 MiB to_mib(unsigned long long bytes) { return static_cast<MiB>(bytes / kBytesPerMiB); }
 
+// Errors that mean the device (or the driver) is gone, whichever call reported them: even an
+// optional metric failing this way is a failure of the device, not a missing value.
+bool device_fatal(int r) {
+  switch (r) {
+    case NVML_ERROR_UNINITIALIZED:
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+    case NVML_ERROR_GPU_IS_LOST:
+    case NVML_ERROR_RESET_REQUIRED:
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Resolved entry points. Required ones make open fail when missing; optional ones (newer or
 // feature-specific) just switch a feature off.
 struct NvmlApi {
@@ -116,20 +131,18 @@ class NvmlBackend final : public GpuBackend {
     unsigned int n = 0;
     check_library(api_.count(&n), "nvmlDeviceGetCount_v2");
     std::vector<DeviceInfo> out;
-    for (unsigned int i = 0; i < n; ++i) {
-      const int index = static_cast<int>(i);
-      try {
-        out.push_back(discover_one(index));
-      } catch (const GpuError& e) {
-        // One failing GPU must not hide the others: list it with its error.
-        DeviceInfo d;
-        d.index = index;
-        if (auto it = uuids_.find(index); it != uuids_.end()) d.uuid = it->second;
-        d.error = e.what();
-        out.push_back(std::move(d));
-      }
-    }
+    for (unsigned int i = 0; i < n; ++i) out.push_back(discover_or_error(static_cast<int>(i)));
     return out;
+  }
+
+  DeviceInfo discover_device(int index) override {
+    std::lock_guard lock(mu_);
+    unsigned int n = 0;
+    check_library(api_.count(&n), "nvmlDeviceGetCount_v2");
+    if (index < 0 || static_cast<unsigned int>(index) >= n)
+      throw GpuError(device_label(index), "nvmlDeviceGetCount_v2",
+                     "no device " + std::to_string(index) + " (" + std::to_string(n) + " present)");
+    return discover_or_error(index);
   }
 
   DeviceSample sample(int index) override {
@@ -154,19 +167,28 @@ class NvmlBackend final : public GpuBackend {
     }
 
     nvmlUtilization_t util{};
-    if (optional_call(api_.utilization(dev, &util), index, "nvmlDeviceGetUtilizationRates")) {
+    if (optional_call(api_.utilization(dev, &util), index, "nvmlDeviceGetUtilizationRates", "utilization", s)) {
       s.gpu_util = util.gpu / 100.0;
       s.mem_util = util.memory / 100.0;
     }
     unsigned int mw = 0;
-    if (optional_call(api_.power(dev, &mw), index, "nvmlDeviceGetPowerUsage")) {
+    if (optional_call(api_.power(dev, &mw), index, "nvmlDeviceGetPowerUsage", "power", s)) {
       s.power_w = mw / 1000.0;
     }
     unsigned long long mj = 0;
-    if (optional_call(api_.energy(dev, &mj), index, "nvmlDeviceGetTotalEnergyConsumption")) {
+    if (optional_call(api_.energy(dev, &mj), index, "nvmlDeviceGetTotalEnergyConsumption", "energy", s)) {
       s.energy_mj = mj;
     }
-    sample_gpm(dev, index, s);
+    try {
+      sample_gpm(dev, index, s);
+    } catch (const GpuError& e) {
+      // SMACT is optional too: unmeasured this round, the rate starts over next time.
+      if (device_fatal(e.code())) throw;
+      s.smact.reset();
+      s.smocc.reset();
+      s.metric_errors["smact"] = e.what();
+      gpm_[index].have_prev = false;
+    }
     return s;
   }
 
@@ -176,6 +198,20 @@ class NvmlBackend final : public GpuBackend {
   }
 
  private:
+  // One failing GPU must not hide the others: it is listed with its error (and its UUID when
+  // that call answered before the failing one).
+  DeviceInfo discover_or_error(int index) {
+    try {
+      return discover_one(index);
+    } catch (const GpuError& e) {
+      DeviceInfo d;
+      d.index = index;
+      if (auto it = uuids_.find(index); it != uuids_.end()) d.uuid = it->second;
+      d.error = e.what();
+      return d;
+    }
+  }
+
   DeviceInfo discover_one(int index) {
     nvmlDevice_t dev = handle(index);
     DeviceInfo d;
@@ -259,16 +295,20 @@ class NvmlBackend final : public GpuBackend {
   void check(nvmlReturn_t r, int index, const char* call) const {
     if (r != NVML_SUCCESS) {
       GpuError e(device_label(index), call, nvml_error(r));
-      e.with_index(index);
+      e.with_index(index).with_code(r);
       throw e;
     }
   }
 
-  // NOT_SUPPORTED (and NO_DATA) mean "this device does not measure it": nullopt, not an error.
-  bool optional_call(nvmlReturn_t r, int index, const char* call) const {
+  // An optional metric. NOT_SUPPORTED (and NO_DATA) mean "this device does not measure it":
+  // nullopt, not an error. Any other error leaves it nullopt for this sample and is reported in
+  // `metric_errors[field]`, except the ones that mean the device is gone (device_fatal).
+  bool optional_call(nvmlReturn_t r, int index, const char* call, const char* field, DeviceSample& s) const {
+    if (r == NVML_SUCCESS) return true;
     if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_NO_DATA) return false;
-    check(r, index, call);
-    return true;
+    if (device_fatal(r)) check(r, index, call);
+    s.metric_errors[field] = GpuError(device_label(index), call, nvml_error(r)).what();
+    return false;
   }
 
   nvmlDevice_t handle(int index) {
@@ -369,14 +409,22 @@ class NvmlBackend final : public GpuBackend {
     c.power = api_.power(dev, &mw) == NVML_SUCCESS;
     unsigned long long mj = 0;
     c.energy = api_.energy(dev, &mj) == NVML_SUCCESS;
-    if (gpm_supported(dev, index)) {
+    bool gpm = false;
+    std::string gpm_error;
+    try {
+      gpm = gpm_supported(dev, index);
+    } catch (const GpuError& e) {
+      if (device_fatal(e.code())) throw;
+      gpm_error = e.what();  // SMACT is optional: the device is still usable
+    }
+    if (gpm) {
       c.smact_path = SmactPath::NvmlGpm;
       c.smact_reason = "SM activity/occupancy from NVML GPM (nvmlGpmMetricsGet SM_UTIL, SM_OCCUPANCY)";
       return c;
     }
-    std::string why = api_.has_gpm()
-                          ? "NVML GPM is not supported on this device (needs Hopper or newer)"
-                          : "this NVML has no GPM functions (driver older than r520)";
+    std::string why = !gpm_error.empty() ? "asking for NVML GPM support failed (" + gpm_error + ")"
+                      : api_.has_gpm()   ? "NVML GPM is not supported on this device (needs Hopper or newer)"
+                                         : "this NVML has no GPM functions (driver older than r520)";
     if (!dcgm_found_.empty()) {
       why += "; " + dcgm_found_ +
              " is installed but colo does not implement DCGM field watches yet";

@@ -1,8 +1,31 @@
 #include "core/policy/filters.h"
 
+#include <algorithm>
+
+#include <fmt/format.h>
+
 namespace colo {
 
+std::string gpu_list(std::span<const Candidate* const> cs) {
+  std::string out;
+  for (const Candidate* c : cs) out += fmt::format("{}GPU {}", out.empty() ? "" : ", ", c->gpu->index);
+  return out;
+}
+
+std::string format_gib(MiB mib) { return fmt::format("{:.1f} GiB", static_cast<double>(mib) / kGiB); }
+
+std::string Filter::why_not(std::span<const Candidate* const> rejected, const PlacementRequest&) const {
+  return fmt::format("{} refused {}", name(), gpu_list(rejected));
+}
+
 namespace {
+
+std::string jobs_on(const Candidate& c) {
+  if (c.gpu->running.empty()) return "taken in this round";
+  std::string ids;
+  for (JobId j : c.gpu->running) ids += fmt::format("{}{}", ids.empty() ? "" : ", ", j);
+  return fmt::format("runs job{} {}", c.gpu->running.size() > 1 ? "s" : "", ids);
+}
 
 class Usable final : public Filter {
  public:
@@ -12,6 +35,18 @@ class Usable final : public Filter {
     if (!g.healthy || g.drained || c.held_exclusively) return false;
     return g.mode != SharingMode::MigInstance || c.jobs == 0;
   }
+  std::string why_not(std::span<const Candidate* const> rejected, const PlacementRequest&) const override {
+    std::string out;
+    for (const Candidate* c : rejected) {
+      const GpuSnapshot& g = *c->gpu;
+      const char* why = !g.healthy ? "unhealthy"
+                        : g.drained ? "drained"
+                        : c->held_exclusively ? "held by a job that runs alone"
+                                              : "is a MIG slot in use";
+      out += fmt::format("{}GPU {} {}", out.empty() ? "" : ", ", g.index, why);
+    }
+    return out;
+  }
 };
 
 class IdleOnly final : public Filter {
@@ -19,6 +54,12 @@ class IdleOnly final : public Filter {
   std::string_view name() const override { return "idle_only"; }
   bool admit(const Candidate& c, const PlacementRequest&) const override {
     return c.jobs == 0 && c.gpu->running.empty();
+  }
+  std::string why_not(std::span<const Candidate* const> rejected, const PlacementRequest&) const override {
+    std::string out = "waits for an idle GPU:";
+    for (size_t k = 0; k < rejected.size(); ++k)
+      out += fmt::format("{} GPU {} {}", k ? "," : "", rejected[k]->gpu->index, jobs_on(*rejected[k]));
+    return out;
   }
 };
 
@@ -29,6 +70,15 @@ class FitsMemory final : public Filter {
   bool admit(const Candidate& c, const PlacementRequest& r) const override {
     if (r.need_mib) return c.available_mib >= *r.need_mib + margin_;
     return c.available_mib >= min_free_;
+  }
+  std::string why_not(std::span<const Candidate* const> rejected, const PlacementRequest& r) const override {
+    const Candidate* best = *std::max_element(rejected.begin(), rejected.end(), [](const Candidate* a, const Candidate* b) {
+      return a->available_mib < b->available_mib;
+    });
+    const std::string most = fmt::format("most free is {} on GPU {}", format_gib(best->available_mib), best->gpu->index);
+    if (!r.need_mib) return fmt::format("need unknown: wants {} free; {}", format_gib(min_free_), most);
+    if (margin_ > 0) return fmt::format("needs {} + {} margin; {}", format_gib(*r.need_mib), format_gib(margin_), most);
+    return fmt::format("needs {} free; {}", format_gib(*r.need_mib), most);
   }
 
  private:
@@ -41,6 +91,12 @@ class SmactBelow final : public Filter {
   std::string_view name() const override { return "smact_below"; }
   bool admit(const Candidate& c, const PlacementRequest&) const override {
     return !c.gpu->smact || *c.gpu->smact < cap_;
+  }
+  std::string why_not(std::span<const Candidate* const> rejected, const PlacementRequest&) const override {
+    std::string on;
+    for (const Candidate* c : rejected)
+      on += fmt::format("{}GPU {} ({:.0f} %)", on.empty() ? "" : ", ", c->gpu->index, c->gpu->smact.value_or(0) * 100);
+    return fmt::format("SMACT at or above the {:.0f} % cap on {}", cap_ * 100, on);
   }
 
  private:

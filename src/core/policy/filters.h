@@ -3,6 +3,7 @@
 // filters and one scorer (policies.h); the scheduler also applies the base filters to every
 // request whatever the policy.
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -15,7 +16,15 @@ class Filter {
   virtual ~Filter() = default;
   virtual std::string_view name() const = 0;
   virtual bool admit(const Candidate& c, const PlacementRequest& r) const = 0;
+  // One phrase for the user: why this filter refused `rejected` (non-empty) for `r`, e.g.
+  // "needs 12.0 GiB + 2.0 GiB margin; most free is 8.0 GiB on GPU 1".
+  virtual std::string why_not(std::span<const Candidate* const> rejected, const PlacementRequest& r) const;
 };
+
+// "GPU 0, GPU 3" — the GPUs (GpuSnapshot::index) of `cs`.
+std::string gpu_list(std::span<const Candidate* const> cs);
+// "12.0 GiB"
+std::string format_gib(MiB mib);
 using FilterPtr = std::shared_ptr<const Filter>;
 
 // Base: healthy, not drained, not held by a job that must run alone, and a MIG slot holds
