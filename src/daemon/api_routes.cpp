@@ -111,6 +111,15 @@ json Daemon::job_json(const JobRow& j, bool detail) {
   o["exit_code"] = j.exit_code ? json(*j.exit_code) : json(nullptr);
   o["reason"] = j.reason;
   o["cancel_requested"] = j.cancel_requested;
+  // Why a queued or recovering job is not running (latest scheduling round); null otherwise.
+  if (j.state == JobState::Queued || j.state == JobState::Recovering) {
+    auto w = waiting_.find(j.id);
+    o["waiting_reason"] = j.cancel_requested ? std::string("cancel requested")
+                          : w != waiting_.end() ? w->second
+                                                : std::string("not yet considered by the scheduler");
+  } else {
+    o["waiting_reason"] = nullptr;
+  }
   const std::vector<AttemptRow> attempts = store_.attempts_of(j.id);
   json gpus = json::array();
   if (!attempts.empty()) {
@@ -155,6 +164,7 @@ json Daemon::job_json(const JobRow& j, bool detail) {
 HttpResponse Daemon::submit(const HttpRequest& req, const Peer& peer) {
   if (geteuid() != 0 && peer.uid != geteuid())
     return error(403, fmt::format("colod runs as uid {} (not root) and can only run jobs for that user", geteuid()));
+  if (auto deep = json_depth_error(req.body, kMaxJsonNesting)) return error(400, "request body: " + *deep);
   const json body = json::parse(req.body, nullptr, false);
   if (body.is_discarded()) return error(400, "request body is not valid JSON");
   SubmitRequest r = submit_request_from_json(body);
@@ -176,7 +186,7 @@ HttpResponse Daemon::submit(const HttpRequest& req, const Peer& peer) {
   j.requested_source = r.mem_mib ? (r.mem_source.empty() ? "user" : r.mem_source) : "";
   json inputs = r.fingerprint_inputs;
   if (r.mem_mib && !inputs.contains("stated_mib")) inputs["stated_mib"] = *r.mem_mib;
-  j.fingerprint = job_fingerprint(r.argv, r.gpus, inputs);
+  j.fingerprint = job_fingerprint(j.uid, j.workdir, r.argv, r.gpus, inputs);
   j.need_mib = r.mem_mib;
   j.need_source = j.requested_source;
   j.need_explanation = r.mem_explanation;
@@ -293,8 +303,20 @@ HttpResponse Daemon::list_gpus(const Peer& peer) {
     const auto avg = s.window.smact_average();
     g["smact"] = avg ? json(*avg) : json(nullptr);
     g["power_w"] = s.power_w ? json(*s.power_w) : json(nullptr);
-    g["drained"] = drained_.count(s.uuid) > 0;
-    g["drain_reason"] = drained_.count(s.uuid) ? drained_.at(s.uuid) : "";
+    // Out of scheduling: drained by an operator (persisted, `colo resume` lifts it) and/or
+    // unhealthy (never persisted; the monitor re-probes it and lifts it by itself).
+    const auto admin = drained_.find(s.uuid);
+    g["drained"] = admin != drained_.end() || !s.healthy;
+    g["drain_reason"] = admin != drained_.end() ? admin->second : !s.healthy ? "unhealthy: " + s.health_reason : "";
+    g["drain_kind"] = admin != drained_.end() ? (s.healthy ? "admin" : "admin+health") : !s.healthy ? "health" : "";
+    g["admin_drained"] = admin != drained_.end();
+    g["health_reason"] = s.health_reason;
+    g["identity_known"] = s.identity_known();
+    g["consecutive_failures"] = s.consecutive_failures;
+    g["recovery_good_samples"] = s.good_samples;
+    g["next_probe_in_s"] = s.next_probe ? json(std::max(0.0, *s.next_probe - now())) : json(nullptr);
+    g["metric_errors"] = s.metric_errors;  // optional metrics unknown in the latest sample: field -> error
+    g["metric_error_counts"] = s.metric_error_counts;
     g["mps"] = s.mig_index < 0 && mps_.count(s.nvml_index) > 0;
     json jobs = json::array();
     for (const auto& [aid, l] : live_)
@@ -312,6 +334,7 @@ HttpResponse Daemon::drain_gpu(const std::string& key, bool drain, const HttpReq
   if (!s) return error(404, fmt::format("no managed GPU '{}'", key));
   std::string reason = drain ? fmt::format("drained by {}", user_name(peer.uid)) : "";
   if (!req.body.empty()) {
+    if (auto deep = json_depth_error(req.body, kMaxJsonNesting)) return error(400, "request body: " + *deep);
     const json b = json::parse(req.body, nullptr, false);
     if (b.is_discarded() || !b.is_object()) return error(400, "request body is not a JSON object");
     for (const auto& [k, v] : b.items()) {
@@ -320,7 +343,12 @@ HttpResponse Daemon::drain_gpu(const std::string& key, bool drain, const HttpReq
       if (drain) reason = v.get<std::string>();
     }
   }
-  if (!drain && !s->healthy) return error(409, fmt::format("GPU {} is unhealthy ({}); restart colod once it is fixed", s->slot, s->error));
+  if (!drain && !s->healthy && !drained_.count(s->uuid))
+    return error(409, fmt::format("GPU {} is unhealthy ({}); nothing to resume: it returns by itself once it answers "
+                                  "again{}",
+                                  s->slot, s->health_reason,
+                                  s->next_probe ? fmt::format(" (next probe in {:.0f} s)", std::max(0.0, *s->next_probe - now()))
+                                                : std::string()));
   {
     Txn txn(store_.db());
     store_.set_drained(s->slot, s->uuid, drain, reason);

@@ -7,6 +7,8 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <filesystem>
 
 #include <CLI/CLI.hpp>
@@ -43,6 +45,15 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+  // Whatever the unit or the caller's umask: nothing colod creates is readable by others (the
+  // database holds every job's argv and environment). The few paths others must reach get their
+  // modes explicitly (the socket, the state directory's execute bit).
+  ::umask(077);
+  // Descriptor headroom: take the hard limit; the API keeps a reserve for colod's own work.
+  if (rlimit rl{}; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
   }
   try {
     using namespace colo::daemon;

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 #include <pwd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -36,12 +37,30 @@ double mono() {
 
 Policy policy_from(const DaemonConfig& c) { return make_policy(c.policy, c.conditions); }
 
-// Fault injection for the crash tests: COLO_FAULT_KILL_AT=<point> makes colod SIGKILL itself
-// the first time it reaches that point of a launch (attempt-committed, shim-spawned,
-// pid-committed, go-sent), so every window of the launch protocol is hit deterministically.
+// Fault injection for the crash tests: COLO_FAULT_KILL_AT=<point>[:N] makes colod SIGKILL
+// itself the N-th time (default the first) it reaches that point of a launch
+// (attempt-committed, shim-spawned, pid-committed, go-sent), so every window of the launch
+// protocol is hit deterministically, at any launch of a long run.
 void fault_point(const char* point) {
   static const char* want = std::getenv("COLO_FAULT_KILL_AT");
-  if (want && std::strcmp(want, point) == 0) ::raise(SIGKILL);
+  static int seen = 0;
+  if (!want) return;
+  const char* colon = std::strchr(want, ':');
+  const size_t len = colon ? static_cast<size_t>(colon - want) : std::strlen(want);
+  if (std::strlen(point) != len || std::strncmp(want, point, len) != 0) return;
+  const long nth = colon ? std::strtol(colon + 1, nullptr, 10) : 1;
+  if (++seen >= nth) ::raise(SIGKILL);
+}
+
+// An end colod records itself (no exit.json to read): launch failures, vanished shims.
+ShimExit synthetic_exit(bool started, std::string error) {
+  ShimExit e;
+  e.started = started;
+  e.error = std::move(error);
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  e.end_time = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  return e;
 }
 
 std::int64_t file_size(const std::string& path) {
@@ -60,10 +79,21 @@ Daemon::Daemon(DaemonConfig cfg, std::unique_ptr<gpu::GpuBackend> backend,
       history_(store_, cfg_.history_margin),
       job_env_(std::move(job_env)),
       shim_exe_(std::move(shim_exe)) {
-  fs::create_directories(cfg_.jobs_dir());
-  ::chmod(cfg_.jobs_dir().c_str(), 0755);
-  for (const GpuSlot& s : monitor_.slots())
-    if (auto r = store_.drained_reason(s.uuid)) drained_[s.uuid] = *r;
+  secure_state_dir();
+  for (const GpuSlot& s : monitor_.slots()) {
+    auto r = store_.drained_reason(s.uuid);
+    if (!r) continue;
+    if (r->rfind("unhealthy: ", 0) == 0) {
+      // Written by an older colod, which persisted health drains like operator drains: health
+      // is re-measured now, so this one is lifted.
+      Txn txn(store_.db());
+      store_.set_drained(s.slot, s.uuid, false, "");
+      store_.event(std::nullopt, now(), "gpu", fmt::format("GPU {} ({}): stale health drain lifted ({})", s.slot, s.uuid, *r));
+      txn.commit();
+      continue;
+    }
+    drained_[s.uuid] = *r;
+  }
 
   log(fmt::format("colod: {} GPU slot(s) via {}", monitor_.slots().size(), monitor_.describe()));
   for (const std::string& l : monitor_.capability_lines()) log("colod: " + l);
@@ -77,7 +107,7 @@ Daemon::Daemon(DaemonConfig cfg, std::unique_ptr<gpu::GpuBackend> backend,
     o.control_binary = cfg_.mps_control;
     o.root_dir = cfg_.mps_root.empty() ? cfg_.state_dir + "/mps" : cfg_.mps_root;
     for (const GpuSlot& s : monitor_.slots()) {
-      if (s.mig_index >= 0 || mps_.count(s.nvml_index)) continue;
+      if (s.mig_index >= 0 || mps_.count(s.nvml_index) || !s.identity_known()) continue;
       auto d = std::make_unique<gpu::MpsDaemon>(o, s.uuid);
       try {
         d->start();
@@ -96,7 +126,37 @@ Daemon::Daemon(DaemonConfig cfg, std::unique_ptr<gpu::GpuBackend> backend,
   limits.max_body_bytes = cfg_.max_request_bytes;
   api_ = std::make_unique<ApiServer>(cfg_.socket_path(), limits,
                                      [this](const HttpRequest& r, const Peer& p) { return handle(r, p); });
+  // Descriptor headroom: API clients never get the last descriptors colod needs for its own work
+  // (database, NVML, /proc, exit.json, a shim's pipe per launch).
+  if (rlimit rl{}; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    constexpr long kReserve = 128;
+    const long room = static_cast<long>(rl.rlim_cur) - kReserve;
+    if (room < 256) {
+      api_->set_max_connections(static_cast<int>(std::max(8L, room)));
+      log(fmt::format("colod: descriptor limit {}: at most {} API connections", rl.rlim_cur, std::max(8L, room)));
+    }
+  }
   log("colod: listening on " + cfg_.socket_path());
+}
+
+// The state is colod's alone: the database and its WAL hold every job's argv and environment,
+// jobs/ every job's logs. Modes are set explicitly, whatever the umask or the unit created:
+// directories 0700, files 0600. The state directory itself is 0711 only when others must reach
+// something in it by name (the API socket, the fake NVML's state of --fake-gpus): they can
+// traverse it, never list or read it.
+void Daemon::secure_state_dir() {
+  fs::create_directories(cfg_.jobs_dir());
+  const std::string sock = cfg_.socket_path();
+  const bool others_enter = sock.rfind(cfg_.state_dir + "/", 0) == 0 || !cfg_.fake_gpus.empty();
+  ::chmod(cfg_.state_dir.c_str(), others_enter ? 0711 : 0700);
+  ::chmod(cfg_.jobs_dir().c_str(), 0700);
+  for (const std::string& f : {cfg_.db_path(), cfg_.db_path() + "-wal", cfg_.db_path() + "-shm",
+                              cfg_.state_dir + "/colod.lock"})
+    ::chmod(f.c_str(), 0600);  // files an older colod (or another umask) created
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(cfg_.jobs_dir(), ec)) {
+    if (e.is_directory(ec)) ::chmod(e.path().c_str(), 0700);
+  }
 }
 
 Daemon::~Daemon() {
@@ -155,18 +215,33 @@ void Daemon::recover_at_start() {
       // The daemon stopped between recording the attempt and recording its shim: the shim (if
       // any) never got "go", so the job never started.
       adopt(a);
-      finalize(a.id, ShimExit{false, {}, {}, "colod stopped before the launch completed", 0, now()});
+      finalize(a.id, synthetic_exit(false, "colod stopped before the launch completed"));
       ++unstarted;
       continue;
     }
     adopt(a);
-    if (process_alive(static_cast<pid_t>(*a.shim_pid), static_cast<std::uint64_t>(a.shim_start.value_or(0)))) {
+    const Liveness lv =
+        process_liveness(static_cast<pid_t>(*a.shim_pid), static_cast<std::uint64_t>(a.shim_start.value_or(0)));
+    std::optional<ShimExit> ex;
+    bool unreadable = false;
+    if (lv == Liveness::Gone) {
+      try {
+        ex = read_shim_exit(a.dir);
+      } catch (const ShimExitUnreadable& e) {
+        unreadable = true;
+        log(fmt::format("colod: attempt {}: {}; checked again later", a.id, e.what()));
+      } catch (const std::exception& e) {
+        ex = synthetic_exit(shim_started(a.dir), std::string("unreadable exit.json: ") + e.what());
+      }
+    }
+    // Alive, or no proof either way: keep it; check_attempts() looks again every turn.
+    if (lv != Liveness::Gone || unreadable) {
       ++adopted;
       Live& l = live_[a.id];
       if (auto j = store_.job(a.job_id); j && j->cancel_requested) request_cancel_signal(l);
       continue;
     }
-    if (auto ex = read_shim_exit(a.dir)) {
+    if (ex) {
       finalize(a.id, *ex);
       ++finished;
     } else {
@@ -194,9 +269,12 @@ void Daemon::check_attempts() {
     std::optional<ShimExit> ex;
     try {
       ex = read_shim_exit(a.dir);
+    } catch (const ShimExitUnreadable& e) {
+      unsure(it->second, e.what());
+      continue;
     } catch (const std::exception& e) {
       log(fmt::format("colod: attempt {}: unreadable exit.json: {}", a.id, e.what()));
-      ex = ShimExit{shim_started(a.dir), {}, {}, std::string("unreadable exit.json: ") + e.what(), 0, now()};
+      ex = synthetic_exit(shim_started(a.dir), std::string("unreadable exit.json: ") + e.what());
     }
     try {
       if (ex) {
@@ -209,12 +287,35 @@ void Daemon::check_attempts() {
       live_.erase(id);
       continue;
     }
-    if (!process_alive(static_cast<pid_t>(*a.shim_pid), static_cast<std::uint64_t>(a.shim_start.value_or(0)))) {
-      // exit.json is written before the shim exits: look once more, the write may have raced us.
+    const Liveness lv =
+        process_liveness(static_cast<pid_t>(*a.shim_pid), static_cast<std::uint64_t>(a.shim_start.value_or(0)));
+    if (lv == Liveness::Unknown) {
+      unsure(it->second, "cannot read /proc for its shim");
+      continue;
+    }
+    if (lv == Liveness::Alive) {
+      if (it->second.unsure_logged) log(fmt::format("colod: attempt {}: its shim is visible again", a.id));
+      it->second.unsure_logged = false;
+      continue;
+    }
+    // Proven gone. exit.json is written before the shim exits: look once more, the write may
+    // have raced us.
+    try {
       if (auto again = read_shim_exit(a.dir)) finalize(id, *again);
       else mark_lost(id);
+    } catch (const ShimExitUnreadable& e) {
+      unsure(it->second, e.what());
     }
   }
+}
+
+// No proof either way (out of descriptors, /proc unreadable): the attempt stays as it is and is
+// checked again next turn. Logged once until it resolves.
+void Daemon::unsure(Live& l, const std::string& why) {
+  if (l.unsure_logged) return;
+  l.unsure_logged = true;
+  log(fmt::format("colod: attempt {}: cannot tell whether its job still runs ({}); checked again each turn",
+                  l.attempt.id, why));
 }
 
 void Daemon::finalize(std::int64_t attempt_id, const ShimExit& ex) {
@@ -299,8 +400,11 @@ void Daemon::finalize(std::int64_t attempt_id, const ShimExit& ex) {
                                   : ex.error;
       j.end_time = t;
     }
-    message = fmt::format("attempt {} ended: {} (exit {}{}){}", a.n, a.outcome, code,
-                          a.peak_mib ? fmt::format(", peak {}", format_mib(*a.peak_mib)) : "",
+    std::string cg;  // what the job's cgroup accounted, where it had one
+    if (ex.cpu_usec) cg += fmt::format(", cpu {:.1f} s", static_cast<double>(*ex.cpu_usec) / 1e6);
+    if (ex.memory_peak_bytes) cg += fmt::format(", host memory peak {}", format_mib(static_cast<MiB>(*ex.memory_peak_bytes >> 20)));
+    message = fmt::format("attempt {} ended: {} (exit {}{}{}){}", a.n, a.outcome, code,
+                          a.peak_mib ? fmt::format(", peak {}", format_mib(*a.peak_mib)) : "", cg,
                           a.evidence.empty() ? "" : " — " + a.evidence);
   }
   j.state = core.state;
@@ -324,7 +428,7 @@ void Daemon::mark_lost(std::int64_t attempt_id) {
   AttemptRow a = it->second.attempt;
   const bool started = shim_started(a.dir);
   if (!started) {
-    finalize(attempt_id, ShimExit{false, {}, {}, "its shim vanished before starting the job", 0, now()});
+    finalize(attempt_id, synthetic_exit(false, "its shim vanished before starting the job"));
     return;
   }
   // The shim is gone: whatever is left of the job's session must go too before the job may
@@ -463,14 +567,21 @@ void Daemon::launch(const Placement& p) {
     spec.stdout_path = log_path(j.id, "stdout");
     spec.stderr_path = log_path(j.id, "stderr");
     spec.grace_s = cfg_.cancel_grace;
+    spec.cgroup_name = fmt::format("colo-job-{}-{}", j.id, a.n);
     write_shim_spec(a.dir, spec);
     shim = spawn_shim(shim_exe_, a.dir);
     fault_point("shim-spawned");
   } catch (const std::exception& e) {
-    log(fmt::format("colod: job {}: launch failed: {}", j.id, e.what()));
-    finalize(a.id, ShimExit{false, {}, {}, std::string("launch failed: ") + e.what(), 0, now()});
+    // Usually a resource colod lacks right now (descriptors, processes): the job is requeued
+    // without counting an attempt, and launching pauses with back-off instead of spinning.
+    launch_failures_ = std::min(launch_failures_ + 1, 6);
+    const double pause = 0.5 * (1 << launch_failures_);
+    launch_pause_until_ = mono() + pause;
+    log(fmt::format("colod: job {}: launch failed: {}; launches paused for {:.0f} s", j.id, e.what(), pause));
+    finalize(a.id, synthetic_exit(false, std::string("launch failed: ") + e.what()));
     return;
   }
+  launch_failures_ = 0;
   // 2. Record who the shim is, 3. then let it start the job: a crash between the two leaves a
   // shim that sees EOF on its pipe and exits without running anything.
   {
@@ -513,7 +624,10 @@ void Daemon::schedule() {
     if (!r.cancel_requested) recovery.push_back(r.to_core());
   for (const JobRow& r : store_.jobs_in_state(JobState::Queued))
     if (!r.cancel_requested) main.push_back(r.to_core());
-  if (recovery.empty() && main.empty()) return;
+  if (recovery.empty() && main.empty()) {
+    waiting_.clear();
+    return;
+  }
   std::vector<GpuSnapshot> snaps;
   for (const GpuSlot& s : monitor_.slots()) {
     GpuSnapshot g = monitor_.snapshot(s);
@@ -530,8 +644,29 @@ void Daemon::schedule() {
   in.gpus = snaps;
   in.ledger = &ledger_;
   in.now = now();
+  in.explain = true;
   const Decision d = scheduler_.decide(in, sched_state_);
+  // Why each job that stays queued waits: the blocked head says why, everyone behind it waits
+  // for it (FIFO), a job asking for more GPUs than are usable now waits for them to return.
+  waiting_.clear();
+  if (d.blocked) {
+    waiting_[d.blocked->job] = d.blocked->reason;
+    bool behind = false;
+    for (const std::vector<Job>* q : {&recovery, &main})
+      for (const Job& job : *q) {
+        if (behind)
+          waiting_[job.id] = fmt::format("behind {}job {} in FIFO order", d.blocked->recovery ? "recovering " : "",
+                                         d.blocked->job);
+        if (job.id == d.blocked->job) behind = true;
+      }
+  }
+  std::string out_of_service;  // for jobs that wait for GPUs to come back
+  for (const GpuSlot& s : monitor_.slots())
+    if (!s.healthy || drained_.count(s.uuid))
+      out_of_service += fmt::format("{}GPU {} {}", out_of_service.empty() ? "" : ", ", s.slot,
+                                    !s.healthy ? "unhealthy" : "drained");
   for (const Rejection& r : d.rejections) {
+    waiting_[r.job] = out_of_service.empty() ? r.reason : r.reason + " (" + out_of_service + ")";
     Txn txn(store_.db());
     auto j = store_.job(r.job);
     if (!j || (j->state != JobState::Queued && j->state != JobState::Recovering)) continue;
@@ -553,7 +688,7 @@ void Daemon::schedule() {
 
 void Daemon::tick() {
   const double t = now();
-  const std::vector<int> bad = monitor_.sample(t);
+  const std::vector<MonitorEvent> events = monitor_.sample(t);
   // Per-process memory → the attempt whose shim leads the process's session.
   std::map<std::int64_t, std::map<int, MiB>> usage;  // attempt -> slot -> MiB
   for (const GpuSlot& s : monitor_.slots()) {
@@ -577,14 +712,7 @@ void Daemon::tick() {
     }
   }
   Txn txn(store_.db());
-  for (int slot : bad) {
-    GpuSlot& s = monitor_.slots()[static_cast<size_t>(slot)];
-    const std::string reason = "unhealthy: " + s.error;
-    drained_[s.uuid] = reason;
-    store_.set_drained(slot, s.uuid, true, reason);
-    store_.event(std::nullopt, t, "gpu", fmt::format("GPU {} ({}) drained: {}", slot, s.uuid, reason));
-    log(fmt::format("colod: GPU {} ({}) is unhealthy and drained: {}", slot, s.uuid, s.error));
-  }
+  for (const MonitorEvent& e : events) gpu_event(e, t);
   for (const GpuSlot& s : monitor_.slots())
     if (s.healthy) store_.add_sample(t, s.slot, s.used_mib, s.last_smact, s.power_w);
   for (auto& [aid, l] : live_) {
@@ -601,6 +729,29 @@ void Daemon::tick() {
   }
   txn.commit();
   dirty_ = true;  // new samples may open room
+}
+
+// Health is not an operator drain: nothing here touches drained_ or the stored drain flags
+// (an unhealthy GPU is out of scheduling through GpuSnapshot::healthy and comes back by itself).
+void Daemon::gpu_event(const MonitorEvent& e, double t) {
+  using K = MonitorEvent::Kind;
+  log("colod: " + e.message);
+  if (e.kind == K::MetricError) return;  // rate-limited by the monitor; the GPU stays in service
+  if (e.kind == K::IdentityLearned) {
+    // The GPU had a placeholder identity: an operator drain of its real UUID applies now.
+    const GpuSlot& s = monitor_.slots()[static_cast<size_t>(e.slots.at(0))];
+    if (auto it = drained_.find(e.old_uuid); it != drained_.end()) {
+      store_.set_drained(s.slot, e.old_uuid, false, "");
+      store_.set_drained(s.slot, s.uuid, true, it->second);
+      drained_[s.uuid] = it->second;
+      drained_.erase(it);
+    } else if (auto r = store_.drained_reason(s.uuid); r && r->rfind("unhealthy: ", 0) != 0) {
+      drained_[s.uuid] = *r;
+    }
+  }
+  if (e.kind == K::ProbeFailed) return;  // logged; one event row per state change is enough
+  store_.event(std::nullopt, t, "gpu", e.message);
+  dirty_ = true;
 }
 
 // ---- loop -----------------------------------------------------------------------------------
@@ -622,7 +773,7 @@ int Daemon::run() {
       next_tick_ = m + cfg_.sample_interval;
     }
     check_attempts();
-    if (dirty_) schedule();
+    if (dirty_ && mono() >= launch_pause_until_) schedule();
 
     std::vector<pollfd> fds{{signal_fd_, POLLIN, 0}};
     api_->add_pollfds(fds);

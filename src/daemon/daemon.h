@@ -50,16 +50,20 @@ class Daemon {
     MiB peak_mib = 0;
     bool term_sent = false;
     bool peak_dirty = false;
+    bool unsure_logged = false;  // liveness could not be read; logged once
   };
 
   double now() const;
   void log(const std::string& line) const;
+  void secure_state_dir();
   void recover_at_start();
   void adopt(const AttemptRow& a);
   void check_attempts();
   void finalize(std::int64_t attempt_id, const ShimExit& ex);
   void mark_lost(std::int64_t attempt_id);
+  void unsure(Live& l, const std::string& why);
   void tick();
+  void gpu_event(const MonitorEvent& e, double t);
   void schedule();
   void launch(const Placement& p);
   void request_cancel_signal(Live& l);
@@ -92,10 +96,17 @@ class Daemon {
   std::string shim_exe_;
   std::map<std::int64_t, Live> live_;          // open attempts by attempt id
   std::map<int, std::int64_t> by_shim_;        // shim pid (= job session id) -> attempt id
-  std::map<std::string, std::string> drained_; // uuid -> reason
+  // Operator drains (`colo drain`, persisted, lifted only by `colo resume`): uuid -> reason.
+  // A GPU the monitor finds unhealthy is out of scheduling too, but that is its health
+  // (GpuSlot::healthy, never persisted), lifted by the monitor when the GPU answers again.
+  std::map<std::string, std::string> drained_;
+  // Why each queued/recovering job is not running, from the latest scheduling round.
+  std::map<JobId, std::string> waiting_;
   std::map<int, std::unique_ptr<gpu::MpsDaemon>> mps_;  // NVML index -> its MPS control daemon
   std::unique_ptr<ApiServer> api_;
   bool dirty_ = true;      // something changed: run the scheduler
+  int launch_failures_ = 0;         // consecutive launches that failed (back-off exponent)
+  double launch_pause_until_ = 0;   // monotonic: no scheduling before this after a failed launch
   double next_tick_ = 0;   // monotonic
   double next_prune_ = 0;
   int signal_fd_ = -1;

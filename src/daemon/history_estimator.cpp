@@ -9,15 +9,20 @@
 
 namespace colo::daemon {
 
-std::string job_fingerprint(const std::vector<std::string>& argv, int gpus, const nlohmann::json& inputs) {
-  // nlohmann::json objects are std::map-ordered, so dump() is canonical.
-  const std::string canon = nlohmann::json{{"argv", argv}, {"gpus", gpus}, {"inputs", inputs}}.dump();
+std::string job_fingerprint(std::int64_t uid, const std::string& workdir, const std::vector<std::string>& argv,
+                            int gpus, const nlohmann::json& inputs) {
+  // nlohmann::json objects are std::map-ordered, so dump() is canonical. `inputs` arrives from
+  // the API with its nesting depth bounded at parse time, so dump()'s recursion is bounded too.
+  const std::string canon =
+      nlohmann::json{{"argv", argv}, {"gpus", gpus}, {"inputs", inputs}, {"workdir", workdir}}.dump();
   std::uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : canon) {
     h ^= c;
     h *= 1099511628211ULL;
   }
-  return fmt::format("{:016x}", h);
+  // The uid is spelled out, not only hashed: a history row can never be matched (or poisoned,
+  // e.g. by a crafted hash collision) by another user's submission.
+  return fmt::format("u{}-{:016x}", uid, h);
 }
 
 std::optional<MiB> HistoryEstimator::estimate(const std::string& fingerprint) const {

@@ -1,8 +1,10 @@
 #pragma once
 // The history estimator: what the same job actually peaked at on this server. A job's
-// fingerprint is its command, its GPU count and the estimator inputs its submitter gave
-// (estimator, model summary digest, batch, optimizer, stated memory): two submissions with the
-// same fingerprint are the same training run as far as memory goes.
+// fingerprint is its submitter (uid), working directory, command, GPU count and the estimator
+// inputs its submitter gave (estimator, model summary digest, batch, optimizer, stated memory):
+// two submissions with the same fingerprint are the same training run of the same user as far
+// as memory goes. One user's runs never shrink another user's estimate.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,8 +17,9 @@ namespace colo::daemon {
 
 class Store;
 
-// Stable hex digest (FNV-1a 64 over a canonical JSON form).
-std::string job_fingerprint(const std::vector<std::string>& argv, int gpus, const nlohmann::json& inputs);
+// "u<uid>-" + a stable hex digest (FNV-1a 64 over a canonical JSON form of the rest).
+std::string job_fingerprint(std::int64_t uid, const std::string& workdir, const std::vector<std::string>& argv,
+                            int gpus, const nlohmann::json& inputs);
 
 class HistoryEstimator {
  public:

@@ -4,18 +4,52 @@
 #include <csignal>
 #include <cstdlib>
 #include <dirent.h>
-#include <fstream>
+#include <fcntl.h>
+#include <map>
 #include <sstream>
 #include <string>
 #include <unistd.h>
 
 namespace colo::daemon {
 
-std::optional<ProcStat> read_proc_stat(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  if (!in) return std::nullopt;
-  std::string line;
-  std::getline(in, line);
+namespace {
+
+// Calls f(pid, stat) for every readable /proc/<pid>/stat.
+template <class F>
+void for_each_process(F f) {
+  DIR* d = opendir("/proc");
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (!end || *end != '\0' || pid <= 0) continue;
+    if (auto st = read_proc_stat(static_cast<pid_t>(pid))) f(static_cast<pid_t>(pid), *st);
+  }
+  closedir(d);
+}
+
+}  // namespace
+
+std::optional<ProcStat> read_proc_stat(pid_t pid, int* err) {
+  if (err) *err = 0;
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (err) *err = errno;
+    return std::nullopt;
+  }
+  char buf[1024];
+  ssize_t n;
+  do {
+    n = ::read(fd, buf, sizeof(buf) - 1);
+  } while (n < 0 && errno == EINTR);
+  const int read_err = errno;
+  ::close(fd);
+  if (n < 0) {
+    if (err) *err = read_err;
+    return std::nullopt;
+  }
+  const std::string line(buf, static_cast<size_t>(n));
   // comm (field 2) may contain spaces and parentheses: parse after the last ')'.
   const size_t close = line.rfind(')');
   if (close == std::string::npos || close + 2 >= line.size()) return std::nullopt;
@@ -30,24 +64,51 @@ std::optional<ProcStat> read_proc_stat(pid_t pid) {
   return st;
 }
 
+Liveness process_liveness(pid_t pid, std::uint64_t start_ticks) {
+  if (pid <= 0) return Liveness::Gone;
+  int err = 0;
+  if (auto st = read_proc_stat(pid, &err)) {
+    if (st->state == 'Z' || st->state == 'X' || st->start_ticks != start_ticks) return Liveness::Gone;
+    return Liveness::Alive;
+  }
+  // The kernel's own word: kill(pid, 0) fails with ESRCH only when no such process exists.
+  if ((err == ENOENT || err == ESRCH) && ::kill(pid, 0) != 0 && errno == ESRCH) return Liveness::Gone;
+  return Liveness::Unknown;
+}
+
 bool process_alive(pid_t pid, std::uint64_t start_ticks) {
-  if (pid <= 0) return false;
-  auto st = read_proc_stat(pid);
-  return st && st->state != 'Z' && st->state != 'X' && st->start_ticks == start_ticks;
+  return process_liveness(pid, start_ticks) == Liveness::Alive;
 }
 
 std::vector<pid_t> processes_in_session(pid_t sid) {
   std::vector<pid_t> out;
-  DIR* d = opendir("/proc");
-  if (!d) return out;
-  while (dirent* e = readdir(d)) {
-    char* end = nullptr;
-    const long pid = std::strtol(e->d_name, &end, 10);
-    if (!end || *end != '\0' || pid <= 0) continue;
-    auto st = read_proc_stat(static_cast<pid_t>(pid));
-    if (st && st->session == sid && st->state != 'Z') out.push_back(static_cast<pid_t>(pid));
+  for_each_process([&](pid_t pid, const ProcStat& st) {
+    if (st.session == sid && st.state != 'Z') out.push_back(pid);
+  });
+  return out;
+}
+
+std::vector<pid_t> descendants_of(pid_t root) {
+  std::map<pid_t, pid_t> parent;  // live processes only
+  for_each_process([&](pid_t pid, const ProcStat& st) {
+    if (st.state != 'Z') parent[pid] = st.ppid;
+  });
+  std::vector<pid_t> out;
+  for (const auto& [pid, ppid] : parent) {
+    // Walk up at most as many steps as there are processes (a cycle cannot exist, but a racing
+    // read could show one).
+    pid_t p = ppid;
+    for (size_t steps = 0; p > 1 && steps <= parent.size(); ++steps) {
+      if (p == root) {
+        out.push_back(pid);
+        break;
+      }
+      auto it = parent.find(p);
+      if (it == parent.end()) break;
+      p = it->second;
+    }
+    if (p == root && (out.empty() || out.back() != pid)) out.push_back(pid);
   }
-  closedir(d);
   return out;
 }
 

@@ -2,6 +2,11 @@
 // What /proc tells colod about processes: a pid plus its start time (field 22 of
 // /proc/<pid>/stat, clock ticks since boot) names one process for good, even after the pid is
 // reused — that is how a restarted daemon re-adopts the shims of running jobs.
+//
+// A process is declared gone only on positive evidence (the kernel says there is no such pid,
+// or the pid now names a zombie or another process). A read that fails for any other reason —
+// out of descriptors, /proc not mounted — proves nothing: the answer is Unknown and the caller
+// asks again later. Declaring a running job lost on a failed read would run it twice.
 #include <cstdint>
 #include <optional>
 #include <sys/types.h>
@@ -17,11 +22,20 @@ struct ProcStat {
   std::uint64_t start_ticks = 0;
 };
 
-std::optional<ProcStat> read_proc_stat(pid_t pid);
+// nullopt when the file cannot be read or parsed; `err` (if given) gets the errno of a failed
+// open/read, 0 for a parse failure.
+std::optional<ProcStat> read_proc_stat(pid_t pid, int* err = nullptr);
+
+enum class Liveness { Alive, Gone, Unknown };
+// Alive: not a zombie and started at `start_ticks`. Gone: proven (no such pid, a zombie, or a
+// different start time). Unknown: could not tell.
+Liveness process_liveness(pid_t pid, std::uint64_t start_ticks);
 // Alive (not a zombie) and started at `start_ticks`.
 bool process_alive(pid_t pid, std::uint64_t start_ticks);
 // Every live process whose session id is `sid`.
 std::vector<pid_t> processes_in_session(pid_t sid);
+// Every live process below `root` in the parent tree (children, grandchildren, …).
+std::vector<pid_t> descendants_of(pid_t root);
 // SIGKILLs every process of the session except the caller; returns how many were signalled.
 int kill_session(pid_t sid);
 

@@ -2,11 +2,14 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
 #include <sstream>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -17,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/job_cgroup.h"
 #include "daemon/proc.h"
 
 extern char** environ;
@@ -69,6 +73,9 @@ void write_exit(const std::string& dir, const ShimExit& e) {
   json j{{"started", e.started}, {"error", e.error}, {"start_time", e.start_time}, {"end_time", e.end_time}};
   j["exit_code"] = e.exit_code ? json(*e.exit_code) : json(nullptr);
   j["signal"] = e.signal ? json(*e.signal) : json(nullptr);
+  if (!e.cgroup.empty()) j["cgroup"] = e.cgroup;
+  if (e.cpu_usec) j["cpu_usec"] = *e.cpu_usec;
+  if (e.memory_peak_bytes) j["memory_peak_bytes"] = *e.memory_peak_bytes;
   write_atomic(dir, "exit.json", j.dump() + "\n");
 }
 
@@ -83,11 +90,53 @@ ShimSpec spec_from_json(const json& j) {
   s.stdout_path = j.at("stdout").get<std::string>();
   s.stderr_path = j.at("stderr").get<std::string>();
   s.grace_s = j.at("grace_s").get<double>();
+  s.cgroup_name = j.value("cgroup_name", std::string());
   return s;
 }
 
+// Marks every descriptor from `first` up close-on-exec, so nothing colod or the shim holds (the
+// database, API sockets, pipes) reaches the job. close_range(CLOSE_RANGE_CLOEXEC) needs Linux
+// 5.11; older kernels get the same through /proc/self/fd.
+void cloexec_from(int first, bool close_now = false) {
+#ifdef CLOSE_RANGE_CLOEXEC
+  if (::close_range(static_cast<unsigned>(first), ~0U, close_now ? 0 : CLOSE_RANGE_CLOEXEC) == 0) return;
+#endif
+  std::vector<int> fds;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d)) {
+      char* end = nullptr;
+      const long fd = std::strtol(e->d_name, &end, 10);
+      if (end && *end == '\0' && fd >= first && fd != dirfd(d)) fds.push_back(static_cast<int>(fd));
+    }
+    closedir(d);
+  }
+  for (int fd : fds) {
+    if (close_now) ::close(fd);
+    else ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+}
+
+// Kills every process below the shim — the job's own session and anything it detached with
+// setsid or a double fork: the shim is a child subreaper, so orphans are re-parented to it and
+// stay in its tree. Returns once the shim has no child left (or after `limit_s`).
+void kill_every_descendant(double limit_s) {
+  const double give_up = mono_now() + limit_s;
+  for (;;) {
+    for (pid_t p : descendants_of(getpid())) ::kill(p, SIGKILL);
+    pid_t w;
+    while ((w = waitpid(-1, nullptr, WNOHANG)) > 0) {
+    }
+    if (w < 0 && errno == ECHILD) return;
+    if (mono_now() >= give_up) {
+      std::fprintf(stderr, "colo-shim: processes of the job survive SIGKILL after %.0f s\n", limit_s);
+      return;
+    }
+    usleep(10000);
+  }
+}
+
 // Child side of the job fork: never returns. Reports an exec failure through err_fd.
-[[noreturn]] void exec_job(const ShimSpec& s, int out_fd, int err_fd_log, int report_fd) {
+[[noreturn]] void exec_job(const ShimSpec& s, int out_fd, int err_fd_log, int report_fd, const char* cgroup_procs) {
   auto die = [&](const char* what) {
     const std::string msg = std::string(what) + ": " + std::strerror(errno);
     [[maybe_unused]] ssize_t w = ::write(report_fd, msg.data(), msg.size());
@@ -98,6 +147,8 @@ ShimSpec spec_from_json(const json& j) {
   sigprocmask(SIG_SETMASK, &none, nullptr);
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE}) signal(sig, SIG_DFL);
   setpgid(0, 0);
+  // Into the job's cgroup before anything can fork (failure leaves the process-tree containment).
+  if (cgroup_procs && *cgroup_procs) join_cgroup(cgroup_procs);
   const int devnull = ::open("/dev/null", O_RDONLY);
   if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd_log, 2) < 0) die("redirect");
   // Only root can (and must) become the submitter; a non-root daemon runs jobs as itself.
@@ -108,6 +159,7 @@ ShimSpec spec_from_json(const json& j) {
     if (setuid(static_cast<uid_t>(s.uid)) != 0) die("setuid");
   }
   if (!s.workdir.empty() && chdir(s.workdir.c_str()) != 0) die(("chdir " + s.workdir).c_str());
+  cloexec_from(3);  // report_fd is close-on-exec already: it stays usable until execvp
   clearenv();
   for (const auto& [k, v] : s.env) setenv(k.c_str(), v.c_str(), 1);
   std::vector<char*> argv;
@@ -124,16 +176,37 @@ void write_shim_spec(const std::string& dir, const ShimSpec& s) {
   json env = json::array();
   for (const auto& [k, v] : s.env) env.push_back({k, v});
   json j{{"argv", s.argv}, {"env", env}, {"workdir", s.workdir}, {"user", s.user}, {"uid", s.uid},
-         {"gid", s.gid}, {"stdout", s.stdout_path}, {"stderr", s.stderr_path}, {"grace_s", s.grace_s}};
+         {"gid", s.gid}, {"stdout", s.stdout_path}, {"stderr", s.stderr_path}, {"grace_s", s.grace_s},
+         {"cgroup_name", s.cgroup_name}};
   write_atomic(dir, "spec.json", j.dump() + "\n");
 }
 
 std::optional<ShimExit> read_shim_exit(const std::string& dir) {
-  std::ifstream in(dir + "/exit.json");
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const json j = json::parse(ss.str());
+  const std::string path = dir + "/exit.json";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::nullopt;
+    throw ShimExitUnreadable("open " + path + ": " + std::strerror(errno));
+  }
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      throw ShimExitUnreadable("read " + path + ": " + std::strerror(e));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > (1u << 20)) {
+      ::close(fd);
+      throw std::runtime_error(path + " is larger than 1 MiB");
+    }
+  }
+  ::close(fd);
+  const json j = json::parse(text);
   ShimExit e;
   e.started = j.at("started").get<bool>();
   e.error = j.at("error").get<std::string>();
@@ -141,6 +214,9 @@ std::optional<ShimExit> read_shim_exit(const std::string& dir) {
   e.end_time = j.at("end_time").get<double>();
   if (!j.at("exit_code").is_null()) e.exit_code = j.at("exit_code").get<int>();
   if (!j.at("signal").is_null()) e.signal = j.at("signal").get<int>();
+  e.cgroup = j.value("cgroup", std::string());
+  if (j.contains("cpu_usec")) e.cpu_usec = j.at("cpu_usec").get<std::uint64_t>();
+  if (j.contains("memory_peak_bytes")) e.memory_peak_bytes = j.at("memory_peak_bytes").get<std::uint64_t>();
   return e;
 }
 
@@ -154,6 +230,8 @@ int shim_main(const std::string& dir) {
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD}) sigaddset(&set, sig);
   sigprocmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // Keep only stdio and the "go" pipe: whatever else colod had open is not the shim's business.
+  cloexec_from(4, /*close_now=*/true);
   {
     const int log = ::open((dir + "/shim.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -220,8 +298,9 @@ int shim_main(const std::string& dir) {
   }
   ex.started = true;
   ex.start_time = wall_now();
-  const int out_fd = ::open(spec.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-  const int err_fd = ::open(spec.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  // The job's logs are its user's alone (and root's): 0600, owned by the submitter.
+  const int out_fd = ::open(spec.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  const int err_fd = ::open(spec.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (out_fd < 0 || err_fd < 0) {
     ex.error = std::string("cannot open the job's log files: ") + std::strerror(errno);
     ex.exit_code = 127;
@@ -232,6 +311,8 @@ int shim_main(const std::string& dir) {
     [[maybe_unused]] int r1 = fchown(out_fd, static_cast<uid_t>(spec.uid), static_cast<gid_t>(spec.gid));
     [[maybe_unused]] int r2 = fchown(err_fd, static_cast<uid_t>(spec.uid), static_cast<gid_t>(spec.gid));
   }
+  ::fchmod(out_fd, 0600);  // a log made by an older colod (0640) is tightened too
+  ::fchmod(err_fd, 0600);
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) {
     ex.error = std::string("pipe: ") + std::strerror(errno);
@@ -239,10 +320,21 @@ int shim_main(const std::string& dir) {
     ex.end_time = wall_now();
     return finish(ex);
   }
+  std::string cgroup, cgroup_procs;
+  if (!spec.cgroup_name.empty()) {
+    std::string why;
+    // The shim's pid makes the name unique on this host (job ids are per colod state directory).
+    if (auto p = create_job_cgroup(spec.cgroup_name + "-" + std::to_string(getpid()), &why)) {
+      cgroup = *p;
+      cgroup_procs = cgroup + "/cgroup.procs";
+    } else {
+      std::fprintf(stderr, "colo-shim: no cgroup for the job (%s): process-tree containment only\n", why.c_str());
+    }
+  }
   const pid_t child = fork();
   if (child == 0) {
     ::close(report[0]);
-    exec_job(spec, out_fd, err_fd, report[1]);
+    exec_job(spec, out_fd, err_fd, report[1], cgroup_procs.c_str());
   }
   ::close(report[1]);
   ::close(out_fd);
@@ -286,14 +378,19 @@ int shim_main(const std::string& dir) {
   if (WIFEXITED(status)) ex.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) ex.signal = WTERMSIG(status);
 
-  // 4. Nothing of the job may outlive it (it could hold GPU memory the ledger no longer counts).
+  // 4. Nothing of the job may outlive it (it could hold GPU memory the ledger no longer counts):
+  // its process group, its session, and whatever it detached (re-parented to this subreaper).
   ::kill(-child, SIGKILL);
   kill_session(getsid(0));
-  const double give_up = mono_now() + 5;
-  while (mono_now() < give_up) {
-    const pid_t w = waitpid(-1, nullptr, WNOHANG);
-    if (w < 0 && errno == ECHILD) break;
-    if (w == 0) usleep(20000);
+  if (!cgroup.empty() && !kill_cgroup(cgroup, 30))
+    std::fprintf(stderr, "colo-shim: processes in %s survive SIGKILL\n", cgroup.c_str());
+  kill_every_descendant(30);
+  if (!cgroup.empty()) {
+    const CgroupUsage u = read_cgroup_usage(cgroup);
+    ex.cgroup = cgroup;
+    ex.cpu_usec = u.cpu_usec;
+    ex.memory_peak_bytes = u.memory_peak_bytes;
+    if (!remove_cgroup(cgroup)) std::fprintf(stderr, "colo-shim: rmdir %s: %s\n", cgroup.c_str(), std::strerror(errno));
   }
   ex.end_time = wall_now();
   return finish(ex);

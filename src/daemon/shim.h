@@ -11,7 +11,9 @@
 //   3. SIGTERM → SIGTERM to the job's process group, SIGKILL after the grace period;
 //   4. when the job's main process exits, kills what is left of the session, then writes
 //      exit.json atomically (write + fsync + rename).
+#include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +28,7 @@ struct ShimSpec {
   long uid = -1, gid = -1;  // -1: keep the shim's (non-root daemon)
   std::string stdout_path, stderr_path;
   double grace_s = 10;
+  std::string cgroup_name;  // cgroup v2 leaf for the job where the host allows (job_cgroup.h)
 };
 
 struct ShimExit {
@@ -34,10 +37,20 @@ struct ShimExit {
   std::optional<int> signal;     // killed by a signal
   std::string error;             // exec failure, bad spec, cancelled before start
   double start_time = 0, end_time = 0;
+  std::string cgroup;                              // the job's cgroup leaf, empty if none
+  std::optional<std::uint64_t> cpu_usec;           // CPU time of everything in it
+  std::optional<std::uint64_t> memory_peak_bytes;  // host memory peak (memory controller only)
+};
+
+// exit.json exists (or may) but could not be read right now (out of descriptors, I/O error):
+// proves nothing about the job; ask again later.
+struct ShimExitUnreadable : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 void write_shim_spec(const std::string& dir, const ShimSpec& spec);
-// nullopt while the shim has not finished (no exit.json yet). Throws on a corrupt file.
+// nullopt while the shim has not finished (no exit.json yet). Throws ShimExitUnreadable when
+// the file cannot be read now, another exception when it is corrupt.
 std::optional<ShimExit> read_shim_exit(const std::string& dir);
 bool shim_started(const std::string& dir);  // the started marker exists
 

@@ -22,6 +22,11 @@ using namespace std::chrono_literals;
 
 std::string fake_job() { return colo::gpu::fake_job_path(); }
 
+// Shell that returns once `path` exists: jobs end when the test says so, never on a timer.
+std::string wait_for_file(const std::string& path) {
+  return "while [ ! -e " + path + " ]; do sleep 0.02; done";
+}
+
 // Did two attempts run on the same GPU at the same time?
 bool overlap_on_same_gpu(const std::vector<json>& jobs) {
   for (size_t a = 0; a < jobs.size(); ++a)
@@ -42,12 +47,16 @@ bool overlap_on_same_gpu(const std::vector<json>& jobs) {
 TEST(ColodE2E, SubmitQueueShowLogsCancel) {
   TempDir dir;
   ColodProcess d(dir.path(), "2x40GiB");
+  // The job runs until the test opens its gate: it is certainly still listed by `colo queue`.
+  const std::string gate = dir.path() + "/gate";
   const std::uint64_t id = d.submit({"--gpus", "1", "--mem", "10GiB", "--name", "t1", "--", "/bin/sh", "-c",
-                                     "echo hello from $COLO_JOB_ID on $CUDA_VISIBLE_DEVICES; echo oops >&2; sleep 1"});
+                                     "echo hello from $COLO_JOB_ID on $CUDA_VISIBLE_DEVICES; echo oops >&2; " +
+                                         wait_for_file(gate)});
   EXPECT_GE(id, 1u);
   const json q = d.colo_json({"queue", "--json"});
   ASSERT_EQ(q.size(), 1u);
   EXPECT_EQ(q[0].at("name"), "t1");
+  std::ofstream(gate).put('x');
 
   const json j = d.wait_terminal(id);
   EXPECT_EQ(j.at("state"), "done") << j.dump(2);
@@ -91,12 +100,34 @@ TEST(ColodE2E, SubmitQueueShowLogsCancel) {
   EXPECT_NE(d.colo({"show", "999"}).err.find("job 999 not found"), std::string::npos);
 }
 
-std::vector<json> run_four_jobs(const std::string& policy) {
+// Four 8 GiB fake training jobs, each held until a gate opens. With `hold_until_all_run` the
+// gate opens only once all four run and the monitor has seen each one's memory (MAGM: they must
+// share); otherwise at once (exclusive: they queue behind each other).
+std::vector<json> run_four_jobs(const std::string& policy, bool hold_until_all_run) {
   TempDir dir;
   ColodProcess d(dir.path(), "2x40GiB", {"--policy", policy});
+  const std::string gate = dir.path() + "/gate";
+  if (!hold_until_all_run) std::ofstream(gate).put('x');
   std::vector<std::uint64_t> ids;
   for (int k = 0; k < 4; ++k)
-    ids.push_back(d.submit({"--mem", "8GiB", "--", fake_job(), "--mem", "8GiB", "--hold", "2.5", "--sm-activity", "0.2"}));
+    ids.push_back(d.submit({"--mem", "8GiB", "--", "/bin/sh", "-c",
+                            fake_job() + " --mem 8GiB --hold inf --sm-activity 0.2 & p=$!; " + wait_for_file(gate) +
+                                "; kill $p; wait $p; exit 0"}));
+  if (hold_until_all_run) {
+    EXPECT_TRUE(wait_until(
+        [&] {
+          for (auto id : ids) {
+            const json j = d.colo_json({"show", std::to_string(id), "--json"});
+            if (j.at("state") != "running" || j.at("attempts").back().at("peak_mib").is_null() ||
+                j.at("attempts").back().at("peak_mib").get<int>() < 8 * 1024)
+              return false;
+          }
+          return true;
+        },
+        120s))
+        << d.log();
+    std::ofstream(gate).put('x');
+  }
   std::vector<json> jobs;
   for (auto id : ids) {
     jobs.push_back(d.wait_terminal(id, 90s));
@@ -106,24 +137,27 @@ std::vector<json> run_four_jobs(const std::string& policy) {
 }
 
 TEST(ColodE2E, MagmCollocatesExclusiveDoesNot) {
-  const std::vector<json> magm = run_four_jobs("magm");
+  const std::vector<json> magm = run_four_jobs("magm", true);
   EXPECT_TRUE(overlap_on_same_gpu(magm)) << "MAGM should run two 8 GiB jobs on one 40 GiB GPU at once";
   // MAGM spreads: the first two jobs land on different GPUs (most free memory first).
   EXPECT_NE(magm[0].at("gpus")[0].at("index"), magm[1].at("gpus")[0].at("index"));
   for (const json& j : magm) EXPECT_GE(j.at("attempts")[0].at("peak_mib").get<int>(), 8 * 1024) << j.dump(2);
 
-  const std::vector<json> excl = run_four_jobs("exclusive");
+  const std::vector<json> excl = run_four_jobs("exclusive", false);
   EXPECT_FALSE(overlap_on_same_gpu(excl)) << "exclusive must never share a GPU";
 }
 
 TEST(ColodE2E, InjectedOomGoesThroughRecoveryAndFinishes) {
   TempDir dir;
   ColodProcess d(dir.path(), "1x40GiB");
-  // Both claim 10 GiB, so the ledger collocates them; together they really need 50 GiB. "big"
-  // ramps up slowly (so the monitor does not yet see it when "liar" is placed), "liar" takes
-  // its 20 GiB at once: big's ramp then hits the 40 GiB wall and crashes with PyTorch's OOM.
+  // Both claim 10 GiB, so the ledger collocates them; together they really need 50 GiB. The GPU
+  // is drained while both are submitted, so one scheduling round places both (however slow the
+  // machine). "big" ramps up, "liar" takes its 20 GiB at once: whichever allocates second hits
+  // the 40 GiB wall and crashes with PyTorch's OOM.
+  ASSERT_EQ(d.colo({"drain", "0"}).rc, 0);
   const std::uint64_t a = d.submit({"--mem", "10GiB", "--name", "big", "--", fake_job(), "--mem", "30GiB", "--ramp", "3", "--hold", "1"});
   const std::uint64_t b = d.submit({"--mem", "10GiB", "--name", "liar", "--", fake_job(), "--mem", "20GiB", "--hold", "4"});
+  ASSERT_EQ(d.colo({"resume", "0"}).rc, 0);
   const json ja = d.wait_terminal(a, 90s), jb = d.wait_terminal(b, 90s);
   EXPECT_EQ(ja.at("state"), "done") << ja.dump(2);
   EXPECT_EQ(jb.at("state"), "done") << jb.dump(2);
@@ -280,7 +314,7 @@ TEST(ColodE2E, MalformedJobFilesGetOneLineErrors) {
   };
   const std::vector<Case> cases = {
       {{"--rad", write("short.rad", "# c\nconda activate tf\npython x.py\nm.model\n")}, "short.rad:5: missing field 'dataset'"},
-      {{"--rad", write("badbatch.rad", "conda\npython x.py\nm.model\nds\nthirty-two\nexclusive\n1\n")}, "badbatch.rad:5: batch size 'thirty-two'"},
+      {{"--rad", write("badbatch.rad", "conda\npython x.py\nm.model\nds\nthirty-two\nexclusive\n1\n")}, "badbatch.rad:5: batch size: 'thirty-two' is not an integer"},
       {{"--rad", write("badmode.rad", "conda\npython x.py\nm.model\nds\n32\nsometimes\n1\n")}, "badmode.rad:6: placement mode"},
       {{"--rad", write("badmem.rad", "conda\npython x.py\nm.model\nds\n32\nexclusive\n1\n12x\n")}, "badmem.rad:8: measured memory"},
       {{"--rad", dir.path() + "/missing.rad"}, "missing.rad: cannot open"},

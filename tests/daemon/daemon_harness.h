@@ -40,7 +40,9 @@ class ColodProcess {
   // Starts build/colod --fake-gpus SPEC --state-dir DIR [extra…] and waits for its socket.
   ColodProcess(std::string state_dir, std::string fake_gpus, std::vector<std::string> extra = {});
   ~ColodProcess();  // SIGTERM + wait (jobs keep running under shims; tests cancel them)
-  void start();
+  // Starts colod and waits until its API answers. With `may_exit` (a fault point armed) colod
+  // may kill itself before that: start() then returns false instead of throwing.
+  bool start(bool may_exit = false);
   // Environment for the next start() (e.g. COLO_FAULT_KILL_AT); empty clears it.
   void set_env(std::vector<std::pair<std::string, std::string>> env) { env_ = std::move(env); }
   // Waits until colod exits by itself (a fault point); false on timeout.

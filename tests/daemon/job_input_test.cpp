@@ -108,12 +108,16 @@ TEST(OomDetector, RecognisesEachFramework) {
   EXPECT_EQ(e->line, "b CUDA out of memory c");
 }
 
-TEST(HistoryFingerprint, DependsOnCommandAndInputsOnly) {
-  const auto a = job_fingerprint({"python", "t.py"}, 1, {{"batch", 32}});
-  EXPECT_EQ(a, job_fingerprint({"python", "t.py"}, 1, {{"batch", 32}}));
-  EXPECT_NE(a, job_fingerprint({"python", "t.py"}, 1, {{"batch", 64}}));
-  EXPECT_NE(a, job_fingerprint({"python", "t.py"}, 2, {{"batch", 32}}));
-  EXPECT_NE(a, job_fingerprint({"python", "u.py"}, 1, {{"batch", 32}}));
+TEST(HistoryFingerprint, DependsOnUserDirectoryCommandAndInputsOnly) {
+  const auto a = job_fingerprint(1000, "/home/a", {"python", "t.py"}, 1, {{"batch", 32}});
+  EXPECT_EQ(a, job_fingerprint(1000, "/home/a", {"python", "t.py"}, 1, {{"batch", 32}}));
+  EXPECT_NE(a, job_fingerprint(1000, "/home/a", {"python", "t.py"}, 1, {{"batch", 64}}));
+  EXPECT_NE(a, job_fingerprint(1000, "/home/a", {"python", "t.py"}, 2, {{"batch", 32}}));
+  EXPECT_NE(a, job_fingerprint(1000, "/home/a", {"python", "u.py"}, 1, {{"batch", 32}}));
+  // Another user's identical run, or the same command in another directory, is another job.
+  EXPECT_NE(a, job_fingerprint(1001, "/home/a", {"python", "t.py"}, 1, {{"batch", 32}}));
+  EXPECT_NE(a, job_fingerprint(1000, "/home/b", {"python", "t.py"}, 1, {{"batch", 32}}));
+  EXPECT_EQ(a.rfind("u1000-", 0), 0u);
 }
 
 TEST(DaemonConfig, ExampleConfigLoadsAndErrorsNameTheLine) {
