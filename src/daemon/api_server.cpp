@@ -253,25 +253,24 @@ void ApiServer::serve_ready(double now_mono) {
       break;
     // The oldest ready request of the uid served least recently; entries of closed or evicted
     // connections are dropped on the way.
-    auto pick = ready_.end();
+    // (Prune first, then pick by position: erasing from a deque invalidates every iterator.)
+    std::erase_if(ready_, [&](const std::pair<int, std::uint64_t>& q) {
+      auto it = conns_.find(q.first);
+      return it == conns_.end() || it->second.seq != q.second || it->second.phase != Phase::Ready;
+    });
+    if (ready_.empty()) return;
+    size_t pick = 0;
     std::uint64_t pick_served = 0;
-    for (auto q = ready_.begin(); q != ready_.end();) {
-      auto it = conns_.find(q->first);
-      if (it == conns_.end() || it->second.seq != q->second || it->second.phase != Phase::Ready) {
-        q = ready_.erase(q);
-        continue;
-      }
-      const auto ls = last_served_.find(it->second.peer.uid);
+    for (size_t k = 0; k < ready_.size(); ++k) {
+      const auto ls = last_served_.find(conns_.at(ready_[k].first).peer.uid);
       const std::uint64_t served = ls == last_served_.end() ? 0 : ls->second;
-      if (pick == ready_.end() || served < pick_served) {
-        pick = q;
+      if (k == 0 || served < pick_served) {
+        pick = k;
         pick_served = served;
       }
-      ++q;
     }
-    if (pick == ready_.end()) return;
-    const int fd = pick->first;
-    ready_.erase(pick);
+    const int fd = ready_[pick].first;
+    ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(pick));
     auto it = conns_.find(fd);
     Conn& c = it->second;
     if (last_served_.size() > 4096) last_served_.clear();  // forget users long gone
