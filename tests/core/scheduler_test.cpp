@@ -6,19 +6,7 @@
 namespace colo {
 namespace {
 
-struct World {
-  std::vector<GpuSnapshot> gpus;
-  Ledger ledger;
-  SchedulerState state;
-  Decision decide(const Scheduler& s, const std::vector<Job>& main, const std::vector<Job>& rec = {}) {
-    SchedulerInput in{rec, main, gpus, &ledger, 0};
-    return s.decide(in, state);
-  }
-  void apply(const Decision& d) {
-    for (const auto& p : d.placements)
-      for (int g : p.gpu_indices) ledger.reserve(p.job, g, p.reserve_mib, p.exclusive, 0);
-  }
-};
+using test::World;
 
 Scheduler sched(PolicyKind k, Conditions c = {}, RecoveryConfig r = {}) {
   return Scheduler(SchedulerConfig{make_policy(k, c), r});

@@ -8,15 +8,11 @@
 namespace colo {
 namespace {
 
-struct World {
-  std::vector<GpuSnapshot> gpus;
-  Ledger ledger;
-  SchedulerState state;
+// These tests ask for the explanation unless they say otherwise.
+struct World : test::World {
   Decision decide(const Scheduler& s, const std::vector<Job>& main, const std::vector<Job>& rec = {},
                   bool explain = true) {
-    SchedulerInput in{rec, main, gpus, &ledger, 0};
-    in.explain = explain;
-    return s.decide(in, state);
+    return test::World::decide(s, main, rec, explain);
   }
 };
 

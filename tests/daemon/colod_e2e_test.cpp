@@ -24,7 +24,7 @@ std::string fake_job() { return colo::gpu::fake_job_path(); }
 
 // Shell that returns once `path` exists: jobs end when the test says so, never on a timer.
 std::string wait_for_file(const std::string& path) {
-  return "while [ ! -e " + path + " ]; do sleep 0.02; done";
+  return "while [ ! -e " + path + " ]; do sleep 0.2; done";
 }
 
 // Did two attempts run on the same GPU at the same time?

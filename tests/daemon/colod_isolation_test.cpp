@@ -38,7 +38,7 @@ std::string slurp(const std::string& path) {
 }
 
 // A job that runs until `gate` exists.
-std::string wait_for(const std::string& gate) { return "while [ ! -e " + gate + " ]; do sleep 0.02; done"; }
+std::string wait_for(const std::string& gate) { return "while [ ! -e " + gate + " ]; do sleep 0.2; done"; }
 
 TEST(ColodIsolation, StateIsPrivateWhateverTheUmask) {
   TempDir dir;  // 0755, as a unit's StateDirectory= would make it

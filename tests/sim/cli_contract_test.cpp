@@ -12,30 +12,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_run.h"
 #include "data_path.h"
 
 namespace colo::sim {
 namespace {
 
-struct CliRun {
-  int status = 0;
-  std::string out;
-};
+using test::CliRun;
 
 CliRun run_colo(const std::string& args) {
-  const std::string cmd = std::string(COLO_BINARY_DIR) + "/colo sim --workloads " + test::carma("workloads.csv") +
-                          " --trace " + test::carma("traces/philly_mix_90_tasks.csv") + " " + args + " 2>&1";
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, ""};
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  r.status = WEXITSTATUS(pclose(p));
-  return r;
+  return test::run_colo_args("sim --workloads " + test::carma("workloads.csv") + " --trace " +
+                             test::carma("traces/philly_mix_90_tasks.csv") + " " + args);
 }
 
-bool have_binary() { return std::filesystem::exists(std::string(COLO_BINARY_DIR) + "/colo"); }
+bool have_binary() { return test::have_colo_binary(); }
 
 TEST(ColoSimCli, DoneWhenCommands) {
   if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
