@@ -77,7 +77,7 @@ void run_single(const Opts& o) {
       j["layers"] = g.layers.size();
       j["params"] = g.total_params();
       j["unknown_layer_types"] = g.unknown_types();
-      std::cout << j.dump() << "\n";
+      std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       return;
     }
   }
@@ -86,7 +86,7 @@ void run_single(const Opts& o) {
     j["estimate_mib"] = e.mib;
     j["estimator"] = e.estimator;
     j["explanation"] = e.explanation;
-    std::cout << j.dump() << "\n";
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::cout << e.mib << " MiB  (" << e.estimator << ": " << e.explanation << ")\n";
   }
@@ -115,7 +115,7 @@ void run_eval(const EvalOpts& o) {
                        {"estimate_mib", r.estimate}});
       j["rows"] = arr;
     }
-    std::cout << j.dump() << "\n";
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
   if (o.rows)

@@ -72,7 +72,7 @@ void run(const GpuMemNetOptions& o, bool train, const std::string& command) {
     auto j = estimate::to_json(r);
     j["seconds"] = secs;
     if (train) j["model"] = o.out;
-    std::cout << j.dump() << "\n";
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
   std::cout << fmt::format("GPUMemNet {} set, {:g} GiB buckets: {} train rows, {} test rows; dropped {} rows without layers, {} unmeasured\n",

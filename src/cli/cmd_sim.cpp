@@ -99,7 +99,7 @@ sim::ScenarioBase make_base(const SimArgs& a) {
 
 void print_one(const SimArgs& a, const sim::SimResult& r) {
   if (a.json) {
-    std::cout << to_json(r).dump() << "\n";
+    std::cout << to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
   std::cout << fmt::format("policy      {}\nestimator   {}\nsharing     {}\n", r.policy, a.estimator, a.sharing);
@@ -142,7 +142,7 @@ void run_compare(const SimArgs& a, const sim::ScenarioBase& base, const sim::Tra
       j["energy_vs_exclusive"] = row.r.energy_mj / ex.energy_mj - 1;
       arr.push_back(j);
     }
-    std::cout << arr.dump() << "\n";
+    std::cout << arr.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
   std::cout << fmt::format("trace {} on {} GPU(s) × {} MiB, recovery {}, SMACT cap {}%, margin {} MiB\n", trace.path,

@@ -2,6 +2,8 @@
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <string>
+#include <string_view>
 
 #include "cli/command_registry.h"
 #include "core/error.h"
@@ -20,6 +22,25 @@ std::vector<CommandInstaller>& command_installers() {
 
 }  // namespace colo::cli
 
+namespace {
+
+// Every error is one line: a newline or other control character quoted from the input (a CSV
+// cell, a file name) is shown escaped (\n, \xHH), never printed raw.
+std::string one_line_text(std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if ((u < 0x20 && c != '\t') || u == 0x7f) out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
+    else out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace colo::cli;
   CLI::App app{"colo: collocation-aware GPU resource manager for deep-learning training"};
@@ -27,15 +48,23 @@ int main(int argc, char** argv) {
   if (const char* s = std::getenv("COLO_SOCKET")) globals().socket = s;
   app.add_option("--socket", globals().socket, "colod's Unix socket (default: $COLO_SOCKET)");
   for (auto& install : command_installers()) install(app);
+  // CLI11's own errors (unknown flag, missing value) as one line like every other error, exit 2.
+  const auto one_line = [](const CLI::App*, const CLI::Error& e) {
+    std::string msg = e.what();
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    return "colo: error: " + one_line_text(msg) + " (see --help)\n";
+  };
+  app.failure_message(one_line);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);
+    return code == static_cast<int>(CLI::ExitCodes::Success) ? code : 2;
   } catch (const colo::UserError& e) {
-    std::cerr << "colo: error: " << e.what() << "\n";
+    std::cerr << "colo: error: " << one_line_text(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "colo: internal error: " << e.what() << "\n";
+    std::cerr << "colo: internal error: " << one_line_text(e.what()) << "\n";
     return 1;
   }
   return 0;

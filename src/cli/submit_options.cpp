@@ -42,7 +42,7 @@ void apply_estimate(SubmitRequest& r, const EstimateSpec& e) {
 
 void add_submit_options(CLI::App* c, SubmitOptions& o) {
   add_int_flag(c, "--gpus", o.gpus, 1, limits::kMaxJobGpus, "GPUs (all placed at once)", false);
-  c->add_option("--mem", o.mem, "per-GPU memory need, e.g. 12GiB");
+  c->add_option("--mem", o.mem, "per-GPU memory need, e.g. 12GiB")->each([&o](const std::string&) { o.mem_given = true; });
   c->add_option("--estimate", o.estimator, "estimate the need: allocsim, horus, gpumemnet, auto");
   c->add_option("--summary", o.summary, "model summary for --estimate");
   add_int_flag(c, "--batch", o.batch, 1, limits::kMaxBatch, "batch size for --estimate", false);
@@ -96,7 +96,7 @@ SubmitRequest build_submit_request(const SubmitOptions& o) {
     if (o.batch <= 0) throw UserError("--estimate needs --batch N (N ≥ 1)");
     estimate = EstimateSpec{o.estimator, o.summary, o.batch, o.optimizer, o.seq_len};
   }
-  if (!o.mem.empty()) {
+  if (o.mem_given || !o.mem.empty()) {
     if (!o.estimator.empty()) throw UserError("give either --mem or --estimate, not both");
     r.mem_mib = parse_mib(o.mem, "--mem", 1, limits::kMaxGpuMiB);
     r.mem_source = "user";

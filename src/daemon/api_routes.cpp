@@ -165,7 +165,7 @@ HttpResponse Daemon::submit(const HttpRequest& req, const Peer& peer) {
   if (geteuid() != 0 && peer.uid != geteuid())
     return error(403, fmt::format("colod runs as uid {} (not root) and can only run jobs for that user", geteuid()));
   if (auto deep = json_depth_error(req.body, kMaxJsonNesting)) return error(400, "request body: " + *deep);
-  const json body = json::parse(req.body, nullptr, false);
+  const json body = parse_request_body(req.body);
   if (body.is_discarded()) return error(400, "request body is not valid JSON");
   SubmitRequest r = submit_request_from_json(body);
   if (r.workdir.empty()) {
@@ -335,7 +335,7 @@ HttpResponse Daemon::drain_gpu(const std::string& key, bool drain, const HttpReq
   std::string reason = drain ? fmt::format("drained by {}", user_name(peer.uid)) : "";
   if (!req.body.empty()) {
     if (auto deep = json_depth_error(req.body, kMaxJsonNesting)) return error(400, "request body: " + *deep);
-    const json b = json::parse(req.body, nullptr, false);
+    const json b = parse_request_body(req.body);
     if (b.is_discarded() || !b.is_object()) return error(400, "request body is not a JSON object");
     for (const auto& [k, v] : b.items()) {
       if (k != "reason") return error(400, fmt::format("unknown field '{}'", k));

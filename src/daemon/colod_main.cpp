@@ -4,6 +4,7 @@
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <unistd.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -29,6 +30,21 @@ std::string self_exe() {
   return std::string(buf, static_cast<size_t>(n));
 }
 
+// Every error is one line: a newline or other control character quoted from the input (a
+// config value, a path) is shown escaped (\n, \xHH), never printed raw.
+std::string one_line_text(std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if ((u < 0x20 && c != '\t') || u == 0x7f) out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
+    else out += c;
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -41,10 +57,17 @@ int main(int argc, char** argv) {
   app.add_option("--fake-gpus", fake_gpus, "run on the in-tree fake NVML, e.g. 2x40GiB");
   app.add_option("--socket", socket, "API socket (default STATE_DIR/colo.sock)");
   app.add_option("--policy", policy, "placement policy (exclusive, round-robin, first-fit, best-fit, magm, lug)");
+  // CLI11's own errors as one line like every other error, exit 2.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    std::string msg = e.what();
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    return "colod: error: " + one_line_text(msg) + " (see --help)\n";
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);
+    return code == static_cast<int>(CLI::ExitCodes::Success) ? code : 2;
   }
   // Whatever the unit or the caller's umask: nothing colod creates is readable by others (the
   // database holds every job's argv and environment). The few paths others must reach get their
@@ -72,6 +95,10 @@ int main(int argc, char** argv) {
       if (getcwd(cwd, sizeof(cwd))) cfg.state_dir = std::string(cwd) + "/" + cfg.state_dir;
     }
     std::filesystem::create_directories(cfg.state_dir);
+    // A socket in a missing directory would fail only after GPU discovery: say so first.
+    if (const auto sock_dir = std::filesystem::path(cfg.socket_path()).parent_path();
+        !sock_dir.empty() && !std::filesystem::is_directory(sock_dir))
+      throw colo::UserError("socket directory " + sock_dir.string() + " does not exist");
     // One colod per state directory: a second one would launch every queued job again.
     const std::string lock_path = cfg.state_dir + "/colod.lock";
     const int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -88,13 +115,13 @@ int main(int argc, char** argv) {
     Daemon d(cfg, colo::gpu::open_nvml_backend(nvml), job_env, self_exe());
     return d.run();
   } catch (const colo::UserError& e) {
-    std::cerr << "colod: error: " << e.what() << "\n";
+    std::cerr << "colod: error: " << one_line_text(e.what()) << "\n";
     return 2;
   } catch (const colo::gpu::GpuError& e) {
-    std::cerr << "colod: error: " << e.what() << "\n";
+    std::cerr << "colod: error: " << one_line_text(e.what()) << "\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "colod: fatal: " << e.what() << "\n";
+    std::cerr << "colod: fatal: " << one_line_text(e.what()) << "\n";
     return 1;
   }
 }

@@ -1,9 +1,14 @@
 #include "daemon/config.h"
 
+#include <cmath>
+#include <filesystem>
+
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
 #include "core/error.h"
+#include "core/limits.h"
+#include "core/parse_number.h"
 #include "daemon/client/job_request.h"
 
 namespace colo::daemon {
@@ -24,22 +29,38 @@ struct Reader {
     if (!n.is_boolean()) bad(n, fmt::format("'{}' must be true or false", key));
     return n.as_boolean()->get();
   }
+  // A TOML number (integer or float) in [lo, hi]; NaN and infinities are never in range.
   double number(const toml::node& n, const std::string& key, double lo, double hi) const {
     double v = 0;
     if (n.is_integer()) v = static_cast<double>(n.as_integer()->get());
     else if (n.is_floating_point()) v = n.as_floating_point()->get();
     else bad(n, fmt::format("'{}' must be a number", key));
-    if (v < lo || v > hi) bad(n, fmt::format("'{}' must be in [{}, {}]", key, lo, hi));
+    if (!(v >= lo && v <= hi)) bad(n, fmt::format("'{}' must be in [{}, {}]", key, lo, hi));
     return v;
   }
-  MiB memory(const toml::node& n, const std::string& key) const {
+  // A whole number in [lo, hi]: a TOML integer, or a float with no fractional part (2.0).
+  std::int64_t integer(const toml::node& n, const std::string& key, std::int64_t lo, std::int64_t hi) const {
     if (n.is_integer()) {
-      if (n.as_integer()->get() < 0) bad(n, fmt::format("'{}' must not be negative", key));
-      return n.as_integer()->get();
+      const std::int64_t v = n.as_integer()->get();
+      if (v < lo || v > hi) bad(n, fmt::format("'{}' must be in [{}, {}]", key, lo, hi));
+      return v;
     }
+    const double v = number(n, key, static_cast<double>(lo), static_cast<double>(hi));
+    if (v != std::floor(v)) bad(n, fmt::format("'{}' must be a whole number, not {}", key, v));
+    return static_cast<std::int64_t>(v);
+  }
+  // Memory: an integer (MiB) or a string with a unit ("2GiB"), in [lo, limits::kMaxGpuMiB].
+  MiB memory(const toml::node& n, const std::string& key, MiB lo) const {
+    if (n.is_integer()) {
+      const std::int64_t v = n.as_integer()->get();
+      if (v < lo || v > limits::kMaxGpuMiB)
+        bad(n, fmt::format("'{}' must be in [{}, {}] MiB", key, lo, limits::kMaxGpuMiB));
+      return v;
+    }
+    if (!n.is_string()) bad(n, fmt::format("'{}' must be an integer (MiB) or a string such as \"2GiB\"", key));
     const std::string s = str(n, key);
     try {
-      return parse_memory(s);
+      return parse_mib(s, key, lo, limits::kMaxGpuMiB);
     } catch (const UserError& e) {
       bad(n, e.what());
     }
@@ -53,6 +74,10 @@ struct Reader {
 }  // namespace
 
 DaemonConfig load_config(const std::string& path, DaemonConfig c) {
+  // toml++ reads a directory as an empty file; a config path must name a regular file.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw UserError(fmt::format("{}: is a directory, not a config file", path));
   toml::table t;
   try {
     t = toml::parse_file(path);
@@ -86,15 +111,15 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
         c.policy = *p;
       } else if (section == "policy" && k == "conditions") c.conditions.enabled = r.boolean(n, full);
       else if (section == "policy" && k == "smact_cap") c.conditions.smact_cap = r.number(n, full, 0.0, 1.0);
-      else if (section == "policy" && k == "margin") c.conditions.margin_mib = r.memory(n, full);
-      else if (section == "policy" && k == "min_free_unknown") c.conditions.min_free_unknown_mib = r.memory(n, full);
+      else if (section == "policy" && k == "margin") c.conditions.margin_mib = r.memory(n, full, 0);
+      else if (section == "policy" && k == "min_free_unknown") c.conditions.min_free_unknown_mib = r.memory(n, full, 0);
       else if (section == "recovery" && k == "mode") {
         const std::string v = r.str(n, full);
         auto m = recovery_mode_from_string(v);
         if (!m) r.bad(n, fmt::format("unknown recovery mode '{}' (strict, loose)", v));
         c.recovery.mode = *m;
-      } else if (section == "recovery" && k == "step") c.recovery.step_mib = r.memory(n, full);
-      else if (section == "recovery" && k == "max_attempts") c.max_attempts = static_cast<int>(r.number(n, full, 1, 1000));
+      } else if (section == "recovery" && k == "step") c.recovery.step_mib = r.memory(n, full, 1);
+      else if (section == "recovery" && k == "max_attempts") c.max_attempts = static_cast<int>(r.integer(n, full, 1, 1000));
       else if (section == "recovery" && k == "lost") {
         const std::string v = r.str(n, full);
         if (v != "requeue" && v != "fail") r.bad(n, fmt::format("'recovery.lost' must be 'requeue' or 'fail', not '{}'", v));
@@ -112,7 +137,7 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
       else if (section == "sampling" && k == "window_s") c.window = r.number(n, full, 1, 3600);
       else if (section == "jobs" && k == "cancel_grace_s") c.cancel_grace = r.number(n, full, 0, 3600);
       else if (section == "jobs" && k == "max_request_bytes")
-        c.max_request_bytes = static_cast<std::size_t>(r.number(n, full, 1024, 64.0 * 1024 * 1024));
+        c.max_request_bytes = static_cast<std::size_t>(r.integer(n, full, 1024, std::int64_t{64} * 1024 * 1024));
       else r.bad(n, fmt::format("unknown key '{}'", full));
     }
   }

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/limits.h"
 #include "core/parse_number.h"
+#include "core/utf8.h"
 #include "estimate/input_file.h"
 #include "estimate/parsers.h"
 
@@ -44,8 +45,10 @@ bool in_train_split(const std::string& key) {
 
 namespace {
 
-// RFC 4180 records: quoted fields may hold commas, quotes ("") and newlines.
-bool read_record(std::istream& in, std::vector<std::string>& fields, std::size_t& line) {
+// RFC 4180 records: quoted fields may hold commas, quotes ("") and newlines. A quote still open
+// at the end of the file is an error at the line where its record starts.
+bool read_record(std::istream& in, std::vector<std::string>& fields, std::size_t& line, const std::string& path) {
+  const std::size_t first_line = line + 1;
   fields.clear();
   std::string f;
   bool quoted = false, any = false;
@@ -78,21 +81,32 @@ bool read_record(std::istream& in, std::vector<std::string>& fields, std::size_t
     }
   }
   if (!any) return false;
+  if (quoted) throw UserError(path + ":" + std::to_string(first_line) + ": unterminated quote");
   fields.push_back(std::move(f));
   return true;
+}
+
+// Cells end up in JSON output (ids, names), which must be UTF-8.
+void check_utf8(const std::vector<std::string>& rec, const std::vector<std::string>& header, const std::string& loc) {
+  for (std::size_t i = 0; i < rec.size(); ++i)
+    if (!is_valid_utf8(rec[i]))
+      throw UserError(&rec == &header ? loc + ": header column " + std::to_string(i + 1) + ": not valid UTF-8"
+                                      : loc + ": column '" + header[i] + "': not valid UTF-8");
 }
 
 // The next non-blank record, checked to have the header's field count; returns its location
 // ("FILE:LINE") or nullopt at the end of the file.
 std::optional<std::string> next_record(std::istream& in, std::vector<std::string>& rec, std::size_t& line,
-                                       std::size_t fields, const std::string& path) {
+                                       const std::vector<std::string>& header, const std::string& path) {
+  const std::size_t fields = header.size();
   while (true) {
     const std::size_t rec_line = line + 1;
-    if (!read_record(in, rec, line)) return std::nullopt;
+    if (!read_record(in, rec, line, path)) return std::nullopt;
     if (rec.size() == 1 && rec[0].empty()) continue;
     std::string loc = path + ":" + std::to_string(rec_line);
     if (rec.size() != fields)
       throw UserError(loc + ": expected " + std::to_string(fields) + " fields, found " + std::to_string(rec.size()));
+    check_utf8(rec, header, loc);
     return loc;
   }
 }
@@ -122,7 +136,8 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
     throw UserError(path + ": the carma workloads are held out: there is no train split");
   std::vector<std::string> header, rec;
   std::size_t line = 0;
-  if (!read_record(in, header, line)) throw UserError(path + ":1: empty data set");
+  if (!read_record(in, header, line, path)) throw UserError(path + ":1: empty data set");
+  check_utf8(header, header, path + ":1");
   const std::map<std::string, std::size_t> col = columns(header, path);
   auto need = [&](const std::string& name) {
     auto it = col.find(name);
@@ -137,7 +152,7 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
     const auto dir = std::filesystem::path(path).parent_path() / "summaries";
     std::map<std::string, std::shared_ptr<const ModelGraph>> cache;
     while (true) {
-      const auto at = next_record(in, rec, line, header.size(), path);
+      const auto at = next_record(in, rec, line, header, path);
       if (!at) break;
       const std::string& loc = *at;
       DatasetRow r;
@@ -166,7 +181,7 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
              c_mem = need("Max GPU Memory (MiB)");
   const auto st = col.find("Status");
   while (true) {
-    const auto at = next_record(in, rec, line, header.size(), path);
+    const auto at = next_record(in, rec, line, header, path);
     if (!at) break;
     const std::string& loc = *at;
     DatasetRow r;

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/limits.h"
+#include "core/utf8.h"
 #include "core/parse_number.h"
 #include "estimate/input_file.h"
 #include "estimate/dataset.h"
@@ -88,7 +89,9 @@ GpuMemNetDataset load_gpumemnet_dataset(const std::string& path, GpuMemNetFamily
   int line_no = 0;
   if (!std::getline(in, line)) throw UserError(fmt::format("{}:1: empty file", path));
   ++line_no;
-  split_csv(line, fields);
+  if (!split_csv(line, fields)) throw UserError(fmt::format("{}:1: unterminated quote in the header", path));
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    if (!is_valid_utf8(fields[i])) throw UserError(fmt::format("{}:1: header column {}: not valid UTF-8", path, i + 1));
   std::map<std::string, std::size_t> col;
   for (std::size_t i = 0; i < fields.size(); ++i)
     if (auto [it, fresh] = col.emplace(fields[i], i); !fresh)
@@ -118,6 +121,8 @@ GpuMemNetDataset load_gpumemnet_dataset(const std::string& path, GpuMemNetFamily
     if (fields.size() != col.size()) {
       throw UserError(fmt::format("{}: {} fields, header has {}", where, fields.size(), col.size()));
     }
+    for (const auto& [name, i] : col)  // cells end up in JSON output (file names), which must be UTF-8
+      if (!is_valid_utf8(fields[i])) throw UserError(fmt::format("{}: column '{}': not valid UTF-8", where, name));
     auto field = [&](const std::string& n) -> const std::string& { return fields[col.at(n)]; };
     GpuMemNetRow row;
     row.filename = field("Filename");

@@ -75,6 +75,12 @@ bool starts_with(const std::string& s, std::string_view p) { return s.rfind(p, 0
 }  // namespace
 
 LayerKind classify_layer_type(std::string_view type_name) {
+  // A type name is an identifier; anything else (a corrupted "Conv\xff\xfe2d", "Conv2d\x01") is
+  // no known layer, never the one whose name it starts with.
+  for (const char c : type_name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (!(std::isalnum(u) || c == '_' || c == '.') || u >= 0x80) return LayerKind::Unknown;
+  }
   const std::string t = lower(type_name);
   // Order matters: the more specific names first (convtranspose before conv, ...).
   if (starts_with(t, "convtranspose") || starts_with(t, "conv2dtranspose")) return LayerKind::ConvTranspose;

@@ -15,6 +15,7 @@
 // the input embedding (Hugging Face's default) own only their bias.
 // GCC 12's std::regex instantiation trips a false -Wmaybe-uninitialized (libstdc++ internals).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <cctype>
 #include <cstdlib>
 #include <regex>
 #include <sstream>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/parse_number.h"
 #include "estimate/parsers.h"
 #include "estimate/summary_text.h"
 
@@ -40,6 +42,82 @@ std::int64_t count(const std::string& s, const std::string& source, std::size_t 
       if (v > (std::int64_t{1} << 50)) fail(source, line, "number out of range: '" + s + "'");
     }
   return v;
+}
+
+// A layer's constructor arguments, "28996, 768, padding_idx=0", split at top-level commas into
+// positional ones and name=value ones. Values are kept as text; the caller parses the ones it
+// uses strictly (a stray "1e400" where an integer belongs is an error, never read as "1").
+struct Args {
+  std::vector<std::string> positional;
+  std::vector<std::pair<std::string, std::string>> named;
+  const std::string* get(const std::string& key) const {
+    for (const auto& [k, v] : named)
+      if (k == key) return &v;
+    return nullptr;
+  }
+};
+
+Args split_args(const std::string& args, const std::string& source, std::size_t line) {
+  Args out;
+  std::vector<std::string> parts;
+  std::string cur;
+  int depth = 0;
+  for (char c : args) {
+    if (c == '(' || c == '[') ++depth;
+    if (c == ')' || c == ']') {
+      if (--depth < 0) fail(source, line, "unbalanced parentheses in layer arguments");
+    }
+    if (c == ',' && depth == 0) {
+      parts.push_back(trim(cur));
+      cur.clear();
+      continue;
+    }
+    cur += c;
+  }
+  if (depth != 0) fail(source, line, "unbalanced parentheses in layer arguments");
+  if (!trim(cur).empty() || !parts.empty()) parts.push_back(trim(cur));
+  for (const auto& p : parts) {
+    if (p.empty()) fail(source, line, "empty layer argument");
+    const auto eq = p.find('=');
+    std::size_t i = 0;
+    while (i < p.size() && (std::isalnum(static_cast<unsigned char>(p[i])) || p[i] == '_')) ++i;
+    if (eq != std::string::npos && eq == i && i > 0 && !std::isdigit(static_cast<unsigned char>(p[0]))) {
+      out.named.emplace_back(p.substr(0, eq), trim(p.substr(eq + 1)));
+    } else {
+      if (!out.named.empty()) fail(source, line, "positional layer argument '" + p + "' after a named one");
+      out.positional.push_back(p);
+    }
+  }
+  return out;
+}
+
+std::string located(const std::string& source, std::size_t line, const std::string& what) {
+  return one_line(source + ":" + std::to_string(line) + ": " + what);
+}
+
+// Widths and counts in a layer's arguments. Feature widths stop at 2^20 (ModelGraph's bound),
+// embedding table sizes at 2^40 (the parameter bound).
+constexpr std::int64_t kMaxFeatures = std::int64_t{1} << 20;
+constexpr std::int64_t kMaxRows = std::int64_t{1} << 40;
+
+std::int64_t int_arg(const std::string& text, const std::string& source, std::size_t line, const std::string& what,
+                     std::int64_t lo, std::int64_t hi) {
+  return parse_integer(text, located(source, line, what), lo, hi);
+}
+
+void bool_arg(const Args& a, const std::string& key, const std::string& source, std::size_t line,
+              const std::string& type) {
+  if (const auto* v = a.get(key); v && *v != "True" && *v != "False")
+    fail(source, line, type + " " + key + ": '" + *v + "' is not True or False");
+}
+
+// The named numbers PyTorch prints for the layers the summaries hold: checked when present so a
+// corrupted value is reported rather than carried along.
+void check_named_numbers(const Args& a, const std::string& source, std::size_t line, const std::string& type) {
+  if (const auto* v = a.get("p")) parse_real(*v, located(source, line, type + " p"), 0.0, 1.0);
+  if (const auto* v = a.get("eps")) parse_real(*v, located(source, line, type + " eps"), 0.0, 1.0);
+  if (const auto* v = a.get("padding_idx")) int_arg(*v, source, line, type + " padding_idx", -kMaxRows, kMaxRows);
+  for (const char* key : {"inplace", "bias", "elementwise_affine"}) bool_arg(a, key, source, line, type);
 }
 
 // Bounds on attacker-controlled input. std::regex (libstdc++) matches recursively, one stack
@@ -106,23 +184,33 @@ ModelGraph parse_module_repr(std::string_view text, const std::string& source, s
       l.params = params;
       l.depth = static_cast<int>(stack.size());
       l.kind = classify_layer_type(type);
-      l.inplace = args.find("inplace=True") != std::string::npos;
       const bool in_sdpa = stack.back().type.find("Sdpa") != std::string::npos;
-      std::smatch a;
+      // The arguments of the layers read here are parsed strictly; others' (which may hold
+      // quoted strings and the like) are not interpreted beyond inplace=.
+      const bool interpreted = type == "Embedding" || type == "Linear" || l.kind == LayerKind::LayerNorm ||
+                               l.kind == LayerKind::Dropout;
+      const Args a = interpreted ? split_args(args, source, line) : Args{};
+      if (interpreted) {
+        check_named_numbers(a, source, line, type);
+        if (const auto* v = a.get("inplace")) l.inplace = *v == "True";
+      } else {
+        l.inplace = args.find("inplace=True") != std::string::npos;
+      }
       if (type == "Embedding") {
-        static const std::regex emb(R"(^\s*(\d+),\s*(\d+))");
-        if (!std::regex_search(args, a, emb)) fail(source, line, "Embedding without (num, dim)");
-        const std::int64_t num = count(a[1], source, line), dim = count(a[2], source, line);
+        if (a.positional.size() < 2) fail(source, line, "Embedding without (num, dim)");
+        const std::int64_t num = int_arg(a.positional[0], source, line, "Embedding num_embeddings", 1, kMaxRows);
+        const std::int64_t dim = int_arg(a.positional[1], source, line, "Embedding embedding_dim", 1, kMaxFeatures);
         embeddings.emplace_back(num, dim);
         if (g.hidden == 0) g.hidden = dim;
         features = dim;
         l.out_features = dim;
       } else if (type == "Linear") {
-        static const std::regex lin(R"(in_features=(\d+),\s*out_features=(\d+),\s*bias=(True|False))");
-        if (!std::regex_search(args, a, lin)) fail(source, line, "Linear without in_features/out_features");
-        l.in_features = count(a[1], source, line);
-        l.out_features = count(a[2], source, line);
-        const bool bias = a[3] == "True";
+        const auto* in_f = a.get("in_features");
+        const auto* out_f = a.get("out_features");
+        if (!in_f || !out_f || !a.get("bias")) fail(source, line, "Linear without in_features/out_features");
+        l.in_features = int_arg(*in_f, source, line, "Linear in_features", 1, kMaxFeatures);
+        l.out_features = int_arg(*out_f, source, line, "Linear out_features", 1, kMaxFeatures);
+        const bool bias = *a.get("bias") == "True";
         for (auto [num, dim] : embeddings)
           if (num == l.out_features && dim == l.in_features) {
             l.params = bias ? l.out_features : 0;  // weight tied to the input embedding
@@ -142,8 +230,18 @@ ModelGraph parse_module_repr(std::string_view text, const std::string& source, s
         if (l.out_features == 0) fail(source, line, "Conv1D params do not match the hidden size");
         features = l.out_features;
       } else if (l.kind == LayerKind::LayerNorm) {
-        static const std::regex ln(R"(^\(\s*(\d+),?\s*\))");
-        if (std::regex_search(args, a, ln)) features = count(a[1], source, line);
+        // normalized_shape: "(768,)" or "768"; a one-element shape is the feature width.
+        if (!a.positional.empty()) {
+          std::string shape = a.positional[0];
+          if (shape.size() >= 2 && shape.front() == '(' && shape.back() == ')') shape = shape.substr(1, shape.size() - 2);
+          if (!shape.empty() && shape.back() == ',') shape.pop_back();
+          std::vector<std::int64_t> dims;
+          std::stringstream ds(shape);
+          for (std::string d; std::getline(ds, d, ',');)
+            dims.push_back(int_arg(d, source, line, type + " normalized_shape", 1, kMaxFeatures));
+          if (dims.empty()) fail(source, line, type + " with an empty normalized_shape");
+          if (dims.size() == 1) features = dims[0];
+        }
       } else if (l.kind == LayerKind::Dropout && in_sdpa && name.find("resid") == std::string::npos) {
         l.kind = LayerKind::Identity;  // the fused attention kernel applies this dropout itself
       }

@@ -13,6 +13,7 @@
 // torchsummary lists every module, composites (Bottleneck, InceptionA, ...) after their children;
 // those are kept as LayerKind::Container. The first dim of a shape is the batch (-1 or the batch
 // the summary was taken with) and is dropped.
+#include <cctype>
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -125,6 +126,21 @@ ModelGraph parse_torchsummary(std::string_view text, const std::string& source) 
         fail(source, line, "layer name '" + name + "' is not TYPE-INDEX");
       Layer l;
       l.type_name = name.substr(0, dash);
+      // A type is a Python class name; a corrupted one ("Conv\xff\xfe2d", "Conv2d\x01") is an
+      // error here rather than a layer of the known type its name starts with.
+      for (const char c : l.type_name) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u >= 0x80 || !(std::isalnum(u) || c == '_' || c == '.')) {
+          static constexpr char hex[] = "0123456789abcdef";
+          std::string shown;
+          for (const char d : l.type_name) {
+            const auto v = static_cast<unsigned char>(d);
+            if (v >= 0x80 || v < 0x20 || v == 0x7f) shown += std::string("\\x") + hex[v >> 4] + hex[v & 15];
+            else shown += d;
+          }
+          fail(source, line, "layer type '" + shown + "' is not a class name (ASCII letters, digits, '_')");
+        }
+      }
       l.name = name;
       std::int64_t b = 0;
       l.out_shape = parse_shape(shape, source, line, &b);

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/limits.h"
 #include "core/parse_number.h"
+#include "core/utf8.h"
 #include "estimate/input_file.h"
 
 namespace colo::sim {
@@ -52,6 +53,13 @@ CsvTable CsvTable::parse(std::string_view text, const std::string& path) {
     if (line.find('"') != std::string_view::npos)
       throw UserError(fmt::format("{}:{}: quoted fields are not supported", path, line_no));
     std::vector<std::string> cells = split(line);
+    // Cells end up in JSON output (names), which must be UTF-8.
+    for (size_t i = 0; i < cells.size(); ++i)
+      if (!is_valid_utf8(cells[i])) {
+        if (!have_header) throw UserError(fmt::format("{}:{}: header column {}: not valid UTF-8", path, line_no, i + 1));
+        throw UserError(fmt::format("{}:{}: column '{}': not valid UTF-8", path, line_no,
+                                    i < t.header_.size() ? t.header_[i] : std::to_string(i + 1)));
+      }
     if (!have_header) {
       // A repeated name would make find() silently pick one of the two columns.
       for (size_t i = 0; i < cells.size(); ++i)

@@ -75,5 +75,18 @@ TEST(SubmitOptions, NumbersAreRangeCheckedNotWrappedOrClamped) {
   }
 }
 
+// `--mem ''` is a bad size, not "no --mem" (which would submit the job with an unknown need).
+TEST(SubmitOptions, EmptyMemIsAnErrorNotAbsent) {
+  SubmitOptions o = parse({"--mem", "", "--", "true"});
+  EXPECT_TRUE(o.mem_given);
+  try {
+    build_submit_request(o);
+    FAIL() << "--mem '' was accepted";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("--mem: memory '': expected a number with a unit"));
+  }
+  EXPECT_FALSE(parse({"--", "true"}).mem_given);
+}
+
 }  // namespace
 }  // namespace colo::cli

@@ -38,6 +38,11 @@ TEST(HttpRequestParser, RefusesWhatItDoesNotSpeak) {
       {"GET /x HTTP/1.1\r\n\r\nextra", 400},
       {"GET /x HTTP/1.1\r\nContent-Length: 1\r\n\r\nxy", 400},
       {std::string(20000, 'G'), 431},
+      // RFC 9110 §5.5: no bare LF, lone CR, NUL or other control character inside a field value.
+      {"GET /x HTTP/1.1\r\nX-A: a\nInjected: b\r\n\r\n", 400},
+      {"GET /x HTTP/1.1\r\nX-A: a\rb\r\n\r\n", 400},
+      {std::string("GET /x HTTP/1.1\r\nX-A: a\0b\r\n\r\n", 29), 400},
+      {"GET /x HTTP/1.1\r\nX-A: a\x01" "b\r\n\r\n", 400},
   };
   for (const Case& c : cases) {
     RequestParser p;

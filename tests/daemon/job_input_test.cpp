@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "daemon/client/job_file.h"
 #include "daemon/client/job_request.h"
 #include "daemon/client/rad_file.h"
@@ -79,6 +80,30 @@ TEST(JobFile, ParsesEveryKey) {
   fs::remove_all(dir);
 }
 
+// Bad values in a job file: one line, the location once, the same memory limit as --mem.
+TEST(JobFile, BadValuesAreOneLineErrorsWithTheLocationOnce) {
+  const fs::path dir = fs::temp_directory_path() / "colo-jobfile-bad-test";
+  fs::create_directories(dir);
+  const std::string path = (dir / "j.toml").string();
+  auto error_for = [&](const std::string& text) -> std::string {
+    std::ofstream(path) << text;
+    try {
+      parse_job_file(path);
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  EXPECT_EQ(error_for("command = \"x\"\nmem = 12\n"), path + ":2: 'mem' must be a string");
+  EXPECT_EQ(error_for("command = \"x\"\nmem = \"2TiB\"\n").rfind(path + ":2: memory '2TiB' is out of range", 0), 0u)
+      << error_for("command = \"x\"\nmem = \"2TiB\"\n");
+  EXPECT_EQ(error_for("command = \"\"\n"), path + ":1: 'command' is empty");
+  EXPECT_EQ(error_for("command = \"  \"\n"), path + ":1: 'command' is empty");
+  EXPECT_EQ(error_for("command = [\"\", \"a\"]\n"), path + ":1: 'command' starts with an empty program name");
+  EXPECT_EQ(error_for("command = \"x\"\nmem = \"1TiB\"\n"), "(accepted)");
+  fs::remove_all(dir);
+}
+
 TEST(SubmitRequestJson, RoundTripsAndValidates) {
   SubmitRequest r;
   r.argv = {"/bin/echo", "hi"};
@@ -94,6 +119,35 @@ TEST(SubmitRequestJson, RoundTripsAndValidates) {
   EXPECT_THROW(submit_request_from_json(nlohmann::json{{"argv", {"x"}}, {"workdir", "relative"}}), UserError);
   EXPECT_THROW(submit_request_from_json(nlohmann::json{{"argv", {"x"}}, {"env", {{"COLO_JOB_ID", "1"}}}}), UserError);
   EXPECT_THROW(submit_request_from_json(nlohmann::json{{"argv", nlohmann::json::array()}}), UserError);
+}
+
+// nlohmann keeps the last of two equal keys; a request body must not say two things at once.
+TEST(SubmitRequestJson, RefusesDuplicateKeysAtAnyDepth) {
+  auto error_for = [](const std::string& body) -> std::string {
+    try {
+      const nlohmann::json j = parse_request_body(body);
+      return j.is_discarded() ? "(not JSON)" : "(accepted)";
+    } catch (const UserError& e) {
+      return e.what();
+    }
+  };
+  EXPECT_EQ(error_for(R"({"argv": ["/bin/true"], "argv": ["/bin/rm", "-rf", "/"]})"), "request body: duplicate key 'argv'");
+  EXPECT_EQ(error_for(R"({"argv": ["x"], "env": {"A": "1", "A": "2"}})"), "request body: duplicate key 'A'");
+  EXPECT_EQ(error_for("{\"a\\nb\": 1, \"a\\nb\": 2}"), "request body: duplicate key 'a\\nb'");
+  // The same key in sibling objects is fine, as is valid JSON in general.
+  EXPECT_EQ(error_for(R"({"argv": ["x"], "env": {"argv": "1"}, "fingerprint_inputs": {"a": {"b": 1}, "b": {"b": 2}}})"),
+            "(accepted)");
+  EXPECT_EQ(error_for(R"({"argv": )"), "(not JSON)");
+}
+
+// One limit for memory everywhere: --mem, job files, the API's mem_mib (limits::kMaxGpuMiB).
+TEST(SubmitRequestJson, MemoryStopsAtOneGpu) {
+  EXPECT_EQ(parse_memory("1TiB"), limits::kMaxGpuMiB);
+  EXPECT_THROW(parse_memory("2TiB"), UserError);
+  EXPECT_THROW(parse_memory(""), UserError);
+  EXPECT_EQ(submit_request_from_json(nlohmann::json{{"argv", {"x"}}, {"mem_mib", limits::kMaxGpuMiB}}).mem_mib,
+            limits::kMaxGpuMiB);
+  EXPECT_THROW(submit_request_from_json(nlohmann::json{{"argv", {"x"}}, {"mem_mib", 2097152}}), UserError);
 }
 
 TEST(OomDetector, RecognisesEachFramework) {
@@ -138,6 +192,38 @@ TEST(DaemonConfig, ExampleConfigLoadsAndErrorsNameTheLine) {
   std::ofstream(path) << "[polcy]\nname = \"magm\"\n";
   EXPECT_THROW(load_config(path), UserError);
   fs::remove(path);
+}
+
+// Each bad value is refused with one line naming the file, the line and the key.
+TEST(DaemonConfig, RefusesNanFractionsZeroStepHugeMemoryAndDirectories) {
+  const std::string path = (fs::temp_directory_path() / "colod-bad-values.toml").string();
+  auto error_for = [&](const std::string& text) -> std::string {
+    std::ofstream(path) << text;
+    try {
+      load_config(path);
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  EXPECT_EQ(error_for("[policy]\nsmact_cap = nan\n"), path + ":2: 'policy.smact_cap' must be in [0, 1]");
+  EXPECT_EQ(error_for("[estimator]\nhistory_margin = -nan\n"), path + ":2: 'estimator.history_margin' must be in [0, 10]");
+  EXPECT_EQ(error_for("[recovery]\nmax_attempts = 2.5\n"), path + ":2: 'recovery.max_attempts' must be a whole number, not 2.5");
+  EXPECT_EQ(error_for("[recovery]\nstep = 0\n"), path + ":2: 'recovery.step' must be in [1, 1048576] MiB");
+  EXPECT_EQ(error_for("[policy]\nmargin = 9223372036854775807\n"), path + ":2: 'policy.margin' must be in [0, 1048576] MiB");
+  EXPECT_EQ(error_for("[policy]\nmargin = \"2TiB\"\n").rfind(path + ":2: policy.margin: memory '2TiB'", 0), 0u);
+  EXPECT_EQ(error_for("[recovery]\nstep = \"0MiB\"\n").rfind(path + ":2: recovery.step: memory '0MiB'", 0), 0u);
+  EXPECT_EQ(error_for("[policy]\nmargin = 0\n[recovery]\nmax_attempts = 3.0\nstep = \"1GiB\"\n"), "(accepted)");
+  fs::remove(path);
+  const std::string dir = (fs::temp_directory_path() / "colod-config-dir").string();
+  fs::create_directories(dir);
+  try {
+    load_config(dir);
+    ADD_FAILURE() << "a directory was accepted as a config file";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()), dir + ": is a directory, not a config file");
+  }
+  fs::remove(dir);
 }
 
 }  // namespace

@@ -258,6 +258,30 @@ TEST(Dataset, MalformedCsvNamesFileAndLine) {
   fs::remove(p);
 }
 
+// A quote left open runs to the end of the file; it is an error at the record's line, not a
+// last record swallowing the rest. Text cells must be UTF-8 (they end up in --json output).
+TEST(Dataset, UnterminatedQuoteAndInvalidUtf8NameFileAndLine) {
+  const auto p = fs::temp_directory_path() / ("colo_bad_quote_" + std::to_string(::getpid()) + ".csv");
+  const std::string header = "Filename,Activations-Params,Batch Size,Max GPU Memory (MiB)\n";
+  const std::string good = "input:4_output:2_depth:1_arch:u_batch:2_act:relu.out,\"[('linear', 2, 10)]\",2,1500\n";
+  auto error_for = [&](const std::string& text) -> std::string {
+    std::ofstream(p, std::ios::binary) << text;
+    try {
+      load_dataset(p.string(), DatasetFormat::GpuMemNetMLP, Split::All);
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  EXPECT_EQ(error_for(header + good + "x.out,\"[('linear', 2, 10)],2,1500\n"), p.string() + ":3: unterminated quote");
+  EXPECT_EQ(error_for(header + good + "x\xff\xfe.out,\"[('linear', 2, 10)]\",2,1500\n"),
+            p.string() + ":3: column 'Filename': not valid UTF-8");
+  EXPECT_EQ(error_for("Filename\xc0,Activations-Params,Batch Size,Max GPU Memory (MiB)\n" + good),
+            p.string() + ":1: header column 1: not valid UTF-8");
+  EXPECT_EQ(error_for(header + good), "(accepted)");
+  fs::remove(p);
+}
+
 TEST(Calibration, RecoversAKnownContextFromSyntheticMeasurements) {
   // Measurements made by the model itself with a known context of 777 MiB: the fit must find it
   // (within rounding) and need no margin.

@@ -87,6 +87,15 @@ TEST(GpuMemNetDataset, MalformedRowsNameFileAndLine) {
   EXPECT_THROW(parse_gpumemnet_family("keras"), UserError);
 }
 
+TEST(GpuMemNetDataset, UnterminatedHeaderQuoteAndInvalidUtf8AreErrors) {
+  const std::string good = "a.out,1,\"[('conv2d', 4, 30)]\",ReLU,4,30,8,100,1,1,1,1,1,1,0,0,0,0,SUCCESSFUL\n";
+  const std::string p1 = write("utf8.csv", std::string(kCnnHeader) + good +
+                                               "b\xff.out,1,\"[('conv2d', 4, 30)]\",ReLU,4,30,8,100,1,1,1,1,1,1,0,0,0,0,SUCCESSFUL\n");
+  EXPECT_EQ(message(p1, GpuMemNetFamily::CNN), p1 + ":3: column 'Filename': not valid UTF-8");
+  const std::string p2 = write("hquote.csv", "\"Filename,Depth\n" + good);
+  EXPECT_EQ(message(p2, GpuMemNetFamily::CNN), p2 + ":1: unterminated quote in the header");
+}
+
 TEST(GpuMemNetDataset, SplitIsTheEstimatorsAndHoldsOutAFifth) {
   int test = 0;
   for (int i = 0; i < 1000; ++i) {

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -90,6 +91,23 @@ TEST(TorchSummary, UnknownTypesAreKeptAndReported) {
   EXPECT_EQ(g.unknown_types(), std::vector<std::string>{"FancyOp"});
 }
 
+// A type name with non-ASCII or control bytes is not the known layer its name starts with: in a
+// torchsummary table it is an error, and no parser's type is classified as the known layer.
+TEST(TorchSummary, CorruptedTypeNamesAreErrorsNotTheKnownLayer) {
+  const std::string head =
+      "----\n        Layer (type)               Output Shape         Param #\n"
+      "================================================================\n"
+      "            Conv2d-1           [-1, 8, 4, 4]              80\n";
+  expect_error([&] { parse_torchsummary(head + "            Conv\xff\xfe" "2d-2     [-1, 8, 4, 4]    80\n", "x.model"); },
+               "x.model:5: layer type 'Conv\\xff\\xfe2d' is not a class name");
+  expect_error([&] { parse_torchsummary(head + "            Conv2d\x01-2     [-1, 8, 4, 4]    80\n", "y.model"); },
+               "y.model:5: layer type 'Conv2d\\x01' is not a class name");
+  EXPECT_EQ(classify_layer_type("Conv\xff\xfe" "2d"), LayerKind::Unknown);
+  EXPECT_EQ(classify_layer_type("Conv2d\x01"), LayerKind::Unknown);
+  EXPECT_EQ(classify_layer_type("Conv2d\n"), LayerKind::Unknown);
+  EXPECT_EQ(classify_layer_type("Conv2d"), LayerKind::Conv);
+}
+
 TEST(TorchSummary, MalformedInputFailsWithFileAndLine) {
   const std::string head =
       "----------------------------------------------------------------\n"
@@ -151,7 +169,37 @@ TEST(ModuleRepr, MalformedInputFailsWithFileAndLine) {
                "l.txt:2: Linear without in_features");
   expect_error([] { parse_module_repr("  ), 3 params\n", "k.txt", 8); }, "k.txt:1: ')' without an open module");
   expect_error([] { parse_module_repr("Net(\n  (e): Embedding(99999999999999999999, 4), 1 params\n), 1 params\n", "j.txt", 8); },
-               "j.txt:2: number out of range");
+               "j.txt:2: Embedding num_embeddings: 99999999999999999999 is out of range");
+}
+
+// A constructor argument that is not the integer it should be is a FILE:LINE error, never read
+// as its leading digits ("1e400" as 1) or skipped.
+TEST(ModuleRepr, ConstructorArgumentsAreParsedStrictly) {
+  std::string bert = read(kSummaries + "BERT_base.model");
+  const std::string good = "Embedding(28996, 768, padding_idx=0)";
+  const auto pos = bert.find(good);
+  ASSERT_NE(pos, std::string::npos);
+  const auto line = std::count(bert.begin(), bert.begin() + static_cast<std::ptrdiff_t>(pos), '\n') + 1;
+  const std::string where = "BERT_base.model:" + std::to_string(line) + ": ";
+  auto with = [&](const std::string& replacement) {
+    std::string t = bert;
+    t.replace(pos, good.size(), replacement);
+    return t;
+  };
+  expect_error([&] { parse_module_repr(with("Embedding(28996, 1e400, padding_idx=0)"), "BERT_base.model", 512); },
+               where + "Embedding embedding_dim: '1e400' is not an integer");
+  expect_error([&] { parse_module_repr(with("Embedding(28996, 768.5, padding_idx=0)"), "BERT_base.model", 512); },
+               where + "Embedding embedding_dim: '768.5' is not an integer");
+  expect_error([&] { parse_module_repr(with("Embedding(28996x, 768, padding_idx=0)"), "BERT_base.model", 512); },
+               where + "Embedding num_embeddings: '28996x' is not an integer");
+  expect_error([&] { parse_module_repr(with("Embedding(28996, 768, padding_idx=nan)"), "BERT_base.model", 512); },
+               where + "Embedding padding_idx: 'nan' is not an integer");
+  expect_error([] { parse_module_repr("Net(\n  (fc): Linear(in_features=4e2, out_features=2, bias=True), 10 params\n)\n", "l.txt", 8); },
+               "l.txt:2: Linear in_features: '4e2' is not an integer");
+  expect_error([] { parse_module_repr("Net(\n  (n): LayerNorm((1e400,), eps=1e-12, elementwise_affine=True), 10 params\n)\n", "n.txt", 8); },
+               "n.txt:2: LayerNorm normalized_shape: '1e400' is not an integer");
+  expect_error([] { parse_module_repr("Net(\n  (d): Dropout(p=inf, inplace=False), 0 params\n)\n", "d.txt", 8); },
+               "d.txt:2: Dropout p: 'inf' is not a number");
 }
 
 TEST(Keras, ParsesSummaryWithWrappedTypeNames) {

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_run.h"
 #include "data_path.h"
 
 namespace colo::sim {
@@ -20,24 +21,11 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-struct CliRun {
-  int status = 0;
-  std::string out;
-};
+using test::CliRun;
 
-CliRun colo(const std::string& args) {
-  const std::string cmd = std::string(COLO_BINARY_DIR) + "/colo " + args + " 2>&1";
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, ""};
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  r.status = WEXITSTATUS(pclose(p));
-  return r;
-}
+CliRun colo(const std::string& args) { return test::run_colo_args(args); }
 
-bool have_binary() { return fs::exists(std::string(COLO_BINARY_DIR) + "/colo"); }
+bool have_binary() { return test::have_colo_binary(); }
 
 std::string sim(const std::string& args) {
   return "sim --workloads " + test::carma("workloads.csv") + " --trace " +
@@ -85,6 +73,16 @@ TEST_F(CliNumbers, SimMarginLargerThanInt64OrAGpuIsRejected) {
     expect_one_line_error(colo(sim(bad)), "colo: error: --", bad);
   // The range is documented in --help.
   EXPECT_THAT(colo("sim --help").out, HasSubstr("[0..1048576 MiB"));
+}
+
+// CLI11's own parse errors follow the same contract: one line, exit 2 (not CLI11's two lines
+// "…\nRun with --help for more information." and exit 109).
+TEST_F(CliNumbers, Cli11ParseErrorsAreOneLineExit2) {
+  const CliRun r = colo("sim --gpu 4");
+  expect_one_line_error(r, "(see --help)", "unknown flag");
+  EXPECT_THAT(r.out, HasSubstr("--gpu"));
+  expect_one_line_error(colo("no-such-command"), "(see --help)", "unknown subcommand");
+  EXPECT_EQ(colo("--help").status, 0);
 }
 
 TEST_F(CliNumbers, EstimateBatchAndSeqLenOutOfRange) {
@@ -140,6 +138,22 @@ TEST_F(CliNumbers, DuplicatedCsvColumnIsAnError) {
   const std::string t = write("trace.csv", "submit_offset_s,workload,workload\n0,BERT_base,BERT_base\n");
   expect_one_line_error(colo("sim --workloads " + test::carma("workloads.csv") + " --trace " + t),
                         t + ":1: column 'workload' appears twice", "trace");
+}
+
+TEST_F(CliNumbers, CsvQuotesUtf8AndNewlinesInCellsAreOneLineErrors) {
+  const std::string header = "Filename,Activations-Params,Batch Size,Max GPU Memory (MiB)\n";
+  const std::string name = "input:4_output:2_depth:1_arch:u_batch:2_act:relu.out";
+  const std::string good = name + ",\"[('linear', 2, 10)]\",2,1500\n";
+  const std::string q = write("quote.csv", header + good + name + ",\"[('linear', 2, 10)],2,1500\n");
+  expect_one_line_error(colo("estimate eval --dataset " + q + " --format gpumemnet-mlp --estimator horus"),
+                        q + ":3: unterminated quote", "unterminated quote");
+  // A quoted cell may hold a newline; quoted back in a message it is escaped.
+  const std::string nl = write("newline.csv", header + good + name + ",\"[('linear', 2, 10)]\",\"2\nInjected\",1500\n");
+  expect_one_line_error(colo("estimate eval --dataset " + nl + " --format gpumemnet-mlp --estimator horus"),
+                        nl + ":3: column 'Batch Size': '2\\nInjected' is not a number", "newline in a cell");
+  const std::string t = write("trace.csv", "submit_offset_s,workload\n0,BERT\xff\xfe\n");
+  expect_one_line_error(colo("sim --workloads " + test::carma("workloads.csv") + " --trace " + t + " --json"),
+                        t + ":2: column 'workload': not valid UTF-8", "invalid UTF-8");
 }
 
 TEST_F(CliNumbers, OversizedSummaryAndDataSetAreRefusedBeforeReading) {

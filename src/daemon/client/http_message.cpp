@@ -225,6 +225,13 @@ void RequestParser::parse_head(std::string_view head) {
     if (colon == std::string_view::npos || !is_token(h.substr(0, colon)))
       return fail(400, fmt::format("malformed header line '{}'", printable(h.substr(0, 60))));
     const std::string name = lower(h.substr(0, colon));
+    // RFC 9110 §5.5: a field value holds no CR, LF or NUL (nor other controls but HTAB); a bare LF
+    // would end the line for one reader and not for another.
+    for (const char c : h.substr(colon + 1)) {
+      const auto u = static_cast<unsigned char>(c);
+      if ((u < 0x20 && c != '\t') || u == 0x7f)
+        return fail(400, fmt::format("control character 0x{:02x} in the value of header '{}'", u, printable(name)));
+    }
     if (req_.headers.count(name) && (name == "content-length" || name == "transfer-encoding"))
       return fail(400, fmt::format("duplicate {} header", name));
     req_.headers[name] = std::string(trim(h.substr(colon + 1)));

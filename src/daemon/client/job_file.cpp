@@ -54,10 +54,13 @@ JobFile parse_job_file(const std::string& path) {
       r.name = need_string(path, node, "name");
     } else if (k == "command") {
       if (node.is_string()) {
+        if (node.as_string()->get().find_first_not_of(" \t\r\n") == std::string::npos)
+          bad(path, node, "'command' is empty");
         r.argv = {"/bin/sh", "-c", node.as_string()->get()};
       } else if (const toml::array* a = node.as_array()) {
         for (const toml::node& e : *a) r.argv.push_back(need_string(path, e, "command[]"));
         if (r.argv.empty()) bad(path, node, "'command' is an empty array");
+        if (r.argv[0].empty()) bad(path, node, "'command' starts with an empty program name");
       } else {
         bad(path, node, "'command' must be a string or an array of strings");
       }
@@ -65,8 +68,9 @@ JobFile parse_job_file(const std::string& path) {
     } else if (k == "gpus") {
       r.gpus = static_cast<int>(need_int(path, node, "gpus", 1, limits::kMaxJobGpus));
     } else if (k == "mem") {
+      const std::string text = need_string(path, node, "mem");  // its own error names the line already
       try {
-        r.mem_mib = parse_memory(need_string(path, node, "mem"));
+        r.mem_mib = parse_memory(text);
       } catch (const UserError& e) {
         bad(path, node, e.what());
       }

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/parse_number.h"
 
 namespace colo::daemon {
@@ -99,8 +102,8 @@ SubmitRequest submit_request_from_json(const json& j) {
   }
   if (j.contains("mem_mib") && !j.at("mem_mib").is_null()) {
     const json& m = j.at("mem_mib");
-    if (!m.is_number_integer() || m.get<std::int64_t>() < 1 || m.get<std::int64_t>() > (std::int64_t{1} << 30))
-      bad("mem_mib", "expected a positive integer (MiB) or null");
+    if (!m.is_number_integer() || m.get<std::int64_t>() < 1 || m.get<std::int64_t>() > limits::kMaxGpuMiB)
+      bad("mem_mib", fmt::format("expected an integer in 1..{} (MiB) or null", limits::kMaxGpuMiB));
     r.mem_mib = m.get<MiB>();
   }
   if (j.contains("mem_source")) r.mem_source = get_string(j, "mem_source", 100);
@@ -132,9 +135,41 @@ SubmitRequest submit_request_from_json(const json& j) {
   return r;
 }
 
+nlohmann::json parse_request_body(std::string_view text) {
+  // One set of keys per open object; the callback sees keys and object starts/ends in order.
+  std::vector<std::vector<std::string>> keys;
+  std::optional<std::string> duplicate;
+  const json::parser_callback_t cb = [&](int, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start: keys.emplace_back(); break;
+      case json::parse_event_t::object_end:
+        if (!keys.empty()) keys.pop_back();
+        break;
+      case json::parse_event_t::key:
+        if (!keys.empty() && parsed.is_string()) {
+          auto& seen = keys.back();
+          const std::string& k = parsed.get_ref<const std::string&>();
+          if (!duplicate && std::find(seen.begin(), seen.end(), k) != seen.end()) duplicate = k;
+          seen.push_back(k);
+        }
+        break;
+      default: break;
+    }
+    return true;
+  };
+  json j = json::parse(text, cb, false);
+  if (!j.is_discarded() && duplicate) {
+    // Shown JSON-escaped (a key may hold a newline) and cut short.
+    std::string shown = json(*duplicate).dump(-1, ' ', false, json::error_handler_t::replace);
+    shown = shown.substr(1, shown.size() - 2).substr(0, 200);
+    throw UserError(fmt::format("request body: duplicate key '{}'", shown));
+  }
+  return j;
+}
+
 MiB parse_memory(std::string_view text) {
-  // The same sizes as --mem and the JSON field mem_mib accept (up to 2^30 MiB).
-  return parse_mib(text, "", 1, MiB{1} << 30);
+  // The same sizes as --mem and the JSON field mem_mib accept: one GPU's worth at most.
+  return parse_mib(text, "", 1, limits::kMaxGpuMiB);
 }
 
 std::string format_mib(MiB mib) {

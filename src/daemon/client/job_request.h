@@ -38,6 +38,11 @@ SubmitRequest submit_request_from_json(const nlohmann::json& j);
 constexpr std::size_t kMaxJsonNesting = 64;
 bool json_nested_deeper_than(const nlohmann::json& root, std::size_t max_depth);
 
+// Parses a request body as JSON, refusing what nlohmann would take silently: an object with the
+// same key twice ({"argv": [..], "argv": [..]}; nlohmann keeps the last). Returns a discarded
+// value for text that is not JSON; throws colo::UserError ("request body: duplicate key 'argv'").
+nlohmann::json parse_request_body(std::string_view text);
+
 // Variables colo sets itself; a job may not override them.
 bool is_reserved_env(std::string_view name);
 // Throws colo::UserError unless name is [A-Za-z_][A-Za-z0-9_]* and not reserved.
