@@ -11,14 +11,14 @@ jobs=${1:-200}
 kills=${2:-50}
 seed=${3:-1}
 build=${4:-build-test}
-if [ ! -x "$build/tests/colo_daemon_tests" ]; then
+if [ ! -x "$build/colo_daemon_tests" ]; then
   bash scripts/install-deps.sh
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCOLO_SANITIZE=ON >/dev/null
 fi
 cmake --build "$build" --target colo_daemon_tests colod colo colo-fake-job
 start=$(date +%s)
 COLO_CRASH_JOBS=$jobs COLO_CRASH_KILLS=$kills COLO_CRASH_SEED=$seed \
-  "$build/tests/colo_daemon_tests" --gtest_filter='ColodCrash.KillNineOnObservedState*' | tee /tmp/crash-campaign.$$.log
+  "$build/colo_daemon_tests" --gtest_filter='ColodCrash.KillNineOnObservedState*' | tee /tmp/crash-campaign.$$.log
 rc=${PIPESTATUS[0]}
 echo "crash-campaign: seed $seed, $(( $(date +%s) - start )) s wall, $(nproc) cores, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 grep '^crash-campaign:' /tmp/crash-campaign.$$.log || true

@@ -48,6 +48,11 @@ state="$(mktemp -d /tmp/colo-hostile-XXXXXX)"
 chmod 755 "$state"  # the hostile user must reach the socket
 colod_pid=""
 cleanup() {
+  # A colod that died under attack is the finding: show why before its state goes.
+  if [[ -n "$colod_pid" ]] && ! kill -0 "$colod_pid" 2>/dev/null; then
+    echo "hostile-clients: colod exited; the end of its log:" >&2
+    tail -n 40 "$state/colod.log" >&2 || true
+  fi
   if [[ -n "$colod_pid" ]]; then
     kill "$colod_pid" 2>/dev/null || true
     wait "$colod_pid" 2>/dev/null || true
