@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "cli/command_registry.h"
+#include "core/one_line.h"
 #include "core/error.h"
 
 namespace colo::cli {
@@ -24,20 +25,6 @@ std::vector<CommandInstaller>& command_installers() {
 
 namespace {
 
-// Every error is one line: a newline or other control character quoted from the input (a CSV
-// cell, a file name) is shown escaped (\n, \xHH), never printed raw.
-std::string one_line_text(std::string_view s) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if ((u < 0x20 && c != '\t') || u == 0x7f) out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
-    else out += c;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -52,7 +39,7 @@ int main(int argc, char** argv) {
   const auto one_line = [](const CLI::App*, const CLI::Error& e) {
     std::string msg = e.what();
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    return "colo: error: " + one_line_text(msg) + " (see --help)\n";
+    return "colo: error: " + colo::one_line(msg) + " (see --help)\n";
   };
   app.failure_message(one_line);
   try {
@@ -61,10 +48,10 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == static_cast<int>(CLI::ExitCodes::Success) ? code : 2;
   } catch (const colo::UserError& e) {
-    std::cerr << "colo: error: " << one_line_text(e.what()) << "\n";
+    std::cerr << "colo: error: " << colo::one_line(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "colo: internal error: " << one_line_text(e.what()) << "\n";
+    std::cerr << "colo: internal error: " << colo::one_line(e.what()) << "\n";
     return 1;
   }
   return 0;

@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/error.h"
+#include "core/one_line.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "daemon/shim.h"
@@ -30,20 +31,6 @@ std::string self_exe() {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-// Every error is one line: a newline or other control character quoted from the input (a
-// config value, a path) is shown escaped (\n, \xHH), never printed raw.
-std::string one_line_text(std::string_view s) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if ((u < 0x20 && c != '\t') || u == 0x7f) out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
-    else out += c;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -61,7 +48,7 @@ int main(int argc, char** argv) {
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     std::string msg = e.what();
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    return "colod: error: " + one_line_text(msg) + " (see --help)\n";
+    return "colod: error: " + colo::one_line(msg) + " (see --help)\n";
   });
   try {
     app.parse(argc, argv);
@@ -115,13 +102,13 @@ int main(int argc, char** argv) {
     Daemon d(cfg, colo::gpu::open_nvml_backend(nvml), job_env, self_exe());
     return d.run();
   } catch (const colo::UserError& e) {
-    std::cerr << "colod: error: " << one_line_text(e.what()) << "\n";
+    std::cerr << "colod: error: " << colo::one_line(e.what()) << "\n";
     return 2;
   } catch (const colo::gpu::GpuError& e) {
-    std::cerr << "colod: error: " << one_line_text(e.what()) << "\n";
+    std::cerr << "colod: error: " << colo::one_line(e.what()) << "\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "colod: fatal: " << one_line_text(e.what()) << "\n";
+    std::cerr << "colod: fatal: " << colo::one_line(e.what()) << "\n";
     return 1;
   }
 }

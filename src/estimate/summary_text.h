@@ -5,24 +5,11 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/one_line.h"
 
 namespace colo::estimate::summary_text {
 
-// Messages quote the input; a quoted newline or other control character would break the
-// one-line contract (and could forge lines in a log), so they are shown escaped: \n, \r, \xHH.
-inline std::string one_line(const std::string& s) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if ((u < 0x20 && c != '\t') || u == 0x7f) out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
-    else out += c;
-  }
-  return out;
-}
+using colo::one_line;  // core/one_line.h: quoted input shown escaped, one line
 
 [[noreturn]] inline void fail(const std::string& source, std::size_t line, const std::string& what) {
   throw UserError(one_line(source + ":" + std::to_string(line) + ": " + what));

@@ -1,5 +1,7 @@
 #include "daemon/client/http_message.h"
 
+#include "core/one_line.h"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -17,17 +19,9 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// Request text quoted in an error message, control characters escaped: a bare '\n' in a header
-// line must not turn the one-line reason into two (found by fuzz/api_request_fuzz.cpp).
-std::string printable(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
-    else out += c;
-  }
-  return out;
-}
+// Request text quoted in an error message (a bare '\n' in a header line must not turn the one-line
+// reason into two: found by fuzz/api_request_fuzz.cpp).
+std::string printable(std::string_view s) { return one_line(s); }
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
