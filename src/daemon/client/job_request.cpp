@@ -33,13 +33,13 @@ std::string get_string(const json& j, const char* field, size_t max_len = 4096) 
 }  // namespace
 
 bool json_nested_deeper_than(const json& root, std::size_t max_depth) {
-  std::vector<std::pair<const json*, std::size_t>> todo{{&root, 1}};
-  while (!todo.empty()) {
-    const auto [v, depth] = todo.back();
-    todo.pop_back();
+  std::vector<std::pair<const json*, std::size_t>> pending{{&root, 1}};
+  while (!pending.empty()) {
+    const auto [v, depth] = pending.back();
+    pending.pop_back();
     if (depth > max_depth) return true;
     if (v->is_structured())
-      for (const json& child : *v) todo.emplace_back(&child, depth + 1);
+      for (const json& child : *v) pending.emplace_back(&child, depth + 1);
   }
   return false;
 }
