@@ -1,10 +1,15 @@
 // colo estimate: peak GPU memory of a training job before it runs.
 //   colo estimate --summary FILE --batch N --optimizer adam --estimator allocsim [--gpu a100-40gb] [--json]
+//   colo estimate --probe torchvision:resnet50 --input 3x224x224 --batch 128 --optimizer adam
+//                 [--amp bf16] [--checkpointing] --estimator trace|faketensor [--json]
+//   colo estimate --trace FILE --estimator trace|faketensor   (a trace the probe wrote before)
 //   colo estimate eval --dataset FILE --format gpumemnet-cnn|gpumemnet-mlp|carma-workloads
 //                      --estimator NAME [--split all|train|test] [--json]
 //   colo estimate calibrate --dataset FILE --format gpumemnet-cnn --split train --gpu a100-40gb
 //                      [--out calibration/a100-40gb.json]
 //   (writes the profile, <stem>.fit-<format>.json (fit results) and <stem>.fit-<format>-inputs.csv)
+#include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -16,6 +21,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/number_option.h"
+#include "cli/probe_options.h"
 #include "core/error.h"
 #include "core/limits.h"
 #include "estimate/calibration_fit.h"
@@ -24,12 +30,16 @@
 #include "estimate/estimator.h"
 #include "estimate/evaluation.h"
 #include "estimate/parsers.h"
+#include "estimate/trace/probe_runner.h"
 
 namespace {
 
 using namespace colo::estimate;
 
 struct Opts {
+  ProbeRequest probe;
+  std::string trace;
+  double probe_timeout = 300;
   std::string summary, optimizer = "adam", estimator = "auto", gpu = "a100-40gb";
   std::int64_t batch = 0, seq_len = 0;
   std::optional<long long> stated;
@@ -44,7 +54,57 @@ struct CalOpts {
   double max_under = 0.05;
 };
 
+void print(const Opts& o, const Estimate& e, nlohmann::ordered_json j) {
+  if (!o.json) {
+    std::cout << e.mib << " MiB  (" << e.estimator << ": " << e.explanation << ")\n";
+    return;
+  }
+  j["estimate_mib"] = e.mib;
+  j["estimator"] = e.estimator;
+  if (e.peak_mib > 0) j["peak_mib"] = std::round(e.peak_mib * 10) / 10;
+  j["explanation"] = e.explanation;
+  j["gpu"] = o.gpu;
+  std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+// --probe / --trace: the trace and faketensor estimators (auto picks trace).
+void run_traced(const Opts& o) {
+  if (!o.summary.empty()) throw colo::UserError("estimate: give --probe/--trace or --summary, not both");
+  if (!o.probe.model.empty() && !o.trace.empty()) throw colo::UserError("estimate: give --probe or --trace, not both");
+  if (o.estimator != "trace" && o.estimator != "faketensor" && o.estimator != "auto")
+    throw colo::UserError("estimate: --estimator " + o.estimator + " reads --summary; with --probe/--trace use trace, faketensor or auto");
+  const auto t0 = std::chrono::steady_clock::now();
+  ProbeTrace trace;
+  double probe_seconds = 0;
+  if (!o.trace.empty()) {
+    trace = load_probe_trace(o.trace);
+  } else {
+    ProbeRequest req = o.probe;
+    req.batch = o.batch;
+    req.optimizer = o.optimizer;
+    ProbeLimits lim;
+    lim.timeout_seconds = o.probe_timeout;
+    auto run = run_probe(req, lim);
+    trace = std::move(run.trace);
+    probe_seconds = run.seconds;
+  }
+  EstimateRequest req;
+  req.gpu = o.gpu;
+  req.batch = trace.header.value("batch", std::int64_t{0});
+  req.trace = &trace;
+  const Estimate e = make_estimator(o.estimator)->estimate(req);
+  nlohmann::ordered_json j;
+  j["model"] = trace.header.value("model", std::string());
+  j["batch"] = req.batch;
+  j["optimizer"] = trace.header.value("optimizer", std::string());
+  j["probe_seconds"] = std::round(probe_seconds * 1000) / 1000;
+  j["probe_torch"] = trace.header.value("torch", std::string());
+  j["seconds"] = std::round(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1000) / 1000;
+  print(o, e, j);
+}
+
 void run_single(const Opts& o) {
+  if (!o.probe.model.empty() || !o.trace.empty()) return run_traced(o);
   if (o.summary.empty() && !o.stated) throw colo::UserError("estimate: --summary is required (or --stated-mib for oracle)");
   Estimate e;
   if (o.summary.empty()) {
@@ -186,8 +246,13 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   colo::cli::add_int_flag(cmd, "--batch", o->batch, 1, colo::limits::kMaxBatch, "per-GPU batch size", false);
   cmd->add_option("--optimizer", o->optimizer, "sgd, sgd-momentum, adam, adamw, adadelta, adagrad, rmsprop, ...")
       ->capture_default_str();
-  cmd->add_option("--estimator", o->estimator, "oracle, horus, allocsim, gpumemnet or auto")->capture_default_str();
+  cmd->add_option("--estimator", o->estimator, "oracle, horus, allocsim, gpumemnet, trace, faketensor or auto")->capture_default_str();
   cmd->add_option("--gpu", o->gpu, "calibration profile (calibration/<gpu>.json)")->capture_default_str();
+  colo::cli::add_probe_flags(cmd, o->probe);
+  cmd->add_option("--trace", o->trace, "estimate from a probe trace file (python3 -m colo_probe --out FILE)");
+  cmd->add_option_function<std::string>("--probe-timeout", [o](const std::string& s) {
+    o->probe_timeout = colo::parse_real(s, "--probe-timeout", 1, 86400);
+  }, "seconds the probe may take [1..86400] (default 300)");
   colo::cli::add_int_flag(cmd, "--seq-len", o->seq_len, 1, colo::limits::kMaxSeqLen,
                           "tokens per sample for transformer summaries (default 512)", false);
   colo::cli::add_int_flag(cmd, "--stated-mib", o->stated, 1, colo::limits::kMaxGpuMiB,

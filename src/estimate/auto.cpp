@@ -1,5 +1,6 @@
 // auto: the most trustworthy estimate available for the request, naming the one it used:
-// a stated figure (oracle) beats a simulation (allocsim), which needs a model summary.
+// a stated figure (oracle) beats a probe trace of the job's real training step (trace), which
+// beats a simulation from a model summary (allocsim).
 #include "core/error.h"
 #include "estimate/estimator_impls.h"
 
@@ -15,12 +16,15 @@ class AutoEstimator final : public Estimator {
     if (req.stated_mib) {
       e = make_oracle_estimator();
       why = "a figure was stated";
+    } else if (req.trace) {
+      e = make_trace_estimator();
+      why = "the probe recorded the training step";
     } else if (req.graph) {
       e = make_allocsim_estimator();
       why = req.graph->unknown_types().empty() ? "a model summary was given"
                                                : "a model summary was given (with unknown layer types)";
     } else {
-      throw UserError("auto: nothing to estimate from (neither a stated figure nor a model summary)");
+      throw UserError("auto: nothing to estimate from (no stated figure, probe trace or model summary)");
     }
     Estimate r = e->estimate(req);
     r.explanation = "auto chose " + r.estimator + " (" + why + "): " + r.explanation;

@@ -24,6 +24,11 @@ std::string CalibrationProfile::to_json() const {
   j["conv_workspace_mib"] = conv_workspace_mib;
   j["conv_workspace_ratio"] = conv_workspace_ratio;
   j["strided_conv_workspace_ratio"] = strided_conv_workspace_ratio;
+  j["trace_conv_workspace_mib"] = trace_conv_workspace_mib;
+  j["trace_conv_workspace_ratio"] = trace_conv_workspace_ratio;
+  j["trace_strided_conv_workspace_ratio"] = trace_strided_conv_workspace_ratio;
+  j["trace_safety_margin"] = trace_safety_margin;
+  j["trace_fitted_on"] = trace_fitted_on;
   j["fitted_on"] = fitted_on;
   j["fit_command"] = fit_command;
   return j.dump(2) + "\n";
@@ -66,6 +71,12 @@ CalibrationProfile CalibrationProfile::from_json(const std::string& text, const 
   num("conv_workspace_ratio", p.conv_workspace_ratio, false);
   p.strided_conv_workspace_ratio = p.conv_workspace_ratio;
   num("strided_conv_workspace_ratio", p.strided_conv_workspace_ratio, false);
+  num("trace_conv_workspace_mib", p.trace_conv_workspace_mib, false);
+  num("trace_conv_workspace_ratio", p.trace_conv_workspace_ratio, false);
+  p.trace_strided_conv_workspace_ratio = p.trace_conv_workspace_ratio;
+  num("trace_strided_conv_workspace_ratio", p.trace_strided_conv_workspace_ratio, false);
+  num("trace_safety_margin", p.trace_safety_margin, false);
+  str("trace_fitted_on", p.trace_fitted_on);
   return p;
 }
 

@@ -26,6 +26,13 @@ struct CalibrationProfile {
   // The multiple for strided convs (stride > 1: no FFT/Winograd algorithm, larger workspaces);
   // a profile without it uses conv_workspace_ratio.
   double strided_conv_workspace_ratio = 0;
+  // The trace estimator's own constants (it sees real tensors, not a synthesised sequence, so it
+  // needs less margin); fitted by `colo estimate calibrate --estimator trace`.
+  double trace_conv_workspace_mib = 0;
+  double trace_conv_workspace_ratio = 0;
+  double trace_strided_conv_workspace_ratio = 0;
+  double trace_safety_margin = 0;
+  std::string trace_fitted_on;
   std::string fitted_on;                    // provenance: data set, split and command
   std::string fit_command;
 

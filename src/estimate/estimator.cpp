@@ -12,7 +12,7 @@
 namespace colo::estimate {
 
 std::vector<std::string> estimator_names() {
-  return {"oracle", "horus", "allocsim", "gpumemnet", "auto"};
+  return {"oracle", "horus", "allocsim", "gpumemnet", "trace", "faketensor", "auto"};
 }
 
 namespace {
@@ -41,6 +41,8 @@ std::unique_ptr<Estimator> make_unchecked(const std::string& name) {
   if (name == "allocsim") return make_allocsim_estimator();
   if (name == "auto") return make_auto_estimator();
   if (name == "gpumemnet") return make_gpumemnet_estimator();
+  if (name == "trace") return make_trace_estimator();
+  if (name == "faketensor") return make_faketensor_estimator();
   return nullptr;
 }
 
@@ -48,7 +50,7 @@ std::unique_ptr<Estimator> make_unchecked(const std::string& name) {
 
 std::unique_ptr<Estimator> make_estimator(const std::string& name) {
   if (auto e = make_unchecked(name)) return std::make_unique<BatchChecked>(std::move(e));
-  throw UserError("unknown estimator '" + name + "' (expected oracle, horus, allocsim, gpumemnet or auto)");
+  throw UserError("unknown estimator '" + name + "' (expected oracle, horus, allocsim, gpumemnet, trace, faketensor or auto)");
 }
 
 Estimate estimate_from_summary(const std::string& summary_path, std::int64_t batch, const std::string& optimizer,

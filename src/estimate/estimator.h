@@ -14,18 +14,22 @@
 
 namespace colo::estimate {
 
+struct ProbeTrace;
+
 struct EstimateRequest {
   std::string gpu = "a100-40gb";          // calibration profile name (calibration/<gpu>*.json)
   std::int64_t batch = 0;                 // per-GPU batch size (samples per iteration)
   Optimizer optimizer = Optimizer::Adam;
   const ModelGraph* graph = nullptr;      // may be null for estimators that need none (oracle)
   std::optional<MiB> stated_mib;          // a figure the user or a trace stated (oracle reads it)
+  const ProbeTrace* trace = nullptr;      // the probe's record of two iterations (trace, faketensor)
 };
 
 struct Estimate {
   MiB mib = 0;                            // peak per GPU, nvidia-smi view
   std::string estimator;                  // the estimator that produced it ("auto" names the one it used)
   std::string explanation;                // one short line: what went into the number
+  double peak_mib = 0;                    // trace/faketensor: the replayed peak before context/margin (0 = n/a)
 };
 
 class Estimator {
@@ -37,7 +41,7 @@ class Estimator {
   virtual Estimate estimate(const EstimateRequest& req) const = 0;
 };
 
-// "oracle", "horus", "allocsim", "gpumemnet", "auto". Throws colo::UserError for any other name.
+// "oracle", "horus", "allocsim", "gpumemnet", "trace", "faketensor", "auto". Throws colo::UserError for any other name.
 // The gpumemnet entry calls `std::unique_ptr<Estimator> make_gpumemnet_estimator();` declared in
 // estimate/gpumemnet.h (owned by the GPUMemNet work).
 std::unique_ptr<Estimator> make_estimator(const std::string& name);

@@ -10,5 +10,7 @@ std::unique_ptr<Estimator> make_oracle_estimator();
 std::unique_ptr<Estimator> make_horus_estimator();
 std::unique_ptr<Estimator> make_allocsim_estimator();
 std::unique_ptr<Estimator> make_auto_estimator();
+std::unique_ptr<Estimator> make_trace_estimator();       // estimate/trace/trace_estimator.cpp
+std::unique_ptr<Estimator> make_faketensor_estimator();  // estimate/trace/faketensor_estimator.cpp
 
 }  // namespace colo::estimate

@@ -1,0 +1,106 @@
+"""python3 -m colo_probe --model torchvision:resnet50 --input 3x224x224 --batch 128 --optimizer adam
+   [--amp fp16|bf16] [--checkpointing] [--out trace.txt]
+
+Exit status: 0 trace written; 2 bad arguments or model spec; 1 the probe failed (message on one line)."""
+import argparse
+import os
+import sys
+import time
+
+DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32")
+
+
+def _fail(code, msg):
+    sys.stderr.write("colo_probe: error: " + " ".join(str(msg).split()) + "\n")
+    sys.exit(code)
+
+
+def _positive(text):
+    try:
+        v = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer")
+    if v <= 0 or v > 1 << 31:
+        raise argparse.ArgumentTypeError(f"{text} is out of range (1..2147483648)")
+    return v
+
+
+def _shape(text):
+    parts = text.lower().split("x")
+    dims = []
+    for p in parts:
+        if not p.isdigit() or int(p) <= 0 or int(p) > 1 << 20:
+            raise argparse.ArgumentTypeError(f"input shape '{text}': expected dimensions like 3x224x224, each 1..1048576")
+        dims.append(int(p))
+    return tuple(dims)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        _fail(2, message)
+
+
+def parse(argv):
+    from .train import OPTIMIZERS
+    p = _Parser(prog="python3 -m colo_probe", description="Record the GPU allocations of two training iterations, on the CPU.")
+    p.add_argument("--model", required=True, help="torchvision:NAME or path/to/file.py:function")
+    p.add_argument("--input", type=_shape, default=None, help="per-sample input shape, e.g. 3x224x224 (torchvision default)")
+    p.add_argument("--dtype", choices=DTYPES, default="float32", help="input dtype")
+    p.add_argument("--num-classes", type=_positive, default=None)
+    p.add_argument("--batch", type=_positive, required=True)
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default="adam")
+    p.add_argument("--foreach", choices=("auto", "on", "off"), default="auto",
+                   help="the optimizer's multi-tensor implementation; auto = what PyTorch 2 picks for CUDA tensors (on)")
+    p.add_argument("--amp", choices=("none", "fp16", "bf16"), default="none")
+    p.add_argument("--checkpointing", action="store_true", help="gradient checkpointing of each top-level child module")
+    p.add_argument("--no-set-to-none", action="store_true", help="zero_grad(set_to_none=False): gradients stay allocated")
+    p.add_argument("--steps", type=_positive, default=2, help="training iterations to record (default 2)")
+    p.add_argument("--out", default="-", help="trace file ('-' = stdout)")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    t0 = time.perf_counter()
+    args = parse(sys.argv[1:] if argv is None else argv)
+    try:
+        import torch
+    except ImportError as e:
+        _fail(1, f"PyTorch is not importable by {sys.executable} ({e}); on Debian: apt install python3-torch python3-torchvision")
+    torch.set_num_threads(1)
+    from . import TRACE_VERSION, __version__
+    from .models import load, ProbeSpecError
+    from .train import run_probe, default_input_fn
+    if args.steps > 8:
+        _fail(2, "--steps above 8 records nothing new (the steady state is reached at step 2)")
+    try:
+        spec = load(args.model, args.num_classes)
+    except ProbeSpecError as e:
+        _fail(2, e)
+    except Exception as e:  # the user's file raised while being built
+        _fail(1, f"building {args.model} failed: {type(e).__name__}: {e}")
+    if spec.input_fn is None and args.input is None:
+        if args.model.startswith("torchvision:"):
+            args.input = (3, 299, 299) if "inception" in args.model else (3, 224, 224)
+        else:
+            _fail(2, f"{args.model}: the file has no input_fn(batch); give --input (e.g. 3x224x224)")
+    dtype = getattr(torch, args.dtype)
+    header = {"model": args.model, "batch": args.batch, "optimizer": args.optimizer, "amp": args.amp,
+              "checkpointing": args.checkpointing, "set_to_none": not args.no_set_to_none,
+              "foreach": args.foreach, "input": list(args.input) if args.input else None,
+              "dtype": args.dtype, "steps": args.steps, "torch": torch.__version__,
+              "probe": __version__, "trace_version": TRACE_VERSION}
+    opts = {"model": spec, "batch": args.batch, "optimizer": args.optimizer,
+            "foreach": args.foreach != "off", "amp": args.amp, "checkpointing": args.checkpointing,
+            "set_to_none": not args.no_set_to_none, "steps": args.steps, "out": args.out, "header": header,
+            "input_fn": default_input_fn(args.input, dtype, args.num_classes) if args.input else None}
+    try:
+        rec = run_probe(opts)
+    except Exception as e:
+        _fail(1, f"probing {args.model} failed: {type(e).__name__}: {e}")
+    if os.environ.get("COLO_PROBE_VERBOSE"):
+        sys.stderr.write(f"colo_probe: {rec.allocs} allocations, peak live {rec.peak / 2**20:.0f} MiB, "
+                         f"{time.perf_counter() - t0:.2f} s\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""Tensor creation under the probe. While a model is built, every tensor is created on the meta
+device (no memory, no initialisation cost). While it trains, a tensor asked for on the GPU
+(`device="cuda"`, `.cuda()`, `.to("cuda")`, or the meta device of the probe's own tensors) becomes
+a probe tensor with a recorded storage; one asked for on the CPU stays on the CPU (optimizer step
+counters, Python-side bookkeeping)."""
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_map
+
+from . import tensor as pt
+
+FACTORIES = {torch.empty, torch.zeros, torch.ones, torch.full, torch.rand, torch.randn, torch.randint,
+             torch.arange, torch.eye, torch.linspace, torch.logspace, torch.tensor, torch.as_tensor,
+             torch.empty_strided, torch.randperm, torch.normal, torch.scalar_tensor}
+
+
+def _is_gpu(device):
+    if device is None:
+        return False
+    t = torch.device(device).type if not isinstance(device, torch.device) else device.type
+    return t in ("cuda", "meta")
+
+
+class MetaInit(TorchFunctionMode):
+    """Module construction: every factory call lands on the meta device."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func in FACTORIES:
+            kwargs["device"] = "meta"
+        return func(*args, **kwargs)
+
+
+def _wrap_plain_meta(x):
+    if isinstance(x, torch.Tensor) and not isinstance(x, pt.ProbeTensor) and x.device.type == "meta":
+        return pt.wrap_new(x, pt.current_op_name())
+    return x
+
+
+_TO = {torch.Tensor.to, torch.Tensor.cuda}
+
+
+class ProbeDevice(TorchFunctionMode):
+    """Training: the GPU is the probe's meta device, and what lands there is recorded. `label`,
+    when set, names what factories create (the input batch)."""
+
+    label = None
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func in FACTORIES:
+            if not _is_gpu(kwargs.get("device")):
+                return func(*args, **kwargs)
+            kwargs["device"] = "meta"
+            pt.set_op_name(self.label or func.__name__)
+            return tree_map(_wrap_plain_meta, func(*args, **kwargs))
+        if func in _TO:
+            args, kwargs = _redirect_to(func, args, kwargs)
+            if args is None:
+                return kwargs
+        out = func(*args, **kwargs)
+        pt.set_op_name(getattr(func, "__name__", "op"))
+        return tree_map(_wrap_plain_meta, out)
+
+
+def _redirect_to(func, args, kwargs):
+    """Tensor.cuda() / Tensor.to('cuda', ...) -> the probe's GPU. Returns (None, result) when done."""
+    self = args[0]
+    if func is torch.Tensor.cuda:
+        if isinstance(self, pt.ProbeTensor):
+            return None, self
+        return None, pt.wrap_new(self, "to_cuda")
+    rest = list(args[1:])
+    dev = kwargs.get("device")
+    if dev is None and rest and isinstance(rest[0], (str, torch.device)):
+        dev = rest[0]
+    if dev is None or not _is_gpu(dev):
+        return args, kwargs
+    if isinstance(self, pt.ProbeTensor):
+        if rest and isinstance(rest[0], (str, torch.device)):
+            rest = rest[1:]
+        kwargs.pop("device", None)
+        return None, self.to(*rest, **kwargs) if (rest or kwargs) else self
+    t = self
+    dtype = kwargs.get("dtype") or next((a for a in rest if isinstance(a, torch.dtype)), None)
+    if dtype is not None:
+        t = t.to(dtype)
+    return None, pt.wrap_new(t, "to_cuda")

@@ -1,0 +1,82 @@
+"""Meta kernels the installed PyTorch lacks (1.13 has none for convolution_backward, among others).
+Each is registered only where the installed PyTorch has no Meta kernel of its own, and each is
+tested against a real CPU run of the operator (tests/probe/test_meta_kernels.py). Shapes follow from
+the inputs. An operator with no meta kernel at all runs on the CPU (cpu_fallback) as a last resort."""
+import torch
+from torch.utils._pytree import tree_map
+
+_LIB = None
+REGISTERED = []
+
+
+def _conv_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
+                   output_padding, groups, output_mask):
+    gi = torch.empty_like(input, memory_format=torch.contiguous_format) if output_mask[0] else None
+    gw = torch.empty_like(weight, memory_format=torch.contiguous_format) if output_mask[1] else None
+    channels = weight.size(1) * groups if transposed else weight.size(0)
+    gb = torch.empty((channels,), dtype=weight.dtype, device=weight.device) if output_mask[2] else None
+    return gi, gw, gb
+
+
+def _same_as_self(grad_output, self, *rest):
+    return torch.empty_like(self, memory_format=torch.contiguous_format)
+
+
+KERNELS = {
+    "convolution_backward": _conv_backward,
+    "_adaptive_avg_pool2d_backward": _same_as_self,
+    "_adaptive_avg_pool3d_backward": _same_as_self,
+}
+
+
+def register():
+    """Registers every kernel in KERNELS the installed PyTorch lacks. Idempotent."""
+    global _LIB
+    if _LIB is not None:
+        return REGISTERED
+    _LIB = torch.library.Library("aten", "IMPL", "Meta")
+    for name, fn in KERNELS.items():
+        if not torch._C._dispatch_has_kernel_for_dispatch_key("aten::" + name, "Meta"):
+            _LIB.impl(name, fn)
+            REGISTERED.append(name)
+    return REGISTERED
+
+
+def foreach(schema, args):
+    """A multi-tensor operator (torch._foreach_*): in place it allocates nothing; otherwise it returns
+    one new tensor shaped like each tensor of its first list (the CUDA kernels allocate exactly these)."""
+    if not schema.returns:
+        return None
+    first = next(a for a in args if isinstance(a, (list, tuple)))
+    return [torch.empty_like(t) for t in first]
+
+
+# A CPU run costs real memory and time: refuse beyond this many elements over all inputs.
+CPU_FALLBACK_MAX_ELEMENTS = 1 << 27
+
+
+def cpu_fallback(func, args, kwargs):
+    """Runs an operator that has no meta kernel on zero-filled CPU tensors of the same shapes and
+    returns meta tensors shaped like its outputs."""
+    total = [0]
+
+    def count(x):
+        if isinstance(x, torch.Tensor):
+            total[0] += x.numel()
+        return x
+    tree_map(count, (args, kwargs))
+    if total[0] > CPU_FALLBACK_MAX_ELEMENTS:
+        raise NotImplementedError(
+            f"colo_probe: {func._schema.name} has no meta kernel in PyTorch {torch.__version__} and its "
+            f"inputs ({total[0]} elements) are too large to run on the CPU")
+
+    def to_cpu(x):
+        if isinstance(x, torch.Tensor) and x.device.type == "meta":
+            return torch.zeros(x.shape, dtype=x.dtype)
+        return x
+
+    def to_meta(x):
+        if isinstance(x, torch.Tensor) and x.device.type == "cpu":
+            return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
+        return x
+    return tree_map(to_meta, func(*tree_map(to_cpu, args), **tree_map(to_cpu, kwargs)))

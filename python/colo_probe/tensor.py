@@ -1,0 +1,204 @@
+"""ProbeTensor: a meta tensor wrapped in a subclass, so every operator reaches __torch_dispatch__
+below autograd (what would really run on the GPU), and every storage has a token whose lifetime is
+the storage's: views, in-place results and autograd's saved copies (detach) share their source's
+token; everything else an operator returns is a fresh storage = one allocation in the trace."""
+import torch
+from torch.utils._pytree import tree_map, tree_flatten
+
+from . import meta_kernels
+
+RECORDER = None  # the active TraceWriter (set by run_probe), None once recording has ended
+
+_CONV_OPS = {"aten::convolution", "aten::convolution_backward", "aten::_convolution"}
+_MATMUL_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addmv", "aten::mv",
+               "aten::_addmm_activation", "aten::addbmm"}
+CPU_FALLBACKS = {}
+# Multi-tensor (foreach) operators: 1.13 has no meta kernels for them; their shapes are the inputs'.
+_FOREACH_WITH_META = set()  # op name -> count: operators that had no meta kernel and ran on the CPU
+
+
+class Storage:
+    """One GPU storage. Its destruction (last ProbeTensor sharing it gone) is the free."""
+    __slots__ = ("ident", "nbytes", "__weakref__")
+
+    def __init__(self, nbytes, op):
+        self.nbytes = nbytes
+        self.ident = RECORDER.malloc(nbytes, op) if RECORDER is not None else 0
+
+    def __del__(self):
+        if RECORDER is not None and self.ident:
+            RECORDER.free(self.ident, self.nbytes)
+
+
+def storage_bytes(t):
+    """Bytes of the storage a fresh tensor needs: its furthest element + 1, times the element size."""
+    if t.numel() == 0:
+        return 0
+    span = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()) if s > 0)
+    return (t.storage_offset() + span) * t.element_size()
+
+
+class ProbeTensor(torch.Tensor):
+    __slots__ = ("elem", "storage_token")
+
+    @staticmethod
+    def __new__(cls, elem, token, requires_grad=False):
+        r = torch.Tensor._make_wrapper_subclass(
+            cls, elem.size(), strides=elem.stride(), storage_offset=elem.storage_offset(),
+            dtype=elem.dtype, layout=elem.layout, device=elem.device, requires_grad=requires_grad)
+        r.elem = elem
+        r.storage_token = token
+        return r
+
+    def __repr__(self):
+        return f"ProbeTensor({tuple(self.shape)}, {self.dtype})"
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        schema = func._schema
+        name = schema.name
+        if name in ("aten::_to_copy", "aten::to") and _to_cpu(kwargs):
+            # .cpu() / .item(): a host copy, not GPU memory. Its value is meaningless on meta.
+            return tree_map(_materialise_cpu, args[0])
+        uargs = tree_map(_unwrap, args)
+        ukwargs = tree_map(_unwrap, kwargs)
+        try:
+            if name.startswith("aten::_foreach_") and name not in _FOREACH_WITH_META:
+                out = meta_kernels.foreach(schema, uargs)
+            else:
+                out = func(*uargs, **ukwargs)
+        except NotImplementedError:
+            out = meta_kernels.cpu_fallback(func, uargs, ukwargs)
+            CPU_FALLBACKS[name] = CPU_FALLBACKS.get(name, 0) + 1
+        if RECORDER is not None:
+            if name in _CONV_OPS:
+                _hint_conv(name, args, kwargs, out)
+            elif name in _MATMUL_OPS:
+                RECORDER.matmul(name[6:])
+        _current_op[0] = name[6:] if name.startswith("aten::") else name
+        return _wrap_outputs(func, schema, args, kwargs, out)
+
+
+def _to_cpu(kwargs):
+    dev = kwargs.get("device")
+    return dev is not None and torch.device(dev).type == "cpu"
+
+
+def _materialise_cpu(x):
+    if isinstance(x, ProbeTensor):
+        return torch.zeros(x.shape, dtype=x.dtype)
+    return x
+
+
+def _unwrap(x):
+    return x.elem if isinstance(x, ProbeTensor) else x
+
+
+def _bound_arguments(schema, args, kwargs):
+    """(argument schema, value) pairs, positional and keyword."""
+    pairs = list(zip(schema.arguments, args))
+    by_name = {a.name: a for a in schema.arguments}
+    pairs += [(by_name[k], v) for k, v in kwargs.items() if k in by_name]
+    return pairs
+
+
+def _token_of(value):
+    if isinstance(value, ProbeTensor):
+        return value.storage_token
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            if isinstance(v, ProbeTensor):
+                return v.storage_token
+    return None
+
+
+def _wrap_outputs(func, schema, args, kwargs, out):
+    aliased = [r.alias_info for r in schema.returns]
+    if not any(a is not None for a in aliased):
+        return tree_map(_fresh, out)
+    pairs = _bound_arguments(schema, args, kwargs)
+
+    def source(alias):
+        for a, v in pairs:
+            if a.alias_info is not None and set(a.alias_info.before_set) & set(alias.before_set):
+                return v
+        return None
+
+    single = len(schema.returns) == 1
+    outs = (out,) if single else out
+    res = []
+    for o, alias in zip(outs, aliased):
+        if alias is None:
+            res.append(tree_map(_fresh, o))
+            continue
+        src = source(alias)
+        token = _token_of(src)
+        if isinstance(o, torch.Tensor):
+            if isinstance(src, ProbeTensor) and src.elem is o:
+                res.append(src)  # in-place: the very same tensor
+            else:
+                res.append(ProbeTensor(o, token))
+        elif isinstance(o, (list, tuple)):
+            srcs = src if isinstance(src, (list, tuple)) else None
+            items = []
+            for i, t in enumerate(o):
+                if srcs is not None and i < len(srcs) and isinstance(srcs[i], ProbeTensor) and srcs[i].elem is t:
+                    items.append(srcs[i])
+                elif isinstance(t, torch.Tensor):
+                    items.append(ProbeTensor(t, _token_of(srcs[i]) if srcs and i < len(srcs) else token))
+                else:
+                    items.append(t)
+            res.append(type(o)(items))
+        else:
+            res.append(o)
+    return res[0] if single else tuple(res)
+
+
+_current_op = ["?"]
+
+
+def current_op_name():
+    return _current_op[0]
+
+
+def set_op_name(name):
+    _current_op[0] = name
+
+
+def _fresh(x):
+    if isinstance(x, torch.Tensor) and not isinstance(x, ProbeTensor) and x.device.type == "meta":
+        return ProbeTensor(x, Storage(storage_bytes(x), _current_op[0]))
+    return x
+
+
+def _hint_conv(name, args, kwargs, out):
+    pairs = dict((a.name, v) for a, v in _bound_arguments(_SCHEMAS[name], args, kwargs)) if name in _SCHEMAS else {}
+    inp = pairs.get("input")
+    stride = pairs.get("stride") or [1]
+    if not isinstance(inp, torch.Tensor):
+        return
+    in_bytes = inp.numel() * inp.element_size()
+    if name == "aten::convolution_backward":
+        g = pairs.get("grad_output")
+        out_bytes = g.numel() * g.element_size() if isinstance(g, torch.Tensor) else 0
+    else:
+        out_bytes = out.numel() * out.element_size() if isinstance(out, torch.Tensor) else 0
+    RECORDER.conv(name[6:], in_bytes, out_bytes, any(s > 1 for s in stride))
+
+
+_SCHEMAS = {
+    "aten::convolution": torch.ops.aten.convolution.default._schema,
+    "aten::_convolution": torch.ops.aten._convolution.default._schema,
+    "aten::convolution_backward": torch.ops.aten.convolution_backward.default._schema,
+}
+
+
+def wrap_new(t, op):
+    """Puts a (meta or CPU) tensor on the probe's 'GPU': a new storage recorded as `op`."""
+    if isinstance(t, ProbeTensor):
+        return t
+    elem = t if t.device.type == "meta" else torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+    return ProbeTensor(elem, Storage(storage_bytes(elem), op), requires_grad=t.requires_grad)

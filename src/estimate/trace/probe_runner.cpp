@@ -1,0 +1,247 @@
+#include "estimate/trace/probe_runner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/limits.h"
+#include "core/one_line.h"
+
+extern char** environ;
+
+namespace colo::estimate {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool one_of(const std::string& v, std::initializer_list<const char*> allowed) {
+  for (const char* a : allowed)
+    if (v == a) return true;
+  return false;
+}
+
+std::string read_all(int fd) {
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      out.append(buf, static_cast<std::size_t>(n));
+      if (out.size() > (1u << 17)) out.erase(0, out.size() - (1u << 16));  // keep the tail: the error is last
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return out;
+  }
+}
+
+// The last line of the probe's stderr that says what went wrong.
+std::string last_error_line(const std::string& err) {
+  std::string best;
+  std::size_t pos = 0;
+  while (pos < err.size()) {
+    std::size_t nl = err.find('\n', pos);
+    if (nl == std::string::npos) nl = err.size();
+    std::string line = err.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (line.empty()) continue;
+    if (line.rfind("colo_probe: error: ", 0) == 0) return line.substr(19);
+    if (line.rfind("Traceback", 0) != 0 && line.rfind("  ", 0) != 0) best = line;
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<std::string> ProbeRequest::arguments() const {
+  if (model.empty()) throw UserError("--probe: give a model (torchvision:NAME or path/to/file.py:function)");
+  if (model.size() > 4096 || model.find('\0') != std::string::npos) throw UserError("--probe: model name too long");
+  if (batch <= 0 || batch > limits::kMaxBatch)
+    throw UserError(fmt::format("--batch {} is out of range for --probe (expected 1..{})", batch, limits::kMaxBatch));
+  if (!one_of(optimizer, {"sgd", "sgd-momentum", "adam", "adamw", "rmsprop", "adagrad", "adadelta"}))
+    throw UserError(fmt::format("--optimizer '{}': the probe knows sgd, sgd-momentum, adam, adamw, rmsprop, adagrad, adadelta",
+                                one_line(optimizer)));
+  if (!one_of(amp, {"none", "fp16", "bf16"})) throw UserError(fmt::format("--amp '{}': expected fp16, bf16 or none", one_line(amp)));
+  if (!one_of(foreach, {"auto", "on", "off"})) throw UserError(fmt::format("--foreach '{}': expected auto, on or off", one_line(foreach)));
+  if (!dtype.empty() && !one_of(dtype, {"float32", "float16", "bfloat16", "float64", "int64", "int32"}))
+    throw UserError(fmt::format("--input-dtype '{}': expected float32, float16, bfloat16, float64, int64 or int32", one_line(dtype)));
+  if (num_classes < 0 || num_classes > (1ll << 31)) throw UserError("--num-classes is out of range");
+  if (!input.empty()) {
+    std::size_t dims = 0, digits = 0;
+    for (char c : input) {
+      if (c >= '0' && c <= '9') {
+        if (++digits > 7) throw UserError(fmt::format("--input '{}': a dimension is too large", one_line(input)));
+      } else if (c == 'x' && digits > 0) {
+        digits = 0;
+        ++dims;
+      } else {
+        throw UserError(fmt::format("--input '{}': expected a shape like 3x224x224", one_line(input)));
+      }
+    }
+    if (digits == 0 || dims > 7) throw UserError(fmt::format("--input '{}': expected a shape like 3x224x224", one_line(input)));
+  }
+  std::vector<std::string> a = {"--model", model, "--batch", std::to_string(batch), "--optimizer", optimizer,
+                                "--amp", amp, "--foreach", foreach};
+  if (!input.empty()) a.insert(a.end(), {"--input", input});
+  if (!dtype.empty()) a.insert(a.end(), {"--dtype", dtype});
+  if (num_classes > 0) a.insert(a.end(), {"--num-classes", std::to_string(num_classes)});
+  if (checkpointing) a.emplace_back("--checkpointing");
+  if (!set_to_none) a.emplace_back("--no-set-to-none");
+  return a;
+}
+
+nlohmann::json ProbeRequest::to_json() const {
+  return {{"model", model}, {"input", input}, {"dtype", dtype}, {"num_classes", num_classes},
+          {"batch", batch}, {"optimizer", optimizer}, {"amp", amp}, {"checkpointing", checkpointing},
+          {"set_to_none", set_to_none}, {"foreach", foreach}};
+}
+
+ProbeRequest ProbeRequest::from_json(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object()) throw UserError(where + ": probe request must be an object");
+  ProbeRequest r;
+  try {
+    r.model = j.at("model").get<std::string>();
+    r.input = j.value("input", std::string());
+    r.dtype = j.value("dtype", std::string());
+    r.num_classes = j.value("num_classes", std::int64_t{0});
+    r.batch = j.at("batch").get<std::int64_t>();
+    r.optimizer = j.value("optimizer", std::string("adam"));
+    r.amp = j.value("amp", std::string("none"));
+    r.checkpointing = j.value("checkpointing", false);
+    r.set_to_none = j.value("set_to_none", true);
+    r.foreach = j.value("foreach", std::string("auto"));
+  } catch (const nlohmann::json::exception&) {
+    throw UserError(where + ": malformed probe request");
+  }
+  r.arguments();  // validates
+  return r;
+}
+
+std::string probe_python() {
+  if (const char* p = std::getenv("COLO_PYTHON"); p && *p) return p;
+  if (::access("/usr/bin/python3", X_OK) == 0) return "/usr/bin/python3";
+  return "python3";
+}
+
+std::string probe_package_dir() {
+  if (const char* p = std::getenv("COLO_PROBE_PATH"); p && *p) return p;
+  for (const fs::path& dir : {fs::path(COLO_SOURCE_DIR) / "python", fs::path("/usr/share/colo/python")})
+    if (fs::exists(dir / "colo_probe" / "__main__.py")) return dir.string();
+  throw UserError("the colo_probe package is not installed (looked in $COLO_PROBE_PATH, " COLO_SOURCE_DIR
+                  "/python, /usr/share/colo/python)");
+}
+
+ProbeRun run_probe(const ProbeRequest& req, const ProbeLimits& limits) {
+  const auto args = req.arguments();
+  const std::string python = probe_python();
+  const std::string pkg = probe_package_dir();
+  char tmpl[] = "/tmp/colo-probe-XXXXXX";
+  const int tfd = ::mkstemp(tmpl);
+  if (tfd < 0) throw UserError(fmt::format("probe: cannot create a temporary file: {}", std::strerror(errno)));
+  ::close(tfd);
+  const std::string out_path = tmpl;
+  struct Cleanup {
+    std::string p;
+    ~Cleanup() { ::unlink(p.c_str()); }
+  } cleanup{out_path};
+
+  std::vector<std::string> argv_s = {python, "-m", "colo_probe"};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  argv_s.insert(argv_s.end(), {"--out", out_path});
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "PYTHONPATH=", 11) != 0) env_s.emplace_back(*e);
+  env_s.push_back("PYTHONPATH=" + pkg);
+  env_s.push_back("CUDA_VISIBLE_DEVICES=");  // CPU only, whatever the host has
+  std::vector<char*> envp;
+  for (auto& s : env_s) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
+  int errpipe[2];
+  if (::pipe2(errpipe, O_CLOEXEC) != 0) throw UserError(fmt::format("probe: pipe: {}", std::strerror(errno)));
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(errpipe[0]);
+    ::close(errpipe[1]);
+    throw UserError(fmt::format("probe: fork: {}", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::dup2(errpipe[1], 2);
+    const int devnull = ::open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+      ::dup2(devnull, 0);
+      ::dup2(devnull, 1);
+    }
+    rlimit as{limits.address_space_bytes, limits.address_space_bytes};
+    ::setrlimit(RLIMIT_AS, &as);
+    rlimit core{0, 0};
+    ::setrlimit(RLIMIT_CORE, &core);
+    if (!limits.workdir.empty() && ::chdir(limits.workdir.c_str()) != 0) ::_exit(126);
+    ::execve(argv[0], argv.data(), envp.data());
+    if (std::strchr(argv[0], '/') == nullptr) ::execvpe(argv[0], argv.data(), envp.data());
+    const char msg[] = "colo_probe: error: cannot run the Python interpreter\n";
+    [[maybe_unused]] auto n = ::write(2, msg, sizeof msg - 1);
+    ::_exit(127);
+  }
+  ::close(errpipe[1]);
+  // stderr is drained on a thread so a chatty probe cannot block on a full pipe.
+  std::string err;
+  std::thread drain([&] { err = read_all(errpipe[0]); });
+  int status = 0;
+  bool timed_out = false;
+  const auto deadline = t0 + std::chrono::duration<double>(limits.timeout_seconds);
+  for (;;) {
+    const pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      timed_out = true;
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(-pid, SIGKILL);  // anything the probe left behind in its group
+  drain.join();
+  ::close(errpipe[0]);
+  ProbeRun run;
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (timed_out)
+    throw UserError(fmt::format("probe of {} timed out after {:.0f} s", one_line(req.model), limits.timeout_seconds));
+  if (WIFSIGNALED(status))
+    throw UserError(fmt::format("probe of {} was killed by signal {}{}", one_line(req.model), WTERMSIG(status),
+                                WTERMSIG(status) == SIGKILL ? " (out of memory?)" : ""));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::string why = last_error_line(err);
+    if (why.empty()) why = fmt::format("exit status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    if (why.find("MemoryError") != std::string::npos || why.find("std::bad_alloc") != std::string::npos)
+      why += fmt::format(" (the probe's address-space limit is {} GiB)", limits.address_space_bytes >> 30);
+    throw UserError(fmt::format("probe of {} failed: {}", one_line(req.model), one_line(why)));
+  }
+  run.trace = load_probe_trace(out_path);
+  run.trace.source = "probe " + req.model;
+  return run;
+}
+
+}  // namespace colo::estimate

@@ -1,0 +1,53 @@
+#pragma once
+// Runs the CPU-only probe (python/colo_probe) for a job and reads its trace. The probe is a child
+// process (its own process group) with a wall-clock timeout and an address-space limit; the caller
+// decides whose identity it runs under (colod drops to the submitting user before calling
+// run_probe_as, never root). Python: $COLO_PYTHON, else /usr/bin/python3 (Debian's, which has
+// python3-torch), else python3 on PATH. Package: $COLO_PROBE_PATH, else <source>/python.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "estimate/trace/probe_trace.h"
+
+namespace colo::estimate {
+
+struct ProbeRequest {
+  std::string model;            // torchvision:NAME or path/to/file.py:function
+  std::string input;            // "3x224x224" ("" = the model's default / the file's input_fn)
+  std::string dtype;            // input dtype ("" = float32)
+  std::int64_t num_classes = 0; // 0 = the model's default
+  std::int64_t batch = 0;
+  std::string optimizer = "adam";
+  std::string amp = "none";     // none, fp16, bf16
+  bool checkpointing = false;
+  bool set_to_none = true;
+  std::string foreach = "auto"; // auto, on, off
+
+  // The probe's own command-line arguments (after `python3 -m colo_probe`). Throws colo::UserError
+  // for a value the probe would refuse (checked here so the error names the colo flag).
+  std::vector<std::string> arguments() const;
+  nlohmann::json to_json() const;
+  static ProbeRequest from_json(const nlohmann::json& j, const std::string& where);
+};
+
+struct ProbeLimits {
+  double timeout_seconds = 300;
+  std::uint64_t address_space_bytes = 32ull << 30;  // RLIMIT_AS of the probe
+  std::string workdir;                              // "" = the current directory
+};
+
+struct ProbeRun {
+  ProbeTrace trace;
+  double seconds = 0;           // wall clock, including Python and PyTorch start-up
+};
+
+// Throws colo::UserError with the probe's one-line reason (bad model, PyTorch missing, timeout,
+// killed, malformed trace).
+ProbeRun run_probe(const ProbeRequest& req, const ProbeLimits& limits = {});
+
+std::string probe_python();
+std::string probe_package_dir();
+
+}  // namespace colo::estimate

@@ -1,0 +1,48 @@
+#pragma once
+// The probe trace (python/colo_probe/trace.py documents format version 1): every storage a
+// PyTorch training job would place on the GPU over two iterations, in order, with the phase and
+// operator that made it, plus the points where cuDNN convolutions and cuBLAS matmuls run.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace colo::estimate {
+
+enum class TracePhase : std::uint8_t { Load, Forward, Backward, Optimizer };
+std::string_view to_string(TracePhase p);
+
+struct TraceRecord {
+  enum class Kind : std::uint8_t { Malloc, Free, Conv, Matmul, Step };
+  Kind kind = Kind::Malloc;
+  TracePhase phase = TracePhase::Load;
+  bool strided = false;        // Conv: a stride > 1
+  std::uint16_t stream = 0;    // Malloc
+  std::uint32_t op = 0;        // index into ProbeTrace::ops (Malloc, Conv, Matmul)
+  std::uint32_t slot = 0;      // Malloc/Free: dense index of the storage (0 .. storages-1)
+  std::uint64_t bytes = 0;     // Malloc: storage bytes; Conv: input bytes; Step: step number
+  std::uint64_t out_bytes = 0; // Conv: output bytes
+};
+
+struct ProbeTrace {
+  nlohmann::json header;             // the H record
+  nlohmann::json footer;             // the E record
+  std::vector<std::string> ops;      // interned operator names
+  std::vector<TraceRecord> records;
+  std::uint32_t storages = 0;        // Malloc records
+  int steps = 0;                     // S records seen
+  std::string source;                // file name or "probe"
+};
+
+// Largest storage a record may state: 1 PiB (no GPU comes close; anything above is corruption).
+inline constexpr std::uint64_t kMaxTraceBytes = 1ull << 50;
+
+// Throws colo::UserError "SOURCE:LINE: ..." for anything but a well-formed version-1 trace: an
+// unknown record, a bad number, a free of a storage never allocated (or freed twice), an id
+// allocated twice, an unknown phase, a missing header or footer.
+ProbeTrace parse_probe_trace(std::string_view text, const std::string& source);
+ProbeTrace load_probe_trace(const std::string& path);
+
+}  // namespace colo::estimate

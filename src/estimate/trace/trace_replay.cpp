@@ -1,0 +1,98 @@
+#include "estimate/trace/trace_replay.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "estimate/caching_allocator.h"
+
+namespace colo::estimate {
+
+TraceReplayOptions TraceReplayOptions::from_profile(const CalibrationProfile& p) {
+  TraceReplayOptions o;
+  o.cublas_workspace = static_cast<std::uint64_t>(p.cublas_workspace_mib * 1048576.0);
+  o.conv_workspace = static_cast<std::uint64_t>(p.trace_conv_workspace_mib * 1048576.0);
+  o.conv_workspace_ratio = p.trace_conv_workspace_ratio;
+  o.strided_conv_workspace_ratio = p.trace_strided_conv_workspace_ratio;
+  return o;
+}
+
+bool trace_uses_cudnn(const ProbeTrace& t) {
+  for (const auto& op : t.ops)
+    if (op.find("convolution") != std::string::npos || op.find("batch_norm") != std::string::npos) return true;
+  return false;
+}
+
+TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o) {
+  CachingAllocator::Config cfg;
+  cfg.device_capacity = o.capacity;
+  CachingAllocator a(cfg);
+  std::vector<CachingAllocator::Handle> handle(t.storages);
+  std::vector<std::uint64_t> size(t.storages);
+  TraceReplay r;
+  std::uint64_t live = 0;
+  int step = 1;
+  bool cublas = false;
+  auto at = [&](const TraceRecord& rec) {
+    return fmt::format("{} {} (step {})", to_string(rec.phase), t.ops[rec.op], step);
+  };
+  auto note_reserved = [&](const TraceRecord& rec) {
+    if (a.stats().reserved > r.reserved_peak) {
+      r.reserved_peak = a.stats().reserved;
+      r.reserved_peak_at = at(rec);
+    }
+  };
+  try {
+    for (const auto& rec : t.records) {
+      ++r.events;
+      switch (rec.kind) {
+        case TraceRecord::Kind::Malloc:
+          handle[rec.slot] = a.malloc(rec.bytes, rec.stream);
+          size[rec.slot] = rec.bytes;
+          live += rec.bytes;
+          if (live > r.live_peak) {
+            r.live_peak = live;
+            r.live_peak_at = at(rec);
+          }
+          note_reserved(rec);
+          break;
+        case TraceRecord::Kind::Free:
+          a.free(handle[rec.slot]);
+          live -= size[rec.slot];
+          break;
+        case TraceRecord::Kind::Conv: {
+          ++r.convs;
+          const double ratio = rec.strided ? o.strided_conv_workspace_ratio : o.conv_workspace_ratio;
+          const double ws = static_cast<double>(o.conv_workspace) +
+                            ratio * static_cast<double>(std::max(rec.bytes, rec.out_bytes));
+          if (ws >= 1.0) {
+            const auto h = a.malloc(static_cast<std::uint64_t>(std::min(ws, static_cast<double>(kMaxTraceBytes))));
+            note_reserved(rec);
+            a.free(h);
+          }
+          break;
+        }
+        case TraceRecord::Kind::Matmul:
+          ++r.matmuls;
+          if (!cublas && o.cublas_workspace > 0) {
+            a.malloc(o.cublas_workspace);  // kept for the process' life, like cuBLAS' handle workspace
+            note_reserved(rec);
+          }
+          cublas = true;
+          break;
+        case TraceRecord::Kind::Step:
+          step = static_cast<int>(rec.bytes) + 1;
+          break;
+      }
+    }
+  } catch (const CachingAllocator::OutOfMemory&) {
+    r.out_of_memory = true;
+  }
+  r.reserved_peak = std::max(r.reserved_peak, a.stats().reserved_peak);
+  r.allocated_peak = a.stats().allocated_peak;
+  return r;
+}
+
+}  // namespace colo::estimate

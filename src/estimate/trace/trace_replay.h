@@ -1,0 +1,40 @@
+#pragma once
+// Replays a probe trace through the caching-allocator model, adding what the trace cannot show:
+// the transient cuDNN workspace around each convolution and the cuBLAS workspace (taken at the
+// first matmul and kept). Result: peak reserved (what nvidia-smi shows above the context) and
+// which phase/operator set it; plus the peak of live tensor bytes (the FakeTensor view).
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "estimate/calibration_profile.h"
+#include "estimate/trace/probe_trace.h"
+
+namespace colo::estimate {
+
+struct TraceReplayOptions {
+  std::uint64_t capacity = std::numeric_limits<std::uint64_t>::max();  // bytes the allocator may reserve
+  std::uint64_t cublas_workspace = 0;   // bytes
+  std::uint64_t conv_workspace = 0;     // bytes, around every convolution
+  double conv_workspace_ratio = 0;      // + this multiple of the conv's larger activation
+  double strided_conv_workspace_ratio = 0;
+  static TraceReplayOptions from_profile(const CalibrationProfile& p);
+};
+
+struct TraceReplay {
+  std::uint64_t reserved_peak = 0;
+  std::uint64_t allocated_peak = 0;
+  std::uint64_t live_peak = 0;          // sum of live storage bytes, unrounded (FakeTensor's number)
+  std::string reserved_peak_at;         // "phase op (step N)" of the request that set the reserved peak
+  std::string live_peak_at;
+  std::uint64_t events = 0;
+  std::uint64_t convs = 0, matmuls = 0;
+  bool out_of_memory = false;
+};
+
+TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o);
+
+// Whether the job loads cuDNN (convolutions, batch norm): its context is larger.
+bool trace_uses_cudnn(const ProbeTrace& t);
+
+}  // namespace colo::estimate
