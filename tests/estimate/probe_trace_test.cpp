@@ -1,0 +1,131 @@
+// The probe trace reader (format v1), its replay through the caching-allocator model, and the
+// trace/faketensor estimators, on hand-written traces whose answers follow from the allocator rules.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.h"
+#include "estimate/estimator.h"
+#include "estimate/trace/probe_trace.h"
+#include "estimate/trace/trace_replay.h"
+
+namespace colo::estimate {
+namespace {
+
+constexpr std::uint64_t MiB1 = 1048576;
+
+std::string trace(const std::string& body) {
+  return "colo-probe-trace 1\nH {\"model\":\"t\",\"batch\":4}\n" + body + "S 1\nE {}\n";
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_probe_trace(text, "t.trace");
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ProbeTrace, ParsesRecordsAndInternsOperators) {
+  const auto t = parse_probe_trace(trace("M 1 4096 0 load param\nM 7 100 0 forward addmm\nB forward addmm\n"
+                                         "C backward convolution_backward 10 20 1\nF 7\n"),
+                                   "t.trace");
+  ASSERT_EQ(t.records.size(), 6u);
+  EXPECT_EQ(t.storages, 2u);
+  EXPECT_EQ(t.steps, 1);
+  EXPECT_EQ(t.header["batch"], 4);
+  EXPECT_EQ(t.ops[t.records[1].op], "addmm");
+  EXPECT_EQ(t.records[2].op, t.records[1].op);
+  EXPECT_EQ(t.records[4].kind, TraceRecord::Kind::Free);
+  EXPECT_EQ(t.records[4].slot, 1u);
+  EXPECT_TRUE(t.records[3].strided);
+  EXPECT_EQ(t.records[3].out_bytes, 20u);
+}
+
+TEST(ProbeTrace, RefusesMalformedTracesNamingTheLine) {
+  EXPECT_EQ(error_of("nope\n"), "t.trace:1: not a colo probe trace (first line must be 'colo-probe-trace 1')");
+  EXPECT_EQ(error_of("colo-probe-trace 2\n"), "t.trace:1: unsupported trace version (this colo reads version 1)");
+  EXPECT_EQ(error_of("colo-probe-trace 1\nM 1 2 0 load x\n"), "t.trace:2: record before the header (H)");
+  EXPECT_EQ(error_of(trace("F 3\n")), "t.trace:3: free of storage 3 that was never allocated");
+  EXPECT_EQ(error_of(trace("M 3 1 0 load p\nF 3\nF 3\n")), "t.trace:5: storage 3 freed twice");
+  EXPECT_EQ(error_of(trace("M 3 1 0 load p\nM 3 1 0 load p\n")), "t.trace:4: storage 3 allocated twice");
+  EXPECT_EQ(error_of(trace("M 3 1 0 lunch p\n")), "t.trace:3: unknown phase 'lunch' (load, forward, backward, optimizer)");
+  EXPECT_NE(error_of(trace("M 3 -1 0 load p\n")).find("t.trace:3: bytes"), std::string::npos);
+  EXPECT_NE(error_of(trace("M 3 1125899906842625 0 load p\n")).find("t.trace:3: bytes"), std::string::npos);
+  EXPECT_NE(error_of(trace("M 3 99999999999999999999 0 load p\n")).find("t.trace:3: bytes"), std::string::npos);
+  EXPECT_EQ(error_of(trace("M 3 1 0 load\n")), "t.trace:3: M record: expected 'M id bytes stream phase op'");
+  EXPECT_EQ(error_of(trace("M 3 1 0 load a$b\n")), "t.trace:3: bad operator name 'a$b'");
+  EXPECT_EQ(error_of(trace("X 1\n")), "t.trace:3: unknown record 'X'");
+  EXPECT_EQ(error_of(trace("S 2\n")), "t.trace:3: step 2 out of order");
+  EXPECT_EQ(error_of("colo-probe-trace 1\nH [1]\n"), "t.trace:2: H record must be a JSON object");
+  EXPECT_EQ(error_of("colo-probe-trace 1\nH {\n"), "t.trace:2: H record is not valid JSON");
+  EXPECT_EQ(error_of("colo-probe-trace 1\nH {}\nS 1\n"), "t.trace: trace is truncated (no footer E record)");
+  EXPECT_EQ(error_of("colo-probe-trace 1\nH {}\nE {}\n"), "t.trace: trace records no optimizer step");
+  EXPECT_EQ(error_of(trace("") + "M 9 1 0 load p\n"), "t.trace:5: record after the footer (E)");
+  EXPECT_EQ(error_of(""), "t.trace: empty trace");
+}
+
+TEST(TraceReplay, FollowsTheAllocatorRules) {
+  // Two 30 MiB tensors: two segments of 30 MiB (>= 10 MiB: rounded to 2 MiB). The second is freed
+  // and a 25 MiB request reuses its cached block (split: the 5 MiB rest stays in the segment).
+  const auto t = parse_probe_trace(trace("M 1 31457280 0 load param\nM 2 31457280 0 forward relu\nF 2\n"
+                                         "M 3 26214400 0 backward relu_backward\n"),
+                                   "t.trace");
+  const auto r = replay_probe_trace(t, {});
+  EXPECT_EQ(r.reserved_peak, 60 * MiB1);
+  EXPECT_EQ(r.live_peak, 60 * MiB1);
+  EXPECT_EQ(r.reserved_peak_at, "forward relu (step 1)");
+  EXPECT_FALSE(r.out_of_memory);
+}
+
+TEST(TraceReplay, AddsConvolutionAndCublasWorkspaces) {
+  const auto t = parse_probe_trace(trace("M 1 1048576 0 load param\nC forward convolution 4194304 8388608 0\n"
+                                         "C forward convolution 4194304 2097152 1\nB forward addmm\nB forward mm\n"),
+                                   "t.trace");
+  TraceReplayOptions o;
+  o.conv_workspace_ratio = 1.0;
+  o.strided_conv_workspace_ratio = 4.0;
+  o.cublas_workspace = 8 * MiB1;
+  const auto r = replay_probe_trace(t, o);
+  // param: a 2 MiB small segment; conv 1: 8 MiB transient (20 MiB segment, cached); conv 2: 16 MiB
+  // does not fit the cached 20 MiB? It does: best fit reuses it. cuBLAS 8 MiB: splits the cached 20.
+  EXPECT_EQ(r.convs, 2u);
+  EXPECT_EQ(r.matmuls, 2u);
+  EXPECT_EQ(r.reserved_peak, 22 * MiB1);
+  const auto bare = replay_probe_trace(t, {});
+  EXPECT_EQ(bare.reserved_peak, 2 * MiB1);
+  EXPECT_EQ(bare.live_peak, MiB1);
+}
+
+TEST(TraceReplay, ReportsOutOfMemoryAtTheCapacity) {
+  const auto t = parse_probe_trace(trace("M 1 104857600 0 load param\n"), "t.trace");
+  TraceReplayOptions o;
+  o.capacity = 50 * MiB1;
+  EXPECT_TRUE(replay_probe_trace(t, o).out_of_memory);
+}
+
+TEST(TraceEstimators, TraceAddsContextFaketensorDoesNot) {
+  const auto t = parse_probe_trace(trace("M 1 31457280 0 load param\nM 2 31457280 0 forward convolution\n"), "t.trace");
+  EstimateRequest req;
+  req.gpu = "a100-40gb";
+  req.batch = 4;
+  req.trace = &t;
+  const auto fake = make_estimator("faketensor")->estimate(req);
+  EXPECT_EQ(fake.mib, 60);
+  EXPECT_EQ(fake.estimator, "faketensor");
+  const auto tr = make_estimator("trace")->estimate(req);
+  EXPECT_GT(tr.mib, 60 + 1000);  // + the CUDA context (and cuDNN's: the trace has a convolution)
+  EXPECT_DOUBLE_EQ(tr.peak_mib, 60.0);
+  EXPECT_NE(tr.explanation.find("set by forward convolution (step 1)"), std::string::npos) << tr.explanation;
+  const auto a = make_estimator("auto")->estimate(req);
+  EXPECT_EQ(a.mib, tr.mib);
+  EXPECT_EQ(a.estimator, "auto(trace)");
+  EstimateRequest none;
+  none.batch = 4;
+  EXPECT_THROW(make_estimator("trace")->estimate(none), UserError);
+  EXPECT_THROW(make_estimator("faketensor")->estimate(none), UserError);
+}
+
+}  // namespace
+}  // namespace colo::estimate

@@ -1,0 +1,112 @@
+"""Every meta kernel the probe registers or emulates, against a real CPU run of the operator:
+same output shapes, dtypes (and None where the real op returns None)."""
+import unittest
+
+import torch
+
+import probe_util  # noqa: F401  (sets the import path)
+from colo_probe import meta_kernels
+
+meta_kernels.register()
+
+
+def meta_like(t):
+    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta") if isinstance(t, torch.Tensor) else t
+
+
+def same(testcase, real, meta):
+    if real is None:
+        testcase.assertIsNone(meta)
+        return
+    if isinstance(real, (list, tuple)):
+        testcase.assertEqual(len(real), len(meta))
+        for r, m in zip(real, meta):
+            same(testcase, r, m)
+        return
+    testcase.assertEqual(tuple(real.shape), tuple(meta.shape))
+    testcase.assertEqual(real.dtype, meta.dtype)
+    testcase.assertEqual(meta.device.type, "meta")
+
+
+class ConvolutionBackward(unittest.TestCase):
+    CASES = [
+        # input, weight, stride, padding, dilation, transposed, output_padding, groups
+        ((2, 4, 9, 9), (6, 4, 3, 3), [1, 1], [1, 1], [1, 1], False, [0, 0], 1),
+        ((2, 4, 9, 9), (8, 2, 3, 3), [2, 2], [0, 0], [1, 1], False, [0, 0], 2),
+        ((2, 6, 10, 10), (6, 1, 3, 3), [1, 1], [2, 2], [2, 2], False, [0, 0], 6),  # depthwise, dilated
+        ((2, 4, 5, 5), (4, 3, 3, 3), [2, 2], [1, 1], [1, 1], True, [1, 1], 1),    # transposed
+        ((2, 4, 5, 5), (4, 3, 3, 3), [1, 1], [0, 0], [1, 1], True, [0, 0], 2),    # transposed, grouped
+        ((2, 3, 17), (5, 3, 4), [3], [1], [1], False, [0], 1),                    # 1-d
+        ((1, 2, 4, 5, 6), (3, 2, 2, 2, 2), [1, 1, 1], [0, 0, 0], [1, 1, 1], False, [0, 0, 0], 1),  # 3-d
+    ]
+
+    def test_matches_cpu(self):
+        for inp, w, stride, pad, dil, tr, opad, groups in self.CASES:
+            x = torch.randn(inp)
+            weight = torch.randn(w)
+            bias_n = w[1] * groups if tr else w[0]
+            out = torch.ops.aten.convolution(x, weight, torch.randn(bias_n), stride, pad, dil, tr, opad, groups)
+            g = torch.randn(out.shape)
+            for mask in ([True, True, True], [True, True, False], [False, True, True]):
+                real = torch.ops.aten.convolution_backward(g, x, weight, [bias_n], stride, pad, dil, tr, opad, groups, mask)
+                meta = torch.ops.aten.convolution_backward(meta_like(g), meta_like(x), meta_like(weight), [bias_n],
+                                                           stride, pad, dil, tr, opad, groups, mask)
+                with self.subTest(input=inp, weight=w, mask=mask):
+                    same(self, [r if m else None for r, m in zip(real, mask)], [t if m else None for t, m in zip(meta, mask)])
+
+
+class AdaptivePoolBackward(unittest.TestCase):
+    def test_matches_cpu(self):
+        for shape, out in (((2, 3, 7, 9), (1, 1)), ((2, 3, 8, 8), (3, 2))):
+            x = torch.randn(shape)
+            y = torch.ops.aten._adaptive_avg_pool2d(x, out)
+            real = torch.ops.aten._adaptive_avg_pool2d_backward(torch.randn(y.shape), x)
+            meta = torch.ops.aten._adaptive_avg_pool2d_backward(meta_like(y), meta_like(x))
+            same(self, real, meta)
+        x = torch.randn(1, 2, 4, 5, 6)
+        y = torch.ops.aten._adaptive_avg_pool3d(x, (2, 2, 2))
+        same(self, torch.ops.aten._adaptive_avg_pool3d_backward(torch.randn(y.shape), x),
+             torch.ops.aten._adaptive_avg_pool3d_backward(meta_like(y), meta_like(x)))
+
+
+class Foreach(unittest.TestCase):
+    """meta_kernels.foreach stands in for every torch._foreach_* operator: out-of-place ones allocate
+    one tensor per input tensor, in-place ones nothing."""
+
+    def check(self, op, *args):
+        real = op(*args)
+        meta_args = [[meta_like(t) for t in a] if isinstance(a, list) else a for a in args]
+        meta = meta_kernels.foreach(op._schema, meta_args)
+        same(self, real if real is not None and len(op._schema.returns) else None, meta)
+
+    def test_matches_cpu(self):
+        ts = [torch.randn(3, 4), torch.randn(5), torch.randn(2, 2, 2)]
+        us = [torch.randn(3, 4), torch.randn(5), torch.randn(2, 2, 2)]
+        aten = torch.ops.aten
+        self.check(aten._foreach_sqrt.default, ts)
+        self.check(aten._foreach_add.List, ts, us)
+        self.check(aten._foreach_add.Scalar, ts, 2.0)
+        self.check(aten._foreach_mul.Scalar, ts, 2.0)
+        self.check(aten._foreach_div.List, ts, us)
+        self.check(aten._foreach_addcdiv.Scalar, ts, us, us, 0.5)
+        self.check(aten._foreach_neg.default, ts)
+        self.check(aten._foreach_mul_.Scalar, [t.clone() for t in ts], 2.0)
+        self.check(aten._foreach_add_.List, [t.clone() for t in ts], us)
+        self.check(aten._foreach_addcmul_.Scalar, [t.clone() for t in ts], us, us, 0.1)
+
+
+class CpuFallback(unittest.TestCase):
+    def test_runs_an_op_on_the_cpu_and_returns_meta_shapes(self):
+        x = torch.randn(2, 3, 8, 8)
+        real = torch.ops.aten.max_pool2d_with_indices(x, [2, 2])
+        meta = meta_kernels.cpu_fallback(torch.ops.aten.max_pool2d_with_indices.default, (meta_like(x), [2, 2]), {})
+        same(self, list(real), list(meta))
+
+    def test_refuses_huge_inputs(self):
+        big = torch.empty((1 << 28,), device="meta")
+        with self.assertRaises(NotImplementedError):
+            meta_kernels.cpu_fallback(torch.ops.aten.neg.default, (big,), {})
+
+
+if __name__ == "__main__":
+    unittest.main()

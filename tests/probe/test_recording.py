@@ -1,0 +1,197 @@
+"""What the probe records: parameters, optimizer state, gradients, autograd's saved tensors (freed
+in backward, not when the forward's Python references die), the target GPU's dropout mask and fused
+attention, checkpointing, mixed precision, zero_grad(set_to_none) and user model files."""
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from probe_util import probe, meta_module, Trace  # noqa: F401
+from colo_probe import models
+
+PYTHON_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "python")
+
+
+class Parameters(unittest.TestCase):
+    def test_params_adam_state_and_grads(self):
+        m = meta_module(lambda: nn.Linear(64, 32, bias=False))
+        t, _ = probe(m, input_shape=(64,), batch=4, optimizer="adam")
+        params = t.by_op("param")
+        self.assertEqual([a[0] for _, a in params], [64 * 32 * 4])
+        live = t.live_at_end()
+        state = [a for a in live.values() if a[1] == "optimizer" and a[3] == 1 and a[0] == 8192]
+        self.assertEqual(len(state), 2, "exp_avg and exp_avg_sq, created at the first step, kept")
+        grads = [a for a in live.values() if a[1] == "backward" and a[0] == 8192]
+        self.assertEqual(len(grads), 1, "the weight's gradient of step 2 is alive until the next zero_grad")
+        self.assertFalse([a for a in t.allocs.values() if a[1] == "optimizer" and a[3] == 2 and a[0] == 8192 and
+                          a not in t.live_at_end().values() and False])
+
+    def test_sgd_without_momentum_keeps_no_state(self):
+        m = meta_module(lambda: nn.Linear(64, 32, bias=False))
+        t, _ = probe(m, input_shape=(64,), optimizer="sgd")
+        self.assertFalse([a for a in t.live_at_end().values() if a[1] == "optimizer"])
+
+    def test_set_to_none_false_keeps_gradients_from_the_first_step(self):
+        m = meta_module(lambda: nn.Linear(64, 32, bias=False))
+        t, _ = probe(m, input_shape=(64,), optimizer="sgd", set_to_none=False)
+        first = [a for a in t.live_at_end().values() if a[1] == "backward" and a[3] == 1 and a[0] == 8192]
+        self.assertEqual(len(first), 1)
+
+    def test_torchvision_parameter_bytes_are_exact(self):
+        import torchvision
+        spec = models.load("torchvision:resnet18", 10)
+        t, _ = probe(spec=spec, input_shape=(3, 32, 32), batch=2)
+        real = torchvision.models.resnet18(num_classes=10)
+        self.assertEqual(sum(a[0] for _, a in t.by_op("param")), sum(p.numel() * 4 for p in real.parameters()))
+        self.assertEqual(sum(a[0] for _, a in t.by_op("buffer")),
+                         sum(b.numel() * b.element_size() for b in real.buffers()))
+
+
+class SavedTensors(unittest.TestCase):
+    def test_saved_relu_output_lives_until_backward(self):
+        m = meta_module(lambda: nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)))
+        t, _ = probe(m, input_shape=(8,), batch=4)
+        relus = [i for i, a in t.by_op("relu") if a[3] == 2]
+        self.assertEqual(len(relus), 1)
+        self.assertEqual(t.frees[relus[0]][0], "backward")
+
+    def test_activations_are_freed_by_backward(self):
+        m = meta_module(lambda: nn.Sequential(*[nn.Linear(32, 32) for _ in range(6)]))
+        t, _ = probe(m, input_shape=(32,), batch=8)
+        fwd = [i for i, a in t.allocs.items() if a[1] == "forward" and a[3] == 2 and a[2] == "addmm"]
+        self.assertEqual(len(fwd), 6)
+        self.assertTrue(all(i in t.frees for i in fwd[:-1]))
+
+
+class TargetGpuKernels(unittest.TestCase):
+    def test_dropout_keeps_a_bool_mask(self):
+        m = meta_module(lambda: nn.Sequential(nn.Linear(8, 16), nn.Dropout(0.5), nn.Linear(16, 4)))
+        t, _ = probe(m, input_shape=(8,), batch=4)
+        sizes = sorted(a[0] for _, a in t.by_op("native_dropout") if a[3] == 2)
+        self.assertEqual(sizes, [4 * 16, 4 * 16 * 4], "mask (1 byte per element) and output")
+        self.assertFalse(t.by_op("bernoulli_") + t.by_op("bernoulli"))
+
+    def test_fused_attention_never_materialises_the_score_matrix(self):
+        class Attn(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.qkv = nn.Linear(16, 48)
+
+            def forward(self, x):
+                b, s, _ = x.shape
+                q, k, v = self.qkv(x).view(b, s, 3, 2, 8).permute(2, 0, 3, 1, 4).unbind(0)
+                return F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, s, 16)
+
+        m = meta_module(Attn)
+        batch, seq = 4, 64
+
+        def input_fn(n):
+            return torch.empty((n, seq, 16), device="cuda")
+
+        def loss_fn(out, b):
+            return out.float().pow(2).mean()
+        t, _ = probe(m, batch=batch, input_fn=input_fn, loss_fn=loss_fn)
+        scores = batch * 2 * seq * seq * 4
+        self.assertFalse([a for a in t.allocs.values() if a[0] >= scores], "no [B, H, S, S] tensor")
+        self.assertTrue([a for a in t.allocs.values() if a[0] == batch * 2 * seq * 4], "the log-sum-exp")
+
+
+class Checkpointing(unittest.TestCase):
+    def test_checkpointing_lowers_the_live_peak(self):
+        def build():
+            # Each block keeps a 1024-wide hidden activation that checkpointing drops and recomputes.
+            return nn.Sequential(*[nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 256)) for _ in range(8)])
+        plain, _ = probe(meta_module(build), input_shape=(256,), batch=4096, optimizer="sgd")
+        ckpt, _ = probe(meta_module(build), input_shape=(256,), batch=4096, optimizer="sgd", checkpointing=True)
+        self.assertLess(ckpt.live_peak(), plain.live_peak())
+
+
+class MixedPrecision(unittest.TestCase):
+    def test_bf16_casts_weights_once_and_keeps_fp32_master_weights(self):
+        m = meta_module(lambda: nn.Sequential(nn.Linear(64, 64, bias=False), nn.ReLU(), nn.Linear(64, 10, bias=False)))
+        t, _ = probe(m, input_shape=(64,), batch=8, amp="bf16")
+        casts = sorted(a[0] for _, a in t.by_op("_to_copy") if a[3] == 2 and a[1] == "forward")
+        self.assertIn(64 * 64 * 2, casts)
+        self.assertIn(64 * 10 * 2, casts)
+        mm = [a for _, a in t.by_op("mm") if a[3] == 2 and a[1] == "forward"]
+        self.assertTrue(mm and all(a[0] in (8 * 64 * 2, 8 * 10 * 2) for a in mm), mm)
+
+    def test_fp16_runs_with_a_grad_scaler(self):
+        m = meta_module(lambda: nn.Linear(64, 10))
+        t, text = probe(m, input_shape=(64,), batch=8, amp="fp16")
+        self.assertIn("S 2", text)
+
+
+class UserFiles(unittest.TestCase):
+    def test_file_with_input_fn_and_loss_fn(self):
+        src = textwrap.dedent("""
+            import torch, torch.nn as nn
+            def build():
+                return nn.Sequential(nn.Embedding(100, 32), nn.Linear(32, 100))
+            def input_fn(batch):
+                return {"ids": torch.randint(0, 100, (batch, 16))}
+            def loss_fn(output, batch):
+                return nn.functional.cross_entropy(output.view(-1, 100), batch["ids"].view(-1))
+            """)
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+            f.write(src.replace("nn.Sequential(nn.Embedding(100, 32), nn.Linear(32, 100))", "Model()") + textwrap.dedent("""
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.e = nn.Embedding(100, 32)
+                    self.o = nn.Linear(32, 100)
+                def forward(self, ids):
+                    return self.o(self.e(ids))
+            """))
+            path = f.name
+        try:
+            spec = models.load(path + ":build")
+            t, _ = probe(spec=spec, batch=4)
+            self.assertEqual(sum(a[0] for _, a in t.by_op("param")), (100 * 32 + 32 * 100 + 100) * 4)
+            self.assertEqual([a[0] for _, a in t.by_op("input")], [4 * 16 * 8, 4 * 16 * 8])
+        finally:
+            os.unlink(path)
+
+
+class CommandLine(unittest.TestCase):
+    def run_probe(self, *args):
+        env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+        return subprocess.run([sys.executable, "-m", "colo_probe", *args], capture_output=True, text=True, env=env)
+
+    def test_bad_arguments_are_one_line_errors(self):
+        cases = [
+            (["--model", "torchvision:resnet18", "--batch", "0"], "argument --batch: 0 is out of range"),
+            (["--model", "torchvision:resnet18", "--batch", "4", "--input", "3xx2"], "input shape '3xx2'"),
+            (["--model", "nofile", "--batch", "4"], "expected torchvision:NAME or path/to/file.py:function"),
+            (["--model", "torchvision:resnet18", "--batch", "4", "--optimizer", "lion"], "invalid choice: 'lion'"),
+            (["--batch", "4"], "the following arguments are required: --model"),
+        ]
+        for args, needle in cases:
+            with self.subTest(args=args):
+                r = self.run_probe(*args)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+                self.assertIn(needle, r.stderr)
+                self.assertTrue(r.stderr.startswith("colo_probe: error: "))
+
+    def test_a_model_that_fails_names_the_exception(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+            f.write("def build():\n    raise RuntimeError('boom\\nsecond line')\n")
+            path = f.name
+        try:
+            r = self.run_probe("--model", path + ":build", "--batch", "2", "--input", "4")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("RuntimeError: boom second line", r.stderr)
+            self.assertEqual(r.stderr.count("\n"), 1)
+        finally:
+            os.unlink(path)
+
+
+if __name__ == "__main__":
+    unittest.main()

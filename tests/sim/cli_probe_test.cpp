@@ -1,0 +1,81 @@
+// `colo estimate --probe`: the CPU-only probe on Debian's PyTorch (scripts/install-deps.sh installs
+// python3-torch), end to end through build/colo. The acceptance figure of issue 13: ResNet-50 at
+// batch 128 with Adam, measured at 15 120 MiB on an A100 (../shared/data/carma/workloads.csv, row
+// resnet3), must be estimated within 10 %.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_run.h"
+
+namespace colo::sim::test {
+namespace {
+
+nlohmann::json run_json(const std::string& args) {
+  const auto r = run_colo_args(args);
+  EXPECT_EQ(r.status, 0) << r.out;
+  try {
+    return nlohmann::json::parse(r.out);
+  } catch (const std::exception&) {
+    ADD_FAILURE() << "not JSON: " << r.out;
+    return {};
+  }
+}
+
+TEST(CliProbe, ResNet50Batch128AdamWithinTenPercentOfTheMeasuredA100Peak) {
+  ASSERT_TRUE(have_colo_binary());
+  const auto j = run_json("estimate --probe torchvision:resnet50 --input 3x224x224 --batch 128 --optimizer adam "
+                          "--estimator trace --json");
+  ASSERT_TRUE(j.is_object());
+  for (const char* key : {"peak_mib", "estimate_mib", "estimator", "seconds"}) EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["estimator"], "trace");
+  const double est = j["estimate_mib"].get<double>();
+  EXPECT_LT(std::abs(est - 15120.0) / 15120.0, 0.10) << j.dump();
+  EXPECT_LT(j["peak_mib"].get<double>(), est);
+}
+
+TEST(CliProbe, FaketensorIsTheLiveTensorPeakBelowTheTraceEstimate) {
+  const auto fake = run_json("estimate --probe torchvision:resnet18 --input 3x32x32 --num-classes 100 --batch 32 "
+                             "--optimizer adamw --estimator faketensor --json");
+  const auto tr = run_json("estimate --probe torchvision:resnet18 --input 3x32x32 --num-classes 100 --batch 32 "
+                           "--optimizer adamw --estimator trace --json");
+  ASSERT_TRUE(fake.is_object() && tr.is_object());
+  // ResNet-18 with 100 classes: 11.2 M parameters; params + grads + 2 AdamW states = 4 x 44.8 MB.
+  EXPECT_GT(fake["estimate_mib"].get<int>(), 170);
+  EXPECT_LT(fake["estimate_mib"].get<int>(), tr["estimate_mib"].get<int>());
+}
+
+TEST(CliProbe, ATraceFileFromThePythonProbeIsReadBack) {
+  const std::string path = std::string(COLO_BINARY_DIR) + "/cli_probe_test.trace";
+  const std::string py = std::string("PYTHONPATH=") + COLO_SOURCE_DIR + "/python /usr/bin/python3 -m colo_probe "
+                         "--model torchvision:mobilenet_v3_small --input 3x32x32 --num-classes 10 --batch 8 "
+                         "--optimizer sgd-momentum --out " + path;
+  ASSERT_EQ(std::system(py.c_str()), 0);
+  const auto j = run_json("estimate --trace " + path + " --estimator trace --json");
+  EXPECT_EQ(j["model"], "torchvision:mobilenet_v3_small");
+  EXPECT_EQ(j["batch"], 8);
+}
+
+TEST(CliProbe, BadProbeRequestsGetOneLineErrors) {
+  auto r = run_colo_args("estimate --probe torchvision:no_such_net --batch 8 --estimator trace");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_EQ(r.out, "colo: error: probe of torchvision:no_such_net failed: torchvision has no model 'no_such_net'\n");
+  r = run_colo_args("estimate --probe torchvision:resnet18 --batch 8 --input 3x-2 --estimator trace");
+  EXPECT_EQ(r.out, "colo: error: --input '3x-2': expected a shape like 3x224x224\n");
+  r = run_colo_args("estimate --probe torchvision:resnet18 --batch 8 --amp fp8 --estimator trace");
+  EXPECT_EQ(r.out, "colo: error: --amp 'fp8': expected fp16, bf16 or none\n");
+  r = run_colo_args("estimate --probe torchvision:resnet18 --batch 8 --estimator allocsim");
+  EXPECT_EQ(r.out, "colo: error: estimate: --estimator allocsim reads --summary; with --probe/--trace use trace, faketensor or auto\n");
+  r = run_colo_args("estimate --probe missing.py:build --batch 8 --estimator trace");
+  EXPECT_EQ(r.out, "colo: error: probe of missing.py:build failed: model file 'missing.py' does not exist\n");
+  r = run_colo_args("estimate --trace /nonexistent.trace --estimator trace");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("/nonexistent.trace"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace colo::sim::test
