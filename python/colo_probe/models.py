@@ -54,7 +54,6 @@ def _torchvision(name, num_classes):
     if num_classes is not None:
         kwargs["num_classes"] = num_classes
     if name.startswith("inception"):
-        kwargs["aux_logits"] = True  # what torchvision's own recipe trains
         kwargs["init_weights"] = False
     with torch.no_grad(), MetaInit():
         module = ctor(**kwargs)

@@ -168,11 +168,14 @@ void run_eval(const EvalOpts& o) {
     j["gpu"] = o.gpu;
     if (o.rows) {
       nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-      for (const auto& r : results)
-        arr.push_back({{"id", r.id},
-                       {"measured_mib", r.measured ? nlohmann::ordered_json(*r.measured) : nlohmann::ordered_json()},
-                       {"oom", r.oom},
-                       {"estimate_mib", r.estimate}});
+      for (const auto& r : results) {
+        nlohmann::ordered_json row = {{"id", r.id},
+                                      {"measured_mib", r.measured ? nlohmann::ordered_json(*r.measured) : nlohmann::ordered_json()},
+                                      {"oom", r.oom},
+                                      {"estimate_mib", r.estimate}};
+        if (!r.skipped_because.empty()) row["skipped_because"] = r.skipped_because;
+        arr.push_back(row);
+      }
       j["rows"] = arr;
     }
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
@@ -180,8 +183,9 @@ void run_eval(const EvalOpts& o) {
   }
   if (o.rows)
     for (const auto& r : results)
-      std::cout << fmt::format("{:<60} measured {:>7} est {:>7}{}\n", r.id.substr(0, 60),
-                               r.measured ? std::to_string(*r.measured) : "-", r.estimate, r.oom ? " (OOM)" : "");
+      std::cout << fmt::format("{:<60} measured {:>7} est {:>7}{}{}\n", r.id.substr(0, 60),
+                               r.measured ? std::to_string(*r.measured) : "-", r.estimate, r.oom ? " (OOM)" : "",
+                               r.skipped_because.empty() ? "" : " (skipped: " + r.skipped_because + ")");
   std::cout << fmt::format(
       "{} on {} ({}, split {}): n={} median |err| {:.1f}%  p90 {:.1f}%  max {:.1f}%  under {:.1f}%  "
       "bucket acc 1/2/8 GiB {:.2f}/{:.2f}/{:.2f}  OOM rows {} predicted {}\n",

@@ -148,7 +148,7 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
   if (fmt == DatasetFormat::CarmaWorkloads) {
     const auto c_name = need("workload"), c_batch = need("batch_size"), c_gpus = need("gpus"),
                c_meas = need("measured_mib"), c_sum = need("summary"), c_opt = need("optimizer"),
-               c_seq = need("seq_len");
+               c_seq = need("seq_len"), c_model = need("model"), c_data = need("dataset");
     const auto dir = std::filesystem::path(path).parent_path() / "summaries";
     std::map<std::string, std::shared_ptr<const ModelGraph>> cache;
     while (true) {
@@ -158,6 +158,8 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
       DatasetRow r;
       r.id = rec[c_name];
       r.location = loc;
+      r.model = rec[c_model];
+      r.data = rec[c_data];
       r.batch = to_int(rec[c_batch], loc, "batch_size", 1, limits::kMaxBatch);
       r.gpus = static_cast<int>(to_int(rec[c_gpus], loc, "gpus", 1, 1024));
       if (!rec[c_meas].empty()) r.measured = to_int(rec[c_meas], loc, "measured_mib", 1, limits::kMaxGpuMiB);

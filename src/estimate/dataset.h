@@ -31,6 +31,8 @@ struct DatasetRow {
   std::optional<MiB> measured;               // absent when not published / not recorded
   bool oom = false;                          // Status OOM_CRASH: did not fit the GPU
   int gpus = 1;
+  std::string model;                         // carma: the network (torchvision name where there is one)
+  std::string data;                          // carma: the data set it trained on (imagenet, cifar100, wiki, ...)
 };
 
 // Throws colo::UserError (FILE:LINE: problem) on malformed rows.

@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
 
 #include "core/error.h"
+#include "estimate/trace/carma_probe.h"
+#include "estimate/trace/probe_runner.h"
 
 namespace colo::estimate {
 
@@ -83,6 +87,9 @@ std::vector<EvalRow> evaluate(const std::vector<DatasetRow>& rows, const Estimat
   std::vector<EvalRow> out;
   out.reserve(rows.size());
   const bool oracle = est.name() == "oracle";
+  // trace/faketensor probe each row's network (rows that differ only in epochs share one trace).
+  const bool probed = est.name() == "trace" || est.name() == "faketensor";
+  std::map<std::string, std::shared_ptr<const ProbeTrace>> traces;
   for (const auto& r : rows) {
     EvalRow e;
     e.id = r.id;
@@ -99,6 +106,29 @@ std::vector<EvalRow> evaluate(const std::vector<DatasetRow>& rows, const Estimat
     req.batch = r.batch;
     req.optimizer = r.optimizer.value_or(default_optimizer);
     req.graph = r.graph.get();
+    std::shared_ptr<const ProbeTrace> trace;
+    if (probed) {
+      std::string why;
+      const auto pr = carma_probe_request(r, why);
+      if (!pr) {
+        e.oom = false;
+        e.measured.reset();
+        e.skipped_because = why;
+        out.push_back(e);
+        continue;
+      }
+      const std::string key = pr->to_json().dump();
+      auto it = traces.find(key);
+      if (it == traces.end()) {
+        try {
+          it = traces.emplace(key, std::make_shared<const ProbeTrace>(run_probe(*pr).trace)).first;
+        } catch (const UserError& ex) {
+          throw UserError(r.location + ": " + ex.what());
+        }
+      }
+      trace = it->second;
+      req.trace = trace.get();
+    }
     if (oracle) req.stated_mib = r.measured;
     try {
       e.estimate = est.estimate(req).mib;

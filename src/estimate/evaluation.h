@@ -17,6 +17,7 @@ struct EvalRow {
   std::optional<MiB> measured;
   bool oom = false;
   MiB estimate = 0;
+  std::string skipped_because;        // set when the estimator cannot take this row (trace: no probe model)
 };
 
 struct EvalSummary {
@@ -34,7 +35,9 @@ struct EvalSummary {
 EvalSummary summarize(const std::vector<EvalRow>& rows, MiB gpu_total_mib);
 
 // Runs `est` on every row. Rows without an optimizer use `default_optimizer`; the oracle is fed
-// the measured figure. Per-row failures are UserErrors naming the row.
+// the measured figure. trace/faketensor run the probe for each carma row it can rebuild
+// (estimate/trace/carma_probe.h); the others are skipped with their reason. Per-row failures are
+// UserErrors naming the row.
 std::vector<EvalRow> evaluate(const std::vector<DatasetRow>& rows, const Estimator& est, const std::string& gpu,
                               Optimizer default_optimizer);
 

@@ -210,13 +210,13 @@ TEST(Optimizer, NamesAndState) {
 
 TEST(Evaluation, MetricsOnHandWorkedRows) {
   std::vector<EvalRow> rows = {
-      {"a", 1000, false, 1100},   // +10 %
-      {"b", 2000, false, 1800},   // -10 %, under
-      {"c", 4000, false, 4000},   // 0 %
-      {"d", 1000, false, 1500},   // +50 %
-      {"e", 39000, true, 41000},  // OOM row, predicted (> 40960)
-      {"f", 39000, true, 30000},  // OOM row, missed
-      {"g", std::nullopt, false, 5},
+      {"a", 1000, false, 1100, ""},   // +10 %
+      {"b", 2000, false, 1800, ""},   // -10 %, under
+      {"c", 4000, false, 4000, ""},   // 0 %
+      {"d", 1000, false, 1500, ""},   // +50 %
+      {"e", 39000, true, 41000, ""},  // OOM row, predicted (> 40960)
+      {"f", 39000, true, 30000, ""},  // OOM row, missed
+      {"g", std::nullopt, false, 5, ""},
   };
   const auto s = summarize(rows, 40960);
   EXPECT_EQ(s.n, 4u);

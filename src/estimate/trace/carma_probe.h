@@ -1,0 +1,17 @@
+#pragma once
+// Which carma workloads (../shared/data/carma/workloads.csv) the probe can rebuild, and how: the
+// torchvision networks by name, with the input and class count of the data set they trained on.
+// The measured scripts are CARMA's workloads/*.py (torchvision models, CrossEntropyLoss, the
+// optimizer the row states). Others (Xception, the MNIST CNN, transformers) have no probe model yet.
+#include <optional>
+#include <string>
+
+#include "estimate/dataset.h"
+#include "estimate/trace/probe_runner.h"
+
+namespace colo::estimate {
+
+// The probe request for a carma row, or nullopt (with `why`) when the probe cannot rebuild it.
+std::optional<ProbeRequest> carma_probe_request(const DatasetRow& row, std::string& why);
+
+}  // namespace colo::estimate
