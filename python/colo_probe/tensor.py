@@ -12,9 +12,7 @@ RECORDER = None  # the active TraceWriter (set by run_probe), None once recordin
 _CONV_OPS = {"aten::convolution", "aten::convolution_backward", "aten::_convolution"}
 _MATMUL_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addmv", "aten::mv",
                "aten::_addmm_activation", "aten::addbmm"}
-CPU_FALLBACKS = {}
-# Multi-tensor (foreach) operators: 1.13 has no meta kernels for them; their shapes are the inputs'.
-_FOREACH_WITH_META = set()  # op name -> count: operators that had no meta kernel and ran on the CPU
+CPU_FALLBACKS = {}  # op name -> count: operators that had no meta kernel and ran on the CPU
 
 
 class Storage:
@@ -66,7 +64,7 @@ class ProbeTensor(torch.Tensor):
         uargs = tree_map(_unwrap, args)
         ukwargs = tree_map(_unwrap, kwargs)
         try:
-            if name.startswith("aten::_foreach_") and name not in _FOREACH_WITH_META:
+            if name.startswith("aten::_foreach_"):  # 1.13 has no meta kernels for them
                 out = meta_kernels.foreach(schema, uargs)
             else:
                 out = func(*uargs, **ukwargs)
