@@ -4,10 +4,10 @@
 
 #include <string>
 
-#include "estimate/allocsim.h"
+#include "estimate/allocator/allocsim.h"
 #include "estimate/estimator.h"
-#include "estimate/parsers.h"
-#include "estimate/training_trace.h"
+#include "estimate/graph/parsers.h"
+#include "estimate/allocator/training_trace.h"
 
 namespace {
 

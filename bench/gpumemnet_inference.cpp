@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "estimate/gpumemnet.h"
-#include "estimate/parsers.h"
+#include "estimate/gpumemnet/gpumemnet.h"
+#include "estimate/graph/parsers.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // Evaluation data sets (src/estimate/dataset.cpp): the RFC 4180 reader and the GPUMemNet MLP/CNN
 // and carma-workloads formats over a whole CSV file. The carma format looks for summaries/ next to
 // the file; the scratch directory has none, so it exercises the row checks and the lookup.
-#include "estimate/dataset.h"
+#include "estimate/evaluation/dataset.h"
 #include "fuzz_common.h"
 
 COLO_FUZZ_TARGET(dataset) {

@@ -1,6 +1,6 @@
 // One GPUMemNet dataset row (src/estimate/parse_gpumemnet_row.cpp). Input: the Filename field on
 // the first line, the Activations-Params list on the rest; parsed as both an MLP and a CNN row.
-#include "estimate/parsers.h"
+#include "estimate/graph/parsers.h"
 #include "fuzz_common.h"
 
 COLO_FUZZ_TARGET(gpumemnet_row) {

@@ -1,5 +1,5 @@
 // Keras model.summary() text (src/estimate/parse_keras.cpp).
-#include "estimate/parsers.h"
+#include "estimate/graph/parsers.h"
 #include "fuzz_common.h"
 
 COLO_FUZZ_TARGET(keras) {

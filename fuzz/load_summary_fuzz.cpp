@@ -1,7 +1,7 @@
 // A summary file of unknown format: load_summary() sniffs the content and dispatches to the
 // torchsummary, Keras or module-repr parser (src/estimate/load_summary.cpp), as `colo estimate`
 // and `colo submit --estimate` do with a user-named file.
-#include "estimate/parsers.h"
+#include "estimate/graph/parsers.h"
 #include "fuzz_common.h"
 
 COLO_FUZZ_TARGET(load_summary) {

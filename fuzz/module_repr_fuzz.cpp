@@ -1,5 +1,5 @@
 // Printed nn.Module trees (src/estimate/parse_module_repr.cpp), e.g. the carma transformer summaries.
-#include "estimate/parsers.h"
+#include "estimate/graph/parsers.h"
 #include "fuzz_common.h"
 
 COLO_FUZZ_TARGET(module_repr) {

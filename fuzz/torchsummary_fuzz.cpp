@@ -1,5 +1,5 @@
 // torchsummary tables (src/estimate/parse_torchsummary.cpp).
-#include "estimate/parsers.h"
+#include "estimate/graph/parsers.h"
 #include "fuzz_common.h"
 
 COLO_FUZZ_TARGET(torchsummary) {

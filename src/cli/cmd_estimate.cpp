@@ -24,12 +24,14 @@
 #include "cli/probe_options.h"
 #include "core/error.h"
 #include "core/limits.h"
-#include "estimate/calibration_fit.h"
-#include "estimate/calibration_profile.h"
-#include "estimate/dataset.h"
+#include "estimate/calibration/calibration_fit.h"
+#include "estimate/calibration/trace_fit.h"
+#include "estimate/trace/trace_library.h"
+#include "estimate/calibration/calibration_profile.h"
+#include "estimate/evaluation/dataset.h"
 #include "estimate/estimator.h"
-#include "estimate/evaluation.h"
-#include "estimate/parsers.h"
+#include "estimate/evaluation/evaluation.h"
+#include "estimate/graph/parsers.h"
 #include "estimate/trace/probe_runner.h"
 
 namespace {
@@ -46,11 +48,12 @@ struct Opts {
   bool json = false;
 };
 struct EvalOpts {
-  std::string dataset, format, estimator = "allocsim", split = "all", gpu = "a100-40gb", optimizer = "adam";
+  std::string dataset, format, estimator = "allocsim", split = "all", gpu = "a100-40gb", optimizer = "adam", traces;
   bool json = false, rows = false;
 };
 struct CalOpts {
   std::string dataset, format = "gpumemnet-cnn", split = "train", gpu = "a100-40gb", out, optimizer = "adam";
+  std::string estimator = "allocsim", traces;  // --estimator trace: fit the trace estimator's constants
   double max_under = 0.05;
 };
 
@@ -157,7 +160,13 @@ void run_eval(const EvalOpts& o) {
   const auto fmt_ = parse_dataset_format(o.format);
   const auto rows = load_dataset(o.dataset, fmt_, parse_split(o.split));
   const auto profile = load_profile(o.gpu);
-  const auto results = evaluate(rows, *est, o.gpu, parse_optimizer(o.optimizer));
+  std::optional<TraceLibrary> library;
+  if (!o.traces.empty()) {
+    if (o.estimator != "trace" && o.estimator != "faketensor")
+      throw colo::UserError("--traces is for --estimator trace or faketensor");
+    library.emplace(o.traces);
+  }
+  const auto results = evaluate(rows, *est, o.gpu, parse_optimizer(o.optimizer), library ? &*library : nullptr);
   const auto s = summarize(results, profile.gpu_total_mib);
   if (o.json) {
     auto j = s.to_json();
@@ -194,6 +203,45 @@ void run_eval(const EvalOpts& o) {
       s.oom_rows, s.oom_predicted);
 }
 
+void write_text(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream f(p);
+  if (!f) throw colo::UserError(p.string() + ": cannot write");
+  f << text;
+}
+
+// calibrate --estimator trace: the trace estimator's constants, on top of the profile's contexts.
+void run_trace_calibrate(const CalOpts& o, const std::string& command_line, const std::vector<DatasetRow>& rows,
+                         const CalibrationProfile& base, bool cnn) {
+  if (o.traces.empty()) throw colo::UserError("calibrate --estimator trace needs --traces DIR (python3 -m colo_probe.gpumemnet)");
+  const TraceLibrary library(o.traces);
+  TraceFitOptions fo;
+  fo.max_under_rate = o.max_under;
+  fo.cnn = cnn;
+  auto res = fit_trace_profile(rows, library, base, fo);
+  std::string kept;
+  std::stringstream ss(base.trace_fitted_on);
+  for (std::string part; std::getline(ss, part, ';');) {
+    while (!part.empty() && part.front() == ' ') part.erase(part.begin());
+    if (!part.empty() && part.find(o.format) == std::string::npos) kept += part + "; ";
+  }
+  res.profile.trace_fitted_on = kept + fmt::format("{} ({}, split {}, {} rows with traces): {}",
+                                                   std::filesystem::path(o.dataset).filename().string(), o.format, o.split,
+                                                   res.report["rows"].get<std::size_t>(), command_line);
+  const std::string out = o.out.empty() ? "calibration/" + o.gpu + ".json" : o.out;
+  std::filesystem::path outp(out);
+  if (outp.has_parent_path()) std::filesystem::create_directories(outp.parent_path());
+  write_text(outp, res.profile.to_json());
+  res.report["profile"] = nlohmann::ordered_json::parse(res.profile.to_json());
+  write_text((outp.parent_path() / outp.stem()).string() + ".fit-trace-" + o.format + ".json", res.report.dump(2) + "\n");
+  const auto& c = res.report["chosen"];
+  std::cout << fmt::format("wrote {} (trace: conv workspace {:.2f} x activation ({:.2f} x strided), context offset {:+.0f} MiB, "
+                           "margin {:.3f}; fit median |err| {:.1f}%, under {:.1f}% on {} rows)\n",
+                           out, c["conv_workspace_ratio"].get<double>(), c["strided_conv_workspace_ratio"].get<double>(),
+                           c["context_offset_mib"].get<double>(), c["margin"].get<double>(),
+                           100 * c["median_abs_rel_err"].get<double>(), 100 * c["under_rate"].get<double>(),
+                           res.report["rows"].get<std::size_t>());
+}
+
 void run_calibrate(const CalOpts& o, const std::string& command_line) {
   const auto fmt_ = parse_dataset_format(o.format);
   if (fmt_ == DatasetFormat::CarmaWorkloads)
@@ -202,6 +250,12 @@ void run_calibrate(const CalOpts& o, const std::string& command_line) {
   CalibrationProfile base;
   if (!profile_path(o.gpu).empty()) base = load_profile(o.gpu);
   base.gpu = o.gpu;
+  if (o.estimator == "trace") {
+    run_trace_calibrate(o, command_line, rows, base, fmt_ == DatasetFormat::GpuMemNetCNN);
+    return;
+  }
+  if (o.estimator != "allocsim") throw colo::UserError("calibrate --estimator: allocsim or trace");
+  if (!o.traces.empty()) throw colo::UserError("--traces is for calibrate --estimator trace");
   FitOptions fo;
   fo.max_under_rate = o.max_under;
   fo.default_optimizer = parse_optimizer(o.optimizer);
@@ -273,6 +327,7 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   ev->add_option("--optimizer", e->optimizer, "optimizer for rows that do not state one")->capture_default_str();
   ev->add_flag("--json", e->json, "print one JSON object");
   ev->add_flag("--rows", e->rows, "also list every row's estimate");
+  ev->add_option("--traces", e->traces, "trace/faketensor: pre-recorded probe traces (DIR/index.jsonl) instead of probing");
   ev->callback([e] { run_eval(*e); });
 
   auto* cal = cmd->add_subcommand("calibrate", "fit a calibration profile on a GPUMemNet training split");
@@ -283,11 +338,15 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   cal->add_option("--gpu", c->gpu, "profile name")->capture_default_str();
   cal->add_option("--out", c->out, "profile path (default calibration/<gpu>.json); also writes .fit.json, .fit-inputs.csv");
   cal->add_option("--optimizer", c->optimizer, "optimizer the data set's runs used")->capture_default_str();
+  cal->add_option("--estimator", c->estimator, "allocsim (default) or trace (with --traces DIR)")->capture_default_str();
+  cal->add_option("--traces", c->traces, "pre-recorded probe traces of the data set (python3 -m colo_probe.gpumemnet)");
   colo::cli::add_real_flag(cal, "--max-under-rate", c->max_under, 0, 1, "largest share of under-estimated fit rows");
   cal->callback([c, cal] {
     std::string line = "colo estimate calibrate --dataset " + c->dataset + " --format " + c->format + " --split " +
                        c->split + " --gpu " + c->gpu + " --optimizer " + c->optimizer +
                        fmt::format(" --max-under-rate {}", c->max_under);
+    if (c->estimator != "allocsim") line += " --estimator " + c->estimator;
+    if (!c->traces.empty()) line += " --traces " + c->traces;
     if (!c->out.empty()) line += " --out " + c->out;
     (void)cal;
     run_calibrate(*c, line);

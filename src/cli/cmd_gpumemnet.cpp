@@ -12,7 +12,7 @@
 #include "cli/number_option.h"
 #include "core/error.h"
 #include "core/limits.h"
-#include "estimate/gpumemnet_experiment.h"
+#include "estimate/gpumemnet/gpumemnet_experiment.h"
 
 namespace colo::cli {
 namespace {

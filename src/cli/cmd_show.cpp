@@ -51,6 +51,18 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
                                  j.at("need_source").get<std::string>() + "]";
     std::cout << fmt::format("  need       {} per GPU × {} GPU(s){}\n", need, j.at("gpus_requested").get<int>(),
                              j.at("need_explanation").get<std::string>().empty() ? "" : "  (" + j.at("need_explanation").get<std::string>() + ")");
+    if (j.contains("probe") && j.at("probe").is_object()) {
+      const json& p = j.at("probe");
+      const json& rq = p.at("request");
+      std::cout << fmt::format("  probe      {} batch {} {} [{}]: {}{}{}\n", rq.value("model", std::string("?")),
+                               rq.value("batch", std::int64_t{0}), rq.value("optimizer", std::string("?")),
+                               p.at("estimator").get<std::string>(), p.at("status").get<std::string>(),
+                               p.at("seconds").is_null() ? "" : fmt::format(" in {:.1f} s", p.at("seconds").get<double>()),
+                               // a success's explanation is the need's, printed above
+                               p.at("status") == "done" || p.at("detail").get<std::string>().empty()
+                                   ? ""
+                                   : "  (" + p.at("detail").get<std::string>() + ")");
+    }
     std::string g;
     for (const json& x : j.at("gpus")) g += fmt::format("{}{} ({})", g.empty() ? "" : ", ", x.at("index").get<int>(), x.at("uuid").get<std::string>());
     std::cout << fmt::format("  gpus       {}\n  submitted  {}\n  ended      {}\n  exit code  {}\n", g.empty() ? "-" : g,

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/number_option.h"
+#include "cli/probe_options.h"
 #include "core/error.h"
 #include "core/limits.h"
 #include "daemon/client/job_file.h"
@@ -43,7 +44,8 @@ void apply_estimate(SubmitRequest& r, const EstimateSpec& e) {
 void add_submit_options(CLI::App* c, SubmitOptions& o) {
   add_int_flag(c, "--gpus", o.gpus, 1, limits::kMaxJobGpus, "GPUs (all placed at once)", false);
   c->add_option("--mem", o.mem, "per-GPU memory need, e.g. 12GiB")->each([&o](const std::string&) { o.mem_given = true; });
-  c->add_option("--estimate", o.estimator, "estimate the need: allocsim, horus, gpumemnet, auto");
+  c->add_option("--estimate", o.estimator,
+                "estimate the need: allocsim, horus, gpumemnet, auto (with --summary); trace, faketensor (with --probe)");
   c->add_option("--summary", o.summary, "model summary for --estimate");
   add_int_flag(c, "--batch", o.batch, 1, limits::kMaxBatch, "batch size for --estimate", false);
   c->add_option("--optimizer", o.optimizer, "optimizer for --estimate (default adam)");
@@ -56,6 +58,7 @@ void add_submit_options(CLI::App* c, SubmitOptions& o) {
   c->add_option("--rad", o.rad, "submit a research-prototype .rad job file");
   c->add_option("--rad-memory", o.rad_memory, "which .rad figure is the need: measured, horus, faketensor, gpumemnet, none");
   c->add_flag("--json", o.json, "print the queued job as JSON");
+  add_probe_flags(c, o.probe);
   c->add_option("args", o.args, "the command (after --), or one .toml job file");
 }
 
@@ -91,12 +94,31 @@ SubmitRequest build_submit_request(const SubmitOptions& o) {
     if (o.args.empty()) throw UserError("nothing to run: give `-- command …`, a job file (.toml) or --rad FILE");
     r.argv = o.args;
   }
-  if (!o.estimator.empty() && o.rad.empty()) {
+  if (!o.probe.model.empty()) {
+    // colod runs the probe, as the submitter, before the job queues; --mem is the fallback.
+    if (!o.summary.empty()) throw UserError("give either --probe or --summary, not both");
+    const std::string est = o.estimator.empty() ? "trace" : o.estimator;
+    if (est != "trace" && est != "faketensor")
+      throw UserError(fmt::format("--estimate '{}' does not use --probe (use trace or faketensor)", est));
+    if (o.batch <= 0) throw UserError("--probe needs --batch N (N ≥ 1)");
+    estimate::ProbeRequest p = o.probe;
+    p.batch = o.batch;
+    p.optimizer = o.optimizer;
+    p.arguments();  // the probe's own checks, with colo's flag names
+    r.probe = p;
+    r.probe_estimator = est;
+    estimate.reset();
+    if (o.mem_given || !o.mem.empty()) {
+      r.mem_mib = parse_mib(o.mem, "--mem", 1, limits::kMaxGpuMiB);
+      r.mem_source = "user";
+    }
+    r.fingerprint_inputs = {{"estimator", est}, {"probe", p.to_json()}};
+  } else if (!o.estimator.empty() && o.rad.empty()) {
     if (o.summary.empty()) throw UserError("--estimate needs --summary FILE (a model summary)");
     if (o.batch <= 0) throw UserError("--estimate needs --batch N (N ≥ 1)");
     estimate = EstimateSpec{o.estimator, o.summary, o.batch, o.optimizer, o.seq_len};
   }
-  if (o.mem_given || !o.mem.empty()) {
+  if ((o.mem_given || !o.mem.empty()) && !r.probe) {
     if (!o.estimator.empty()) throw UserError("give either --mem or --estimate, not both");
     r.mem_mib = parse_mib(o.mem, "--mem", 1, limits::kMaxGpuMiB);
     r.mem_source = "user";

@@ -18,6 +18,7 @@ struct SubmitOptions {
   std::int64_t batch = 0, seq_len = 0;  // 0 = not given
   std::vector<std::string> env, args;
   bool json = false;
+  estimate::ProbeRequest probe;  // --probe MODEL and its flags (model empty = not given)
 };
 
 // Adds submit's flags to `c`, writing into `o` (which must outlive parsing).

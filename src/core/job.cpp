@@ -8,8 +8,8 @@
 namespace colo {
 
 namespace {
-constexpr std::array<std::string_view, 8> kNames = {"queued", "placed",     "running",  "done",
-                                                    "failed", "oom",        "recovering", "cancelled"};
+constexpr std::array<std::string_view, 9> kNames = {"queued", "placed",     "running",   "done",      "failed",
+                                                    "oom",    "recovering", "cancelled", "estimating"};
 }
 
 std::string_view to_string(JobState s) { return kNames[static_cast<size_t>(s)]; }
@@ -33,6 +33,7 @@ bool can_transition(JobState from, JobState to) {
     case S::Running: return to == S::Done || to == S::Failed || to == S::Oom;
     case S::Oom: return to == S::Recovering || to == S::Failed;
     case S::Recovering: return to == S::Placed || to == S::Failed;
+    case S::Estimating: return to == S::Queued;
     case S::Done:
     case S::Failed:
     case S::Cancelled: return false;

@@ -1,10 +1,12 @@
 #pragma once
 // A training job as the scheduler core sees it, and its life-cycle state machine:
 //
-//   queued ─► placed ─► running ─► done | failed | oom ─► recovering ─► placed ─► …
-//      │        │          │                                  │
-//      └────────┴──────────┴───────────► cancelled ◄──────────┘
+//   estimating ─► queued ─► placed ─► running ─► done | failed | oom ─► recovering ─► placed ─► …
+//      │            │        │          │                                  │
+//      └────────────┴────────┴──────────┴───────────► cancelled ◄──────────┘
 //
+// estimating: colod is probing the job's training step for its memory need (colo submit --probe);
+// the job leaves it for queued whether the probe answered or not (a failed probe falls back).
 // placed ─► queued is allowed too: a launch that fails before the process starts puts the
 // job back where it was without counting an attempt against it. queued/recovering ─► failed is
 // for jobs the scheduler rejects (no GPU set could ever hold them).
@@ -17,7 +19,7 @@
 
 namespace colo {
 
-enum class JobState { Queued, Placed, Running, Done, Failed, Oom, Recovering, Cancelled };
+enum class JobState { Queued, Placed, Running, Done, Failed, Oom, Recovering, Cancelled, Estimating };
 
 std::string_view to_string(JobState s);
 std::optional<JobState> job_state_from_string(std::string_view s);

@@ -117,6 +117,8 @@ json Daemon::job_json(const JobRow& j, bool detail) {
     o["waiting_reason"] = j.cancel_requested ? std::string("cancel requested")
                           : w != waiting_.end() ? w->second
                                                 : std::string("not yet considered by the scheduler");
+  } else if (j.state == JobState::Estimating) {
+    o["waiting_reason"] = probes_.count(j.id) ? "estimating: the probe is running" : "estimating: waiting for a probe slot";
   } else {
     o["waiting_reason"] = nullptr;
   }
@@ -133,6 +135,15 @@ json Daemon::job_json(const JobRow& j, bool detail) {
   o["workdir"] = j.workdir;
   o["env"] = j.env;
   o["need_explanation"] = j.need_explanation;
+  if (auto p = store_.probe(j.id)) {
+    o["probe"] = {{"request", p->request}, {"estimator", p->estimator}, {"status", p->status}, {"runs", p->runs},
+                  {"seconds", p->seconds ? json(*p->seconds) : json(nullptr)},
+                  {"peak_mib", p->peak_mib ? json(*p->peak_mib) : json(nullptr)},
+                  {"estimate_mib", p->estimate_mib ? json(*p->estimate_mib) : json(nullptr)},
+                  {"detail", p->detail}};
+  } else {
+    o["probe"] = nullptr;
+  }
   o["requested_mib"] = j.requested_mib ? json(*j.requested_mib) : json(nullptr);
   o["requested_source"] = j.requested_source;
   o["fingerprint"] = j.fingerprint;
@@ -198,15 +209,28 @@ HttpResponse Daemon::submit(const HttpRequest& req, const Peer& peer) {
                                        r.mem_mib ? fmt::format(" (submitted with {})", format_mib(*r.mem_mib)) : "");
     }
   }
-  j.state = JobState::Queued;
+  // A probed job waits in estimating until colod's probe answers, unless the history of the same
+  // job already knows its peak (then the probe would only repeat what was measured).
+  const bool probe = r.probe && j.need_source != "history";
+  j.state = probe ? JobState::Estimating : JobState::Queued;
   j.submit_time = now();
   JobId id = 0;
   {
     Txn txn(store_.db());
     id = store_.insert_job(j);
+    if (probe) {
+      ProbeRow p;
+      p.job_id = id;
+      p.request = r.probe->to_json();
+      p.estimator = r.probe_estimator;
+      store_.insert_probe(p);
+      probes_pending_ = true;
+    }
     store_.event(id, j.submit_time, "submitted",
                  fmt::format("by {} (uid {}), need {}", j.user, j.uid,
-                             j.need_mib ? format_mib(*j.need_mib) + " [" + j.need_source + "]" : "unknown"));
+                             j.need_mib ? format_mib(*j.need_mib) + " [" + j.need_source + "]"
+                             : probe    ? std::string("to be estimated by the probe")
+                                        : std::string("unknown")));
     txn.commit();
   }
   std::filesystem::create_directories(job_dir(id));
@@ -241,7 +265,8 @@ HttpResponse Daemon::cancel_job(JobId id, const Peer& peer) {
     j.cancel_requested = true;
     // Not started yet: cancelled at once. Placed/running: the shim stops it (SIGTERM, then
     // SIGKILL after the grace period) and finalize() records the cancellation.
-    if (j.state == JobState::Queued || j.state == JobState::Recovering || j.state == JobState::Oom) {
+    if (j.state == JobState::Queued || j.state == JobState::Recovering || j.state == JobState::Oom ||
+        j.state == JobState::Estimating) {
       Job c = j.to_core();
       transition(c, JobState::Cancelled);
       j.state = c.state;
@@ -254,6 +279,7 @@ HttpResponse Daemon::cancel_job(JobId id, const Peer& peer) {
   }
   for (auto& [aid, l] : live_)
     if (l.attempt.job_id == id) request_cancel_signal(l);
+  if (auto p = probes_.find(id); p != probes_.end()) p->second->kill();  // its exit is collected as usual
   dirty_ = true;
   return reply(200, job_json(*store_.job(id), false));
 }

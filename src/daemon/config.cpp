@@ -10,6 +10,7 @@
 #include "core/limits.h"
 #include "core/parse_number.h"
 #include "daemon/client/job_request.h"
+#include "estimate/calibration/calibration_profile.h"
 
 namespace colo::daemon {
 
@@ -126,6 +127,18 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
         c.requeue_lost = v == "requeue";
       } else if (section == "estimator" && k == "history") c.history = r.boolean(n, full);
       else if (section == "estimator" && k == "history_margin") c.history_margin = r.number(n, full, 0.0, 10.0);
+      else if (section == "estimator" && k == "probe_timeout_s") c.probe_timeout = r.number(n, full, 0.1, 86400);
+      else if (section == "estimator" && k == "probe_memory") c.probe_memory_mib = r.memory(n, full, 1024);
+      else if (section == "estimator" && k == "probe_concurrency")
+        c.probe_concurrency = static_cast<int>(r.integer(n, full, 1, 64));
+      else if (section == "estimator" && k == "probe_gpu") {
+        c.probe_gpu = r.str(n, full);
+        try {
+          estimate::load_profile(c.probe_gpu);
+        } catch (const UserError& e) {
+          r.bad(n, fmt::format("'estimator.probe_gpu': {}", e.what()));
+        }
+      }
       else if (section == "sharing" && k == "mode") {
         const std::string v = r.str(n, full);
         if (v == "streams") c.sharing = Sharing::Streams;

@@ -30,6 +30,10 @@ struct DaemonConfig {
   // [estimator]
   bool history = true;         // reuse the observed peak of the same job fingerprint
   double history_margin = 0.10;  // on top of the observed peak
+  Seconds probe_timeout = 300;   // colo submit --probe: wall clock per probe
+  MiB probe_memory_mib = 32 * 1024;  // the probe's address-space limit
+  int probe_concurrency = 1;
+  std::string probe_gpu = "a100-40gb";  // calibration profile for the probe's estimate
   // [sharing]
   Sharing sharing = Sharing::Streams;
   std::string mps_control = "nvidia-cuda-mps-control";

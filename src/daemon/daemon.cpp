@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "daemon/client/job_request.h"
+#include "estimate/estimator.h"
 #include "daemon/oom_detector.h"
 #include "daemon/proc.h"
 
@@ -257,7 +258,11 @@ void Daemon::recover_at_start() {
 // ---- attempts -------------------------------------------------------------------------------
 
 void Daemon::check_attempts() {
-  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  // The one reaper: shims report through exit.json, probes through their wait status.
+  int status = 0;
+  for (pid_t p; (p = waitpid(-1, &status, WNOHANG)) > 0;) {
+    for (const auto& [id, probe] : probes_)
+      if (probe->pid() == p) reaped_[p] = status;
   }
   std::vector<std::int64_t> ids;
   for (const auto& [id, l] : live_) ids.push_back(id);
@@ -684,6 +689,138 @@ void Daemon::schedule() {
   for (const Placement& p : d.placements) launch(p);
 }
 
+// ---- probes (colo submit --probe) ------------------------------------------------------------
+
+void Daemon::run_probes() {
+  const double m = mono();
+  for (auto it = probes_.begin(); it != probes_.end();) {
+    JobProbe& p = *it->second;
+    const JobId id = it->first;
+    if (auto r = reaped_.find(p.pid()); r != reaped_.end()) {
+      JobProbe::Outcome o = p.finish(r->second, m);
+      reaped_.erase(r);
+      it = probes_.erase(it);
+      probe_done(id, std::move(o));
+      probes_pending_ = true;
+      continue;
+    }
+    if (p.kill_if_expired(m)) log(fmt::format("colod: job {}: probe past its {:.0f} s deadline, killed", id, cfg_.probe_timeout));
+    ++it;
+  }
+  if (!probes_pending_ || static_cast<int>(probes_.size()) >= cfg_.probe_concurrency) return;
+  probes_pending_ = false;
+  for (const JobRow& j : store_.jobs_in_state(JobState::Estimating)) {
+    if (probes_.count(j.id)) continue;
+    if (static_cast<int>(probes_.size()) >= cfg_.probe_concurrency) {
+      probes_pending_ = true;
+      break;
+    }
+    start_probe(j);
+  }
+}
+
+void Daemon::start_probe(const JobRow& j) {
+  auto row = store_.probe(j.id);
+  if (!row) {
+    probe_done(j.id, JobProbe::Outcome{std::nullopt, "no probe request stored for the job", 0});
+    return;
+  }
+  // A probe that was running when colod stopped is started again; one that keeps taking colod
+  // down with it (three starts) is given up.
+  if (row->runs >= 3) {
+    probe_done(j.id, JobProbe::Outcome{std::nullopt, fmt::format("probe started {} times without finishing", row->runs), 0});
+    return;
+  }
+  row->runs += 1;
+  row->status = "running";
+  store_.update_probe(*row);
+  try {
+    const auto req = estimate::ProbeRequest::from_json(row->request, "stored probe request");
+    estimate::ProbeIdentity who;
+    who.uid = j.uid;
+    who.gid = j.gid;
+    who.user = j.user;
+    if (passwd* pw = getpwuid(static_cast<uid_t>(j.uid))) {
+      who.user = pw->pw_name;
+      who.home = pw->pw_dir;
+    }
+    ProbeSettings settings;
+    settings.timeout_seconds = cfg_.probe_timeout;
+    settings.address_space_bytes = static_cast<std::uint64_t>(cfg_.probe_memory_mib) << 20;
+    std::filesystem::create_directories(job_dir(j.id));
+    probes_[j.id] = std::make_unique<JobProbe>(req, who, j.workdir, job_dir(j.id), settings, mono());
+    store_.event(j.id, now(), "probe", fmt::format("started as {} (uid {}), {}", j.user, j.uid, row->request.dump()));
+    log(fmt::format("colod: job {}: probing {} as uid {}", j.id, req.model, j.uid));
+  } catch (const std::exception& e) {
+    probe_done(j.id, JobProbe::Outcome{std::nullopt, e.what(), 0});
+  }
+}
+
+void Daemon::probe_done(JobId id, JobProbe::Outcome o) {
+  auto jr = store_.job(id);
+  auto row = store_.probe(id);
+  if (!jr || jr->state != JobState::Estimating) {  // cancelled meanwhile
+    if (row && row->status == "running") {
+      row->status = "cancelled";
+      row->seconds = o.seconds;
+      store_.update_probe(*row);
+    }
+    return;
+  }
+  JobRow j = *jr;
+  std::string failure = o.failure;
+  std::optional<estimate::Estimate> est;
+  if (o.trace && row) {
+    try {
+      const auto req = estimate::ProbeRequest::from_json(row->request, "stored probe request");
+      estimate::EstimateRequest er;
+      er.gpu = cfg_.probe_gpu;
+      er.batch = req.batch;
+      er.trace = &*o.trace;
+      est = estimate::make_estimator(row->estimator)->estimate(er);
+    } catch (const std::exception& e) {
+      failure = fmt::format("estimating from the probe's trace failed: {}", e.what());
+    }
+  }
+  const double t = now();
+  Txn txn(store_.db());
+  if (row) {
+    row->seconds = o.seconds;
+    if (est) {
+      row->status = "done";
+      row->peak_mib = est->peak_mib;
+      row->estimate_mib = est->mib;
+      row->detail = est->explanation;
+    } else {
+      row->status = "failed";
+      row->detail = failure;
+    }
+    store_.update_probe(*row);
+  }
+  if (est) {
+    j.need_mib = est->mib;
+    j.need_source = est->estimator;
+    j.need_explanation = est->explanation;
+    store_.event(id, t, "estimated", fmt::format("{} by the probe in {:.1f} s [{}]", format_mib(est->mib), o.seconds, est->estimator));
+  } else {
+    // The fallback: what the submitter stated (--mem), else an unknown need (the scheduler gives
+    // unknown jobs a GPU with room to spare).
+    j.need_mib = j.requested_mib;
+    j.need_source = j.requested_mib ? j.requested_source : "";
+    j.need_explanation = fmt::format("{}; {}", failure,
+                                     j.requested_mib ? "planned with the submitted " + format_mib(*j.requested_mib)
+                                                     : std::string("need unknown"));
+    store_.event(id, t, "probe-failed", j.need_explanation);
+  }
+  Job c = j.to_core();
+  transition(c, JobState::Queued);
+  j.state = c.state;
+  store_.update_job(j);
+  txn.commit();
+  log(fmt::format("colod: job {}: {}", id, est ? "estimated " + format_mib(est->mib) : "probe failed: " + failure));
+  dirty_ = true;
+}
+
 // ---- monitoring -----------------------------------------------------------------------------
 
 void Daemon::tick() {
@@ -773,6 +910,7 @@ int Daemon::run() {
       next_tick_ = m + cfg_.sample_interval;
     }
     check_attempts();
+    run_probes();
     if (dirty_ && mono() >= launch_pause_until_) schedule();
 
     std::vector<pollfd> fds{{signal_fd_, POLLIN, 0}};

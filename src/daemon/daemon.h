@@ -22,6 +22,7 @@
 #include "daemon/config.h"
 #include "daemon/gpu_monitor.h"
 #include "daemon/history_estimator.h"
+#include "daemon/job_probe.h"
 #include "daemon/launcher.h"
 #include "daemon/shim.h"
 #include "daemon/store.h"
@@ -59,6 +60,10 @@ class Daemon {
   void recover_at_start();
   void adopt(const AttemptRow& a);
   void check_attempts();
+  // colo submit --probe: start probes for estimating jobs, collect finished ones, kill late ones.
+  void run_probes();
+  void start_probe(const JobRow& j);
+  void probe_done(JobId id, JobProbe::Outcome o);
   void finalize(std::int64_t attempt_id, const ShimExit& ex);
   void mark_lost(std::int64_t attempt_id);
   void unsure(Live& l, const std::string& why);
@@ -96,6 +101,9 @@ class Daemon {
   std::string shim_exe_;
   std::map<std::int64_t, Live> live_;          // open attempts by attempt id
   std::map<int, std::int64_t> by_shim_;        // shim pid (= job session id) -> attempt id
+  std::map<JobId, std::unique_ptr<JobProbe>> probes_;  // running probes by job
+  std::map<int, int> reaped_;                  // child pid -> wait status, from the reaper (probes read theirs)
+  bool probes_pending_ = true;                 // an estimating job may be waiting for a probe slot
   // Operator drains (`colo drain`, persisted, lifted only by `colo resume`): uuid -> reason.
   // A GPU the monitor finds unhealthy is out of scheduling too, but that is its health
   // (GpuSlot::healthy, never persisted), lifted by the monitor when the GPU answers again.

@@ -60,6 +60,12 @@ CREATE TABLE IF NOT EXISTS history (
   fingerprint TEXT PRIMARY KEY, peak_mib INTEGER NOT NULL, runs INTEGER NOT NULL, last_time REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS probes (
+  job_id INTEGER PRIMARY KEY REFERENCES jobs(id),
+  request TEXT NOT NULL, estimator TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'pending', runs INTEGER NOT NULL DEFAULT 0,
+  seconds REAL, peak_mib REAL, estimate_mib INTEGER, detail TEXT NOT NULL DEFAULT ''
+);
 )SQL";
 
 constexpr const char* kJobCols =
@@ -254,6 +260,39 @@ std::optional<AttemptRow> Store::attempt(std::int64_t id) {
   s.bind(1, id);
   if (!s.step()) return std::nullopt;
   return read_attempt(s);
+}
+
+void Store::insert_probe(const ProbeRow& p) {
+  auto s = db_.prepare("INSERT INTO probes (job_id, request, estimator) VALUES (?,?,?)");
+  s.bind(1, static_cast<std::int64_t>(p.job_id)).bind(2, p.request.dump()).bind(3, p.estimator);
+  s.run();
+}
+
+std::optional<ProbeRow> Store::probe(JobId job) {
+  auto s = db_.prepare(
+      "SELECT job_id, request, estimator, status, runs, seconds, peak_mib, estimate_mib, detail FROM probes WHERE job_id = ?");
+  s.bind(1, static_cast<std::int64_t>(job));
+  if (!s.step()) return std::nullopt;
+  ProbeRow p;
+  p.job_id = static_cast<JobId>(s.i64(0));
+  p.request = json::parse(s.text(1));
+  p.estimator = s.text(2);
+  p.status = s.text(3);
+  p.runs = static_cast<int>(s.i64(4));
+  p.seconds = s.opt_f64(5);
+  p.peak_mib = s.opt_f64(6);
+  p.estimate_mib = s.opt_i64(7);
+  p.detail = s.text(8);
+  return p;
+}
+
+void Store::update_probe(const ProbeRow& p) {
+  auto s = db_.prepare(
+      "UPDATE probes SET status=?, runs=?, seconds=?, peak_mib=?, estimate_mib=?, detail=? WHERE job_id=?");
+  s.bind(1, p.status).bind(2, p.runs).bind(3, p.seconds).bind(4, p.peak_mib).bind(5, p.estimate_mib)
+      .bind(6, p.detail).bind(7, static_cast<std::int64_t>(p.job_id));
+  s.run();
+  if (db_.changes() != 1) throw std::runtime_error(fmt::format("store: probe of job {} vanished", p.job_id));
 }
 
 void Store::event(std::optional<JobId> job, double time, const std::string& kind, const std::string& message) {

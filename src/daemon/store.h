@@ -70,6 +70,19 @@ struct AttemptRow {
   std::int64_t out_offset = 0, err_offset = 0;
 };
 
+// A probe colod runs for a job submitted with --probe (status: pending → running → done | failed;
+// a daemon restart puts a running probe back to pending and runs it again).
+struct ProbeRow {
+  JobId job_id = 0;
+  nlohmann::json request;        // estimate::ProbeRequest::to_json()
+  std::string estimator;         // trace, faketensor
+  std::string status = "pending";
+  int runs = 0;                  // starts so far
+  std::optional<double> seconds, peak_mib;
+  std::optional<MiB> estimate_mib;
+  std::string detail;            // the estimator's explanation, or why the probe failed
+};
+
 struct EventRow {
   double time = 0;
   std::optional<JobId> job_id;
@@ -94,6 +107,10 @@ class Store {
   std::vector<AttemptRow> attempts_of(JobId job);
   std::vector<AttemptRow> open_attempts();  // launching or running
   std::optional<AttemptRow> attempt(std::int64_t id);
+
+  void insert_probe(const ProbeRow& p);
+  std::optional<ProbeRow> probe(JobId job);
+  void update_probe(const ProbeRow& p);
 
   void event(std::optional<JobId> job, double time, const std::string& kind, const std::string& message);
   std::vector<EventRow> events_of(JobId job);

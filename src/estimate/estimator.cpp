@@ -5,9 +5,9 @@
 #include "core/error.h"
 #include "core/limits.h"
 #include "estimate/estimator_impls.h"
-#include "estimate/parsers.h"
+#include "estimate/graph/parsers.h"
 
-#include "estimate/gpumemnet.h"
+#include "estimate/gpumemnet/gpumemnet.h"
 
 namespace colo::estimate {
 

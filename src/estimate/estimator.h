@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/units.h"
-#include "estimate/model_graph.h"
+#include "estimate/graph/model_graph.h"
 #include "estimate/optimizer.h"
 
 namespace colo::estimate {

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "estimate/calibration_profile.h"
+#include "estimate/calibration/calibration_profile.h"
 #include "estimate/estimator_impls.h"
 
 namespace colo::estimate {

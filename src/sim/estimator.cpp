@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "estimate/estimator.h"
-#include "estimate/summary_file.h"
+#include "estimate/graph/summary_file.h"
 
 namespace colo::sim {
 

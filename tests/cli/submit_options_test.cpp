@@ -88,5 +88,43 @@ TEST(SubmitOptions, EmptyMemIsAnErrorNotAbsent) {
   EXPECT_FALSE(parse({"--", "true"}).mem_given);
 }
 
+// --probe: the request colod will run (as the submitter), with --mem as its fallback.
+TEST(SubmitOptions, ProbeFlagsBecomeTheProbeRequestAndMemIsItsFallback) {
+  const auto r = build_submit_request(parse({"--probe", "torchvision:resnet50", "--input", "3x224x224", "--batch", "128",
+                                             "--optimizer", "adam", "--amp", "bf16", "--checkpointing", "--mem", "20GiB",
+                                             "--", "python3", "train.py"}));
+  ASSERT_TRUE(r.probe);
+  EXPECT_EQ(r.probe->model, "torchvision:resnet50");
+  EXPECT_EQ(r.probe->batch, 128);
+  EXPECT_EQ(r.probe->amp, "bf16");
+  EXPECT_TRUE(r.probe->checkpointing);
+  EXPECT_EQ(r.probe_estimator, "trace");
+  EXPECT_EQ(r.mem_mib, 20480);
+  EXPECT_EQ(r.mem_source, "user");
+  EXPECT_EQ(r.fingerprint_inputs.at("probe").at("model"), "torchvision:resnet50");
+  EXPECT_EQ(build_submit_request(parse({"--probe", "m.py:f", "--batch", "2", "--estimate", "faketensor", "--", "x"})).probe_estimator,
+            "faketensor");
+}
+
+TEST(SubmitOptions, ProbeConflictsAreNamed) {
+  auto err = [](std::vector<std::string> a) {
+    try {
+      build_submit_request(parse(std::move(a)));
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(err({"--probe", "torchvision:resnet50", "--", "x"}), "--probe needs --batch N (N ≥ 1)");
+  EXPECT_EQ(err({"--probe", "torchvision:resnet50", "--batch", "8", "--summary", "s.txt", "--", "x"}),
+            "give either --probe or --summary, not both");
+  EXPECT_EQ(err({"--probe", "torchvision:resnet50", "--batch", "8", "--estimate", "horus", "--", "x"}),
+            "--estimate 'horus' does not use --probe (use trace or faketensor)");
+  EXPECT_THAT(err({"--probe", "torchvision:resnet50", "--batch", "8", "--optimizer", "lamb", "--", "x"}),
+              HasSubstr("--optimizer 'lamb'"));
+  EXPECT_THAT(err({"--probe", "torchvision:resnet50", "--batch", "8", "--input", "3x0", "--", "x"}),
+              HasSubstr("--input '3x0'"));
+}
+
 }  // namespace
 }  // namespace colo::cli

@@ -8,7 +8,7 @@ namespace colo {
 namespace {
 
 TEST(JobState, NamesRoundTrip) {
-  for (int i = 0; i <= static_cast<int>(JobState::Cancelled); ++i) {
+  for (int i = 0; i <= static_cast<int>(JobState::Estimating); ++i) {
     const auto s = static_cast<JobState>(i);
     EXPECT_EQ(job_state_from_string(to_string(s)), s);
   }
@@ -59,6 +59,26 @@ TEST(JobState, FailedLaunchReturnsToQueueWithoutAnAttempt) {
   transition(j, JobState::Placed);
   transition(j, JobState::Queued);
   EXPECT_EQ(j.attempts, 0);
+}
+
+}  // namespace
+}  // namespace colo
+
+namespace colo {
+namespace {
+
+// A probed job waits in estimating, then queues (the probe's answer or its fallback); it can be
+// cancelled there, but never placed or run before it has a need to plan with.
+TEST(JobState, EstimatingOnlyQueuesOrIsCancelled) {
+  Job j;
+  j.state = JobState::Estimating;
+  EXPECT_FALSE(can_transition(JobState::Estimating, JobState::Placed));
+  EXPECT_FALSE(can_transition(JobState::Estimating, JobState::Running));
+  EXPECT_TRUE(can_transition(JobState::Estimating, JobState::Cancelled));
+  transition(j, JobState::Queued);
+  EXPECT_EQ(j.state, JobState::Queued);
+  EXPECT_FALSE(can_transition(JobState::Queued, JobState::Estimating));
+  EXPECT_EQ(job_state_from_string("estimating"), JobState::Estimating);
 }
 
 }  // namespace

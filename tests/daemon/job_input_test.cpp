@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -119,6 +120,48 @@ TEST(SubmitRequestJson, RoundTripsAndValidates) {
   EXPECT_THROW(submit_request_from_json(nlohmann::json{{"argv", {"x"}}, {"workdir", "relative"}}), UserError);
   EXPECT_THROW(submit_request_from_json(nlohmann::json{{"argv", {"x"}}, {"env", {{"COLO_JOB_ID", "1"}}}}), UserError);
   EXPECT_THROW(submit_request_from_json(nlohmann::json{{"argv", nlohmann::json::array()}}), UserError);
+}
+
+// colo submit --probe: the probe request travels to colod and is checked there as strictly.
+TEST(SubmitRequestJson, ProbeRequestRoundTripsAndBadOnesAreRefusedByName) {
+  SubmitRequest r;
+  r.argv = {"/bin/true"};
+  estimate::ProbeRequest p;
+  p.model = "torchvision:resnet50";
+  p.batch = 128;
+  p.optimizer = "adamw";
+  p.amp = "bf16";
+  p.checkpointing = true;
+  r.probe = p;
+  r.probe_estimator = "faketensor";
+  const SubmitRequest back = submit_request_from_json(to_json(r));
+  ASSERT_TRUE(back.probe);
+  EXPECT_EQ(back.probe->to_json(), p.to_json());
+  EXPECT_EQ(back.probe_estimator, "faketensor");
+  auto error_for = [](nlohmann::json j) -> std::string {
+    try {
+      submit_request_from_json(j);
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  const nlohmann::json base = {{"argv", {"/bin/true"}}};
+  nlohmann::json j = base;
+  j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 8}, {"shell", "rm -rf /"}};
+  EXPECT_EQ(error_for(j), "field 'probe': unknown probe field 'shell'");
+  j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", "8"}};
+  EXPECT_THAT(error_for(j), ::testing::HasSubstr("field 'probe': malformed probe request"));
+  j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 0}};
+  EXPECT_THAT(error_for(j), ::testing::HasSubstr("--batch 0 is out of range"));
+  j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 8}, {"optimizer", "lion"}};
+  EXPECT_THAT(error_for(j), ::testing::HasSubstr("--optimizer 'lion'"));
+  j = base;
+  j["probe_estimator"] = "trace";
+  EXPECT_THAT(error_for(j), ::testing::HasSubstr("given without 'probe'"));
+  j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 8}};
+  j["probe_estimator"] = "allocsim";
+  EXPECT_THAT(error_for(j), ::testing::HasSubstr("expected 'trace' or 'faketensor'"));
 }
 
 // nlohmann keeps the last of two equal keys; a request body must not say two things at once.

@@ -1,6 +1,6 @@
 // Hand-worked allocation sequences; each comment derives the expected numbers from the rules in
 // caching_allocator.h (PyTorch's CUDACachingAllocator.cpp).
-#include "estimate/caching_allocator.h"
+#include "estimate/allocator/caching_allocator.h"
 
 #include <gtest/gtest.h>
 

@@ -9,13 +9,13 @@
 #include <set>
 
 #include "core/error.h"
-#include "estimate/allocsim.h"
-#include "estimate/calibration_fit.h"
-#include "estimate/dataset.h"
+#include "estimate/allocator/allocsim.h"
+#include "estimate/calibration/calibration_fit.h"
+#include "estimate/evaluation/dataset.h"
 #include "estimate/estimator.h"
-#include "estimate/evaluation.h"
-#include "estimate/parsers.h"
-#include "estimate/training_trace.h"
+#include "estimate/evaluation/evaluation.h"
+#include "estimate/graph/parsers.h"
+#include "estimate/allocator/training_trace.h"
 
 namespace colo::estimate {
 namespace {

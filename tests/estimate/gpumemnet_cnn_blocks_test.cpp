@@ -5,10 +5,10 @@
 
 #include <algorithm>
 
-#include "estimate/allocsim.h"
-#include "estimate/gpumemnet_cnn_blocks.h"
-#include "estimate/parsers.h"
-#include "estimate/training_trace.h"
+#include "estimate/allocator/allocsim.h"
+#include "estimate/graph/gpumemnet_cnn_blocks.h"
+#include "estimate/graph/parsers.h"
+#include "estimate/allocator/training_trace.h"
 
 namespace colo::estimate {
 namespace {

@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "estimate/dataset.h"
-#include "estimate/gpumemnet_dataset.h"
+#include "estimate/evaluation/dataset.h"
+#include "estimate/gpumemnet/gpumemnet_dataset.h"
 
 namespace colo::estimate {
 namespace {

@@ -7,9 +7,9 @@
 
 #include "core/error.h"
 #include "estimate/estimator.h"
-#include "estimate/gpumemnet.h"
-#include "estimate/gpumemnet_dataset.h"
-#include "estimate/gpumemnet_metrics.h"
+#include "estimate/gpumemnet/gpumemnet.h"
+#include "estimate/gpumemnet/gpumemnet_dataset.h"
+#include "estimate/gpumemnet/gpumemnet_metrics.h"
 
 namespace colo::estimate {
 namespace {

@@ -6,7 +6,7 @@
 #include <numbers>
 
 #include "core/error.h"
-#include "estimate/gpumemnet_features.h"
+#include "estimate/gpumemnet/gpumemnet_features.h"
 
 namespace colo::estimate {
 namespace {

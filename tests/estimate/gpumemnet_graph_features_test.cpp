@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <map>
 
-#include "estimate/dataset.h"
-#include "estimate/gpumemnet_dataset.h"
+#include "estimate/evaluation/dataset.h"
+#include "estimate/gpumemnet/gpumemnet_dataset.h"
 
 namespace colo::estimate {
 namespace {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "estimate/gpumemnet_metrics.h"
+#include "estimate/gpumemnet/gpumemnet_metrics.h"
 
 namespace colo::estimate {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "estimate/mlp_classifier.h"
+#include "estimate/gpumemnet/mlp_classifier.h"
 
 namespace colo::estimate {
 namespace {

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "estimate/gpumemnet_training.h"
+#include "estimate/gpumemnet/gpumemnet_training.h"
 
 namespace colo::estimate {
 namespace {

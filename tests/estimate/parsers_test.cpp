@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "estimate/parsers.h"
+#include "estimate/graph/parsers.h"
 
 namespace colo::estimate {
 namespace {

@@ -16,7 +16,7 @@
 #include "daemon/client/job_file.h"
 #include "daemon/client/job_request.h"
 #include "daemon/client/toml_nesting.h"
-#include "estimate/parsers.h"
+#include "estimate/graph/parsers.h"
 #include "fuzz_common.h"
 
 using ::testing::HasSubstr;

@@ -65,7 +65,7 @@ TEST(CliProbe, BadProbeRequestsGetOneLineErrors) {
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_EQ(r.out, "colo: error: probe of torchvision:no_such_net failed: torchvision has no model 'no_such_net'\n");
   r = run_colo_args("estimate --probe torchvision:resnet18 --batch 8 --input 3x-2 --estimator trace");
-  EXPECT_EQ(r.out, "colo: error: --input '3x-2': expected a shape like 3x224x224\n");
+  EXPECT_EQ(r.out, "colo: error: --input '3x-2': expected a shape like 3x224x224, each dimension 1..1048576\n");
   r = run_colo_args("estimate --probe torchvision:resnet18 --batch 8 --amp fp8 --estimator trace");
   EXPECT_EQ(r.out, "colo: error: --amp 'fp8': expected fp16, bf16 or none\n");
   r = run_colo_args("estimate --probe torchvision:resnet18 --batch 8 --estimator allocsim");

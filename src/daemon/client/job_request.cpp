@@ -69,6 +69,10 @@ json to_json(const SubmitRequest& r) {
   j["workdir"] = r.workdir;
   j["env"] = r.env;
   j["fingerprint_inputs"] = r.fingerprint_inputs;
+  if (r.probe) {
+    j["probe"] = r.probe->to_json();
+    j["probe_estimator"] = r.probe_estimator;
+  }
   return j;
 }
 
@@ -77,7 +81,8 @@ SubmitRequest submit_request_from_json(const json& j) {
   if (json_nested_deeper_than(j, kMaxJsonNesting))
     throw UserError(fmt::format("request body: JSON nested deeper than {} levels", kMaxJsonNesting));
   static const std::vector<std::string> known = {"name", "argv", "gpus", "mem_mib", "mem_source",
-                                                 "mem_explanation", "workdir", "env", "fingerprint_inputs"};
+                                                 "mem_explanation", "workdir", "env", "fingerprint_inputs",
+                                                 "probe", "probe_estimator"};
   for (const auto& [k, v] : j.items())
     if (std::find(known.begin(), known.end(), k) == known.end())
       throw UserError(fmt::format("unknown field '{}'", k));
@@ -127,6 +132,13 @@ SubmitRequest submit_request_from_json(const json& j) {
   if (j.contains("fingerprint_inputs")) {
     if (!j.at("fingerprint_inputs").is_object()) bad("fingerprint_inputs", "expected an object");
     r.fingerprint_inputs = j.at("fingerprint_inputs");
+  }
+  if (j.contains("probe") && !j.at("probe").is_null()) r.probe = estimate::ProbeRequest::from_json(j.at("probe"), "field 'probe'");
+  if (j.contains("probe_estimator")) {
+    r.probe_estimator = get_string(j, "probe_estimator", 20);
+    if (r.probe_estimator != "trace" && r.probe_estimator != "faketensor")
+      bad("probe_estimator", "expected 'trace' or 'faketensor'");
+    if (!r.probe) bad("probe_estimator", "given without 'probe'");
   }
   if (r.name.empty()) {
     const std::string& p = r.argv[0];

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/units.h"
+#include "estimate/trace/probe_runner.h"
 
 namespace colo::daemon {
 
@@ -26,6 +27,10 @@ struct SubmitRequest {
   // What besides argv identifies "the same job" for the history estimator: estimator name,
   // summary digest, batch, optimizer, … (the CLI fills it).
   nlohmann::json fingerprint_inputs = nlohmann::json::object();
+  // colo submit --probe: colod runs the probe (as the submitter) and estimates with
+  // probe_estimator ("trace" or "faketensor"); mem_mib, if any, is the fallback.
+  std::optional<estimate::ProbeRequest> probe;
+  std::string probe_estimator = "trace";
 };
 
 nlohmann::json to_json(const SubmitRequest& r);

@@ -1,5 +1,5 @@
 #include "daemon/client/rad_file.h"
-#include "estimate/summary_file.h"
+#include "estimate/graph/summary_file.h"
 
 #include <cctype>
 #include <cmath>

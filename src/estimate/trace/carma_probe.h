@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "estimate/dataset.h"
+#include "estimate/evaluation/dataset.h"
 #include "estimate/trace/probe_runner.h"
 
 namespace colo::estimate {

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <grp.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -82,18 +84,24 @@ std::vector<std::string> ProbeRequest::arguments() const {
     throw UserError(fmt::format("--input-dtype '{}': expected float32, float16, bfloat16, float64, int64 or int32", one_line(dtype)));
   if (num_classes < 0 || num_classes > (1ll << 31)) throw UserError("--num-classes is out of range");
   if (!input.empty()) {
+    // Dimensions 1..1048576 (what the probe accepts), at most 8 of them.
     std::size_t dims = 0, digits = 0;
+    std::int64_t value = 0;
+    auto bad = [&] { return UserError(fmt::format("--input '{}': expected a shape like 3x224x224, each dimension 1..1048576",
+                                                  one_line(input))); };
     for (char c : input) {
       if (c >= '0' && c <= '9') {
-        if (++digits > 7) throw UserError(fmt::format("--input '{}': a dimension is too large", one_line(input)));
-      } else if (c == 'x' && digits > 0) {
+        value = value * 10 + (c - '0');
+        if (++digits > 7 || value > (1 << 20)) throw bad();
+      } else if (c == 'x' && digits > 0 && value > 0) {
         digits = 0;
+        value = 0;
         ++dims;
       } else {
-        throw UserError(fmt::format("--input '{}': expected a shape like 3x224x224", one_line(input)));
+        throw bad();
       }
     }
-    if (digits == 0 || dims > 7) throw UserError(fmt::format("--input '{}': expected a shape like 3x224x224", one_line(input)));
+    if (digits == 0 || value == 0 || dims > 7) throw bad();
   }
   std::vector<std::string> a = {"--model", model, "--batch", std::to_string(batch), "--optimizer", optimizer,
                                 "--amp", amp, "--foreach", foreach};
@@ -113,6 +121,10 @@ nlohmann::json ProbeRequest::to_json() const {
 
 ProbeRequest ProbeRequest::from_json(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) throw UserError(where + ": probe request must be an object");
+  for (const auto& [key, value] : j.items())
+    if (!one_of(key, {"model", "input", "dtype", "num_classes", "batch", "optimizer", "amp", "checkpointing",
+                      "set_to_none", "foreach"}))
+      throw UserError(fmt::format("{}: unknown probe field '{}'", where, one_line(key)));
   ProbeRequest r;
   try {
     r.model = j.at("model").get<std::string>();
@@ -126,7 +138,7 @@ ProbeRequest ProbeRequest::from_json(const nlohmann::json& j, const std::string&
     r.set_to_none = j.value("set_to_none", true);
     r.foreach = j.value("foreach", std::string("auto"));
   } catch (const nlohmann::json::exception&) {
-    throw UserError(where + ": malformed probe request");
+    throw UserError(where + ": malformed probe request (model and batch are required; strings, integers, booleans)");
   }
   r.arguments();  // validates
   return r;
@@ -146,10 +158,108 @@ std::string probe_package_dir() {
                   "/python, /usr/share/colo/python)");
 }
 
-ProbeRun run_probe(const ProbeRequest& req, const ProbeLimits& limits) {
+namespace {
+
+struct ProbeCommand {
+  std::vector<std::string> argv, env;
+};
+
+ProbeCommand probe_command(const ProbeRequest& req, const std::string& out_path, const ProbeIdentity* who) {
   const auto args = req.arguments();
-  const std::string python = probe_python();
-  const std::string pkg = probe_package_dir();
+  ProbeCommand c;
+  c.argv = {probe_python(), "-m", "colo_probe"};
+  c.argv.insert(c.argv.end(), args.begin(), args.end());
+  c.argv.insert(c.argv.end(), {"--out", out_path});
+  if (who) {
+    c.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + (who->home.empty() ? std::string("/") : who->home),
+             "USER=" + who->user, "LOGNAME=" + who->user, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"};
+  } else {
+    for (char** e = environ; *e; ++e)
+      if (std::strncmp(*e, "PYTHONPATH=", 11) != 0) c.env.emplace_back(*e);
+  }
+  c.env.push_back("PYTHONPATH=" + probe_package_dir());
+  c.env.push_back("CUDA_VISIBLE_DEVICES=");  // CPU only, whatever the host has
+  return c;
+}
+
+[[noreturn]] void child_fail(const char* what) {
+  char msg[160] = "colo_probe: error: cannot start the probe: ";
+  std::strncat(msg, what, sizeof msg - std::strlen(msg) - 2);
+  std::strncat(msg, "\n", sizeof msg - std::strlen(msg) - 1);
+  [[maybe_unused]] auto n = ::write(2, msg, std::strlen(msg));
+  ::_exit(127);
+}
+
+}  // namespace
+
+int spawn_probe(const ProbeRequest& req, const ProbeLimits& limits, const ProbeSpawn& how) {
+  ProbeCommand cmd = probe_command(req, how.out_fd >= 0 ? "/dev/fd/3" : how.out_path, how.identity);
+  std::vector<char*> argv, envp;
+  for (auto& s : cmd.argv) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  for (auto& s : cmd.env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  // Everything the child needs is computed here: between fork and exec it only makes system calls.
+  std::vector<gid_t> groups;
+  const ProbeIdentity* who = how.identity;
+  if (who) {
+    if (who->uid < 0 || who->gid < 0) throw UserError("probe: no identity to run as");
+    int n = 64;
+    groups.resize(static_cast<std::size_t>(n));
+    if (::getgrouplist(who->user.c_str(), static_cast<gid_t>(who->gid), groups.data(), &n) < 0) {
+      groups.resize(static_cast<std::size_t>(n));
+      if (::getgrouplist(who->user.c_str(), static_cast<gid_t>(who->gid), groups.data(), &n) < 0) n = 0;
+    }
+    groups.resize(static_cast<std::size_t>(std::max(n, 0)));
+    if (groups.empty()) groups.push_back(static_cast<gid_t>(who->gid));
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw UserError(fmt::format("probe: fork: {}", std::strerror(errno)));
+  if (pid > 0) return pid;
+  ::setpgid(0, 0);
+  if (how.err_fd >= 0) ::dup2(how.err_fd, 2);
+  const int devnull = ::open("/dev/null", O_RDWR);
+  if (devnull >= 0) {
+    ::dup2(devnull, 0);
+    ::dup2(devnull, 1);
+    if (how.err_fd < 0) ::dup2(devnull, 2);
+  }
+  if (how.out_fd >= 0 && ::dup2(how.out_fd, 3) != 3) child_fail("dup2");
+  ::close_range(how.out_fd >= 0 ? 4 : 3, ~0u, 0);  // none of the caller's descriptors leak in
+  if (who) {
+    if (::setgroups(groups.size(), groups.data()) != 0 && ::geteuid() == 0) child_fail("setgroups");
+    if (::setgid(static_cast<gid_t>(who->gid)) != 0) child_fail("setgid");
+    if (::setuid(static_cast<uid_t>(who->uid)) != 0) child_fail("setuid");
+    if (who->uid != 0 && ::setuid(0) == 0) child_fail("could not drop root");
+    // After the identity change (which clears it): die with colod.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(125);
+  }
+  rlimit as{limits.address_space_bytes, limits.address_space_bytes};
+  ::setrlimit(RLIMIT_AS, &as);
+  rlimit core{0, 0};
+  ::setrlimit(RLIMIT_CORE, &core);
+  if (!limits.workdir.empty() && ::chdir(limits.workdir.c_str()) != 0) child_fail("cannot enter the working directory");
+  ::execve(argv[0], argv.data(), envp.data());
+  if (std::strchr(argv[0], '/') == nullptr) ::execvpe(argv[0], argv.data(), envp.data());
+  child_fail("cannot run the Python interpreter");
+}
+
+std::string probe_failure(const ProbeRequest& req, int status, const std::string& err, const ProbeLimits& limits) {
+  if (WIFSIGNALED(status))
+    return fmt::format("probe of {} was killed by signal {}{}", one_line(req.model), WTERMSIG(status),
+                       WTERMSIG(status) == SIGKILL ? " (out of memory?)" : "");
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  std::string why = last_error_line(err);
+  if (why.empty()) why = fmt::format("exit status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  if (why.find("MemoryError") != std::string::npos || why.find("std::bad_alloc") != std::string::npos)
+    why += fmt::format(" (the probe's address-space limit is {} GiB)", limits.address_space_bytes >> 30);
+  return fmt::format("probe of {} failed: {}", one_line(req.model), one_line(why));
+}
+
+ProbeRun run_probe(const ProbeRequest& req, const ProbeLimits& limits) {
+  req.arguments();  // validates before anything is created
   char tmpl[] = "/tmp/colo-probe-XXXXXX";
   const int tfd = ::mkstemp(tmpl);
   if (tfd < 0) throw UserError(fmt::format("probe: cannot create a temporary file: {}", std::strerror(errno)));
@@ -160,48 +270,19 @@ ProbeRun run_probe(const ProbeRequest& req, const ProbeLimits& limits) {
     ~Cleanup() { ::unlink(p.c_str()); }
   } cleanup{out_path};
 
-  std::vector<std::string> argv_s = {python, "-m", "colo_probe"};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  argv_s.insert(argv_s.end(), {"--out", out_path});
-  std::vector<char*> argv;
-  for (auto& s : argv_s) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_s;
-  for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "PYTHONPATH=", 11) != 0) env_s.emplace_back(*e);
-  env_s.push_back("PYTHONPATH=" + pkg);
-  env_s.push_back("CUDA_VISIBLE_DEVICES=");  // CPU only, whatever the host has
-  std::vector<char*> envp;
-  for (auto& s : env_s) envp.push_back(s.data());
-  envp.push_back(nullptr);
-
   int errpipe[2];
   if (::pipe2(errpipe, O_CLOEXEC) != 0) throw UserError(fmt::format("probe: pipe: {}", std::strerror(errno)));
   const auto t0 = std::chrono::steady_clock::now();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
+  pid_t pid = -1;
+  try {
+    ProbeSpawn how;
+    how.err_fd = errpipe[1];
+    how.out_path = out_path;
+    pid = spawn_probe(req, limits, how);
+  } catch (...) {
     ::close(errpipe[0]);
     ::close(errpipe[1]);
-    throw UserError(fmt::format("probe: fork: {}", std::strerror(errno)));
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::dup2(errpipe[1], 2);
-    const int devnull = ::open("/dev/null", O_RDWR);
-    if (devnull >= 0) {
-      ::dup2(devnull, 0);
-      ::dup2(devnull, 1);
-    }
-    rlimit as{limits.address_space_bytes, limits.address_space_bytes};
-    ::setrlimit(RLIMIT_AS, &as);
-    rlimit core{0, 0};
-    ::setrlimit(RLIMIT_CORE, &core);
-    if (!limits.workdir.empty() && ::chdir(limits.workdir.c_str()) != 0) ::_exit(126);
-    ::execve(argv[0], argv.data(), envp.data());
-    if (std::strchr(argv[0], '/') == nullptr) ::execvpe(argv[0], argv.data(), envp.data());
-    const char msg[] = "colo_probe: error: cannot run the Python interpreter\n";
-    [[maybe_unused]] auto n = ::write(2, msg, sizeof msg - 1);
-    ::_exit(127);
+    throw;
   }
   ::close(errpipe[1]);
   // stderr is drained on a thread so a chatty probe cannot block on a full pipe.
@@ -229,16 +310,7 @@ ProbeRun run_probe(const ProbeRequest& req, const ProbeLimits& limits) {
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (timed_out)
     throw UserError(fmt::format("probe of {} timed out after {:.0f} s", one_line(req.model), limits.timeout_seconds));
-  if (WIFSIGNALED(status))
-    throw UserError(fmt::format("probe of {} was killed by signal {}{}", one_line(req.model), WTERMSIG(status),
-                                WTERMSIG(status) == SIGKILL ? " (out of memory?)" : ""));
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::string why = last_error_line(err);
-    if (why.empty()) why = fmt::format("exit status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    if (why.find("MemoryError") != std::string::npos || why.find("std::bad_alloc") != std::string::npos)
-      why += fmt::format(" (the probe's address-space limit is {} GiB)", limits.address_space_bytes >> 30);
-    throw UserError(fmt::format("probe of {} failed: {}", one_line(req.model), one_line(why)));
-  }
+  if (const std::string why = probe_failure(req, status, err, limits); !why.empty()) throw UserError(why);
   run.trace = load_probe_trace(out_path);
   run.trace.source = "probe " + req.model;
   return run;

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "estimate/trace/probe_trace.h"
 
 namespace colo::estimate {
@@ -38,12 +40,34 @@ struct ProbeLimits {
   std::string workdir;                              // "" = the current directory
 };
 
+// Who the probe runs as. colod runs it as the submitting user: supplementary groups, gid and uid
+// are dropped before exec, then the probe is tied to colod's life (PR_SET_PDEATHSIG), so a
+// killed daemon leaves no probe behind and a restarted one starts it again.
+// With an identity the probe also gets a clean environment (PATH, HOME, USER, LOGNAME, LANG), not
+// its parent's.
+struct ProbeIdentity {
+  std::int64_t uid = -1, gid = -1;
+  std::string user, home;
+};
+
+// A started probe (spawn_probe): its pid, which is also its process group.
+struct ProbeSpawn {
+  const ProbeIdentity* identity = nullptr;  // nullptr = as the caller
+  int err_fd = -1;                          // the probe's stderr (-1 = /dev/null)
+  int out_fd = -1;                          // >= 0: the trace goes to this descriptor (as /dev/fd/3)
+  std::string out_path;                     // when out_fd < 0: the trace file
+};
+int spawn_probe(const ProbeRequest& req, const ProbeLimits& limits, const ProbeSpawn& how);
+
+// The one-line reason a probe failed, from its wait status and stderr; "" when it succeeded.
+std::string probe_failure(const ProbeRequest& req, int wait_status, const std::string& err, const ProbeLimits& limits);
+
 struct ProbeRun {
   ProbeTrace trace;
   double seconds = 0;           // wall clock, including Python and PyTorch start-up
 };
 
-// Throws colo::UserError with the probe's one-line reason (bad model, PyTorch missing, timeout,
+// Runs the probe as the caller and waits. Throws colo::UserError with the probe's one-line reason (bad model, PyTorch missing, timeout,
 // killed, malformed trace).
 ProbeRun run_probe(const ProbeRequest& req, const ProbeLimits& limits = {});
 

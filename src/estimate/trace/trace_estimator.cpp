@@ -19,12 +19,14 @@ class TraceEstimator final : public Estimator {
     if (!req.trace) throw UserError("trace needs a probe trace (--probe MODEL or --trace FILE)");
     const auto profile = load_profile(req.gpu);
     const bool cudnn = trace_uses_cudnn(*req.trace);
-    const double context = profile.context_mib + (cudnn ? profile.cudnn_context_mib : 0.0);
+    const double context = profile.context_mib + (cudnn ? profile.cudnn_context_mib + profile.trace_cudnn_context_offset_mib
+                                                        : profile.trace_context_offset_mib);
+    const double margin = cudnn ? profile.trace_cudnn_safety_margin : profile.trace_safety_margin;
     auto opts = TraceReplayOptions::from_profile(profile);
     const double cap = static_cast<double>(profile.gpu_total_mib) - context;
     opts.capacity = cap > 0 ? static_cast<std::uint64_t>(cap * 1048576.0) : 0;
     const auto r = replay_probe_trace(*req.trace, opts);
-    double total = static_cast<double>(r.reserved_peak) / 1048576.0 * (1.0 + profile.trace_safety_margin) + context;
+    double total = static_cast<double>(r.reserved_peak) / 1048576.0 * (1.0 + margin) + context;
     if (r.out_of_memory) total = std::max(total, static_cast<double>(profile.gpu_total_mib) + 1);
     Estimate e;
     e.estimator = name();
@@ -34,7 +36,7 @@ class TraceEstimator final : public Estimator {
         "replayed {} probe events ({} steps, {} convs, {} matmuls): peak reserved {:.0f} MiB set by {} "
         "(allocated {:.0f}, live tensors {:.0f} MiB) x (1 + margin {:.3f}) + context {:.0f} MiB ({}){}",
         r.events, req.trace->steps, r.convs, r.matmuls, r.reserved_peak / 1048576.0, r.reserved_peak_at,
-        r.allocated_peak / 1048576.0, r.live_peak / 1048576.0, profile.trace_safety_margin, context,
+        r.allocated_peak / 1048576.0, r.live_peak / 1048576.0, margin, context,
         profile.name, r.out_of_memory ? "; does not fit the GPU" : "");
     return e;
   }

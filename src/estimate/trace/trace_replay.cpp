@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "estimate/caching_allocator.h"
+#include "estimate/allocator/caching_allocator.h"
 
 namespace colo::estimate {
 

@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 
-#include "estimate/calibration_profile.h"
+#include "estimate/calibration/calibration_profile.h"
 #include "estimate/trace/probe_trace.h"
 
 namespace colo::estimate {

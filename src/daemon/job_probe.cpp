@@ -1,0 +1,121 @@
+#include "daemon/job_probe.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/one_line.h"
+
+namespace colo::daemon {
+
+namespace {
+
+// A trace of two iterations of a very large model is a few MiB; anything past this is refused.
+constexpr off_t kMaxTraceFileBytes = off_t{256} << 20;
+
+int open_owned(const std::string& path, const estimate::ProbeIdentity& who) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) throw UserError(fmt::format("probe: cannot create {}: {}", path, std::strerror(errno)));
+  // The probe (the submitter) reopens its trace through /dev/fd/3, which checks the file's owner.
+  if (::geteuid() == 0 && ::fchown(fd, static_cast<uid_t>(who.uid), static_cast<gid_t>(who.gid)) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw UserError(fmt::format("probe: cannot hand {} to uid {}: {}", path, who.uid, std::strerror(e)));
+  }
+  return fd;
+}
+
+std::string read_fd(int fd, off_t max, bool tail) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  off_t from = 0, size = st.st_size;
+  if (size > max) {
+    if (!tail) throw UserError(fmt::format("probe: its trace is larger than {} MiB", max >> 20));
+    from = size - max;
+    size = max;
+  }
+  std::string out(static_cast<std::size_t>(size), '\0');
+  std::size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::pread(fd, out.data() + got, out.size() - got, from + static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  out.resize(got);
+  return out;
+}
+
+}  // namespace
+
+JobProbe::JobProbe(const estimate::ProbeRequest& req, const estimate::ProbeIdentity& who, const std::string& workdir,
+                   const std::string& dir, const ProbeSettings& settings, double now_mono)
+    : req_(req), settings_(settings), started_(now_mono) {
+  out_fd_ = open_owned(dir + "/probe.trace", who);
+  try {
+    err_fd_ = open_owned(dir + "/probe.err", who);
+    estimate::ProbeLimits limits;
+    limits.timeout_seconds = settings.timeout_seconds;
+    limits.address_space_bytes = settings.address_space_bytes;
+    limits.workdir = workdir;
+    estimate::ProbeSpawn how;
+    how.identity = &who;
+    how.err_fd = err_fd_;
+    how.out_fd = out_fd_;
+    pid_ = estimate::spawn_probe(req, limits, how);
+  } catch (...) {
+    ::close(out_fd_);
+    if (err_fd_ >= 0) ::close(err_fd_);
+    throw;
+  }
+}
+
+JobProbe::~JobProbe() {
+  if (!reaped_) kill();  // the daemon's reaper collects it
+  ::close(out_fd_);
+  ::close(err_fd_);
+}
+
+void JobProbe::kill() {
+  if (pid_ > 0) ::kill(-pid_, SIGKILL);
+}
+
+bool JobProbe::kill_if_expired(double now_mono) {
+  if (timed_out_ || now_mono - started_ < settings_.timeout_seconds) return false;
+  timed_out_ = true;
+  kill();
+  return true;
+}
+
+JobProbe::Outcome JobProbe::finish(int wait_status, double now_mono) {
+  reaped_ = true;
+  ::kill(-pid_, SIGKILL);  // whatever the probe left behind in its group
+  Outcome o;
+  o.seconds = now_mono - started_;
+  estimate::ProbeLimits limits;
+  limits.address_space_bytes = settings_.address_space_bytes;
+  if (timed_out_) {
+    o.failure = fmt::format("probe of {} timed out after {:.0f} s", one_line(req_.model), settings_.timeout_seconds);
+    return o;
+  }
+  o.failure = estimate::probe_failure(req_, wait_status, read_fd(err_fd_, 64 << 10, true), limits);
+  if (!o.failure.empty()) return o;
+  try {
+    auto trace = estimate::parse_probe_trace(read_fd(out_fd_, kMaxTraceFileBytes, false), "probe trace");
+    trace.source = "probe " + req_.model;
+    o.trace = std::move(trace);
+  } catch (const UserError& e) {
+    o.failure = fmt::format("probe of {} wrote no usable trace: {}", one_line(req_.model), one_line(e.what()));
+  }
+  return o;
+}
+
+}  // namespace colo::daemon

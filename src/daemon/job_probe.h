@@ -1,0 +1,53 @@
+#pragma once
+// One probe colod runs for a job submitted with `colo submit --probe` (the job waits in the
+// estimating state). The probe runs the user's model code, so it runs as the submitter, in the
+// job's working directory, with a clean environment, a wall-clock deadline and an address-space
+// limit, and dies with colod (a restarted colod starts it again). Its trace and stderr go to
+// files in the job's directory that colod created and holds open: the probe is handed
+// descriptors, and colod reads back through them, never through a path the user could swap.
+#include <optional>
+#include <string>
+
+#include "estimate/trace/probe_runner.h"
+#include "estimate/trace/probe_trace.h"
+
+namespace colo::daemon {
+
+struct ProbeSettings {
+  double timeout_seconds = 300;
+  std::uint64_t address_space_bytes = 32ull << 30;
+};
+
+class JobProbe {
+ public:
+  // Starts the probe. Throws colo::UserError when it cannot be started (no Python, no package,
+  // the files cannot be created).
+  JobProbe(const estimate::ProbeRequest& req, const estimate::ProbeIdentity& who, const std::string& workdir,
+           const std::string& dir, const ProbeSettings& settings, double now_mono);
+  ~JobProbe();
+  JobProbe(const JobProbe&) = delete;
+  JobProbe& operator=(const JobProbe&) = delete;
+
+  int pid() const { return pid_; }
+  // Past the deadline: the probe's process group is killed (the exit is collected as usual).
+  bool kill_if_expired(double now_mono);
+  void kill();
+
+  struct Outcome {
+    std::optional<estimate::ProbeTrace> trace;  // set when the probe succeeded
+    std::string failure;                         // one line, when it did not
+    double seconds = 0;
+  };
+  // The probe exited with `wait_status`: its trace, or why there is none.
+  Outcome finish(int wait_status, double now_mono);
+
+ private:
+  estimate::ProbeRequest req_;
+  ProbeSettings settings_;
+  int pid_ = -1;
+  int out_fd_ = -1, err_fd_ = -1;
+  double started_ = 0;
+  bool timed_out_ = false, reaped_ = false;
+};
+
+}  // namespace colo::daemon

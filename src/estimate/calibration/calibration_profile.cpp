@@ -1,0 +1,125 @@
+#include "estimate/calibration/calibration_profile.h"
+
+#include <cstdlib>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace colo::estimate {
+
+std::string CalibrationProfile::to_json() const {
+  nlohmann::ordered_json j;
+  j["gpu"] = gpu;
+  j["name"] = name;
+  j["gpu_total_mib"] = gpu_total_mib;
+  j["context_mib"] = context_mib;
+  j["cudnn_context_mib"] = cudnn_context_mib;
+  j["safety_margin"] = safety_margin;
+  j["cudnn_safety_margin"] = cudnn_safety_margin;
+  j["cublas_workspace_mib"] = cublas_workspace_mib;
+  j["conv_workspace_mib"] = conv_workspace_mib;
+  j["conv_workspace_ratio"] = conv_workspace_ratio;
+  j["strided_conv_workspace_ratio"] = strided_conv_workspace_ratio;
+  j["trace_conv_workspace_mib"] = trace_conv_workspace_mib;
+  j["trace_conv_workspace_ratio"] = trace_conv_workspace_ratio;
+  j["trace_strided_conv_workspace_ratio"] = trace_strided_conv_workspace_ratio;
+  j["trace_safety_margin"] = trace_safety_margin;
+  j["trace_cudnn_safety_margin"] = trace_cudnn_safety_margin;
+  j["trace_context_offset_mib"] = trace_context_offset_mib;
+  j["trace_cudnn_context_offset_mib"] = trace_cudnn_context_offset_mib;
+  j["trace_fitted_on"] = trace_fitted_on;
+  j["fitted_on"] = fitted_on;
+  j["fit_command"] = fit_command;
+  return j.dump(2) + "\n";
+}
+
+CalibrationProfile CalibrationProfile::from_json(const std::string& text, const std::string& source) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UserError(source + ":1: not valid JSON (" + std::string(e.what()) + ")");
+  }
+  if (!j.is_object()) throw UserError(source + ":1: a calibration profile is a JSON object");
+  CalibrationProfile p;
+  auto num = [&](const char* key, double& out, bool required) {
+    if (!j.contains(key)) {
+      if (required) throw UserError(source + ":1: missing field '" + std::string(key) + "'");
+      return;
+    }
+    if (!j[key].is_number()) throw UserError(source + ":1: field '" + std::string(key) + "' is not a number");
+    out = j[key].get<double>();
+    if (out < 0) throw UserError(source + ":1: field '" + std::string(key) + "' is negative");
+  };
+  auto str = [&](const char* key, std::string& out) {
+    if (j.contains(key) && j[key].is_string()) out = j[key].get<std::string>();
+  };
+  str("gpu", p.gpu);
+  str("name", p.name);
+  str("fitted_on", p.fitted_on);
+  str("fit_command", p.fit_command);
+  double total = 0;
+  num("gpu_total_mib", total, true);
+  p.gpu_total_mib = static_cast<MiB>(total);
+  num("context_mib", p.context_mib, true);
+  num("cublas_workspace_mib", p.cublas_workspace_mib, false);
+  num("cudnn_context_mib", p.cudnn_context_mib, false);
+  num("safety_margin", p.safety_margin, false);
+  num("cudnn_safety_margin", p.cudnn_safety_margin, false);
+  num("conv_workspace_mib", p.conv_workspace_mib, false);
+  num("conv_workspace_ratio", p.conv_workspace_ratio, false);
+  p.strided_conv_workspace_ratio = p.conv_workspace_ratio;
+  num("strided_conv_workspace_ratio", p.strided_conv_workspace_ratio, false);
+  num("trace_conv_workspace_mib", p.trace_conv_workspace_mib, false);
+  num("trace_conv_workspace_ratio", p.trace_conv_workspace_ratio, false);
+  p.trace_strided_conv_workspace_ratio = p.trace_conv_workspace_ratio;
+  num("trace_strided_conv_workspace_ratio", p.trace_strided_conv_workspace_ratio, false);
+  num("trace_safety_margin", p.trace_safety_margin, false);
+  num("trace_cudnn_safety_margin", p.trace_cudnn_safety_margin, false);
+  // Offsets may be negative, but never take the context below zero.
+  auto offset = [&](const char* key, double& out, double context) {
+    if (!j.contains(key)) return;
+    if (!j[key].is_number()) throw UserError(source + ":1: field '" + std::string(key) + "' is not a number");
+    out = j[key].get<double>();
+    if (!std::isfinite(out) || out < -context || out > 1e6)
+      throw UserError(source + ":1: field '" + std::string(key) + "' is out of range");
+  };
+  offset("trace_context_offset_mib", p.trace_context_offset_mib, p.context_mib);
+  offset("trace_cudnn_context_offset_mib", p.trace_cudnn_context_offset_mib, p.context_mib + p.cudnn_context_mib);
+  str("trace_fitted_on", p.trace_fitted_on);
+  return p;
+}
+
+std::string profile_path(const std::string& gpu) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> dirs;
+  if (const char* d = std::getenv("COLO_CALIBRATION_DIR")) dirs.emplace_back(d);
+  dirs.emplace_back("calibration");
+  dirs.emplace_back(fs::path(COLO_SOURCE_DIR) / "calibration");
+  for (const auto& d : dirs) {
+    fs::path p = d / (gpu + ".json");
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  return {};
+}
+
+CalibrationProfile load_profile(const std::string& gpu) {
+  if (gpu.empty() || gpu.find('/') != std::string::npos)
+    throw UserError("bad GPU profile name '" + gpu + "'");
+  const std::string path = profile_path(gpu);
+  if (path.empty())
+    throw UserError("no calibration profile for GPU '" + gpu + "' (looked for " + gpu +
+                    ".json in $COLO_CALIBRATION_DIR, ./calibration and " + COLO_SOURCE_DIR + "/calibration)");
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return CalibrationProfile::from_json(ss.str(), path);
+}
+
+}  // namespace colo::estimate

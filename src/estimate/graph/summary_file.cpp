@@ -1,0 +1,24 @@
+#include "estimate/graph/summary_file.h"
+
+#include <cctype>
+
+namespace colo::estimate {
+
+namespace {
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+}  // namespace
+
+std::optional<std::filesystem::path> find_summary_file(const std::filesystem::path& dir, const std::string& name) {
+  std::error_code ec;
+  if (name.empty()) return std::nullopt;
+  if (std::filesystem::is_regular_file(dir / name, ec)) return dir / name;
+  const std::string want = lower(name);
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.is_regular_file(ec) && lower(e.path().filename().string()) == want) return e.path();
+  return std::nullopt;
+}
+
+}  // namespace colo::estimate

@@ -1,0 +1,202 @@
+// colo submit --probe end to end: colod runs the real CPU-only probe (python/colo_probe on
+// Debian's python3-torch) for the job, as the submitter, with a deadline; the job waits in
+// "estimating" and queues with the trace estimate, or with its fallback (--mem, else unknown).
+// Every wait is on observed state (the job's recorded state, a file the model file writes, a
+// process that is gone), never on a guessed duration.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "daemon_harness.h"
+
+namespace colo::daemon::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// Model files the probe loads; `dir` is readable by every user (the probe may run as nobody).
+// MARK, when the test sets it, is a directory the model file reports into.
+std::string write_models(const std::string& dir, const std::string& mark) {
+  std::filesystem::create_directories(dir);
+  ::chmod(dir.c_str(), 0755);
+  std::ofstream(dir + "/models.py") << R"(import os, time
+import torch.nn as nn
+MARK = ")" << mark << R"("
+
+def _net():
+    return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
+
+def not_root():
+    if os.getuid() == 0:
+        raise RuntimeError("the probe runs as root")
+    return _net()
+
+def broken():
+    raise ValueError("this model cannot be built")
+
+def hang():
+    with open(os.path.join(MARK, "hang.pid"), "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(3600)
+
+def hang_once():
+    # The first probe hangs (colod is killed meanwhile); the one a restarted colod starts builds.
+    first = os.path.join(MARK, "first.pid")
+    if not os.path.exists(first):
+        with open(first + ".tmp", "w") as f:
+            f.write(str(os.getpid()))
+        os.rename(first + ".tmp", first)
+        time.sleep(3600)
+    return _net()
+)";
+  ::chmod((dir + "/models.py").c_str(), 0644);
+  return dir;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool process_gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
+
+// Processes whose working directory is `dir` (the probe runs in the job's working directory).
+int processes_in(const std::string& dir) {
+  int n = 0;
+  std::error_code ec;
+  const auto want = std::filesystem::canonical(dir, ec);
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code ec2;
+    const auto cwd = std::filesystem::read_symlink(e.path() / "cwd", ec2);
+    if (!ec2 && cwd == want) ++n;
+  }
+  return n;
+}
+
+bool has_event(const json& j, const std::string& kind) {
+  for (const json& e : j.at("events"))
+    if (e.at("kind") == kind) return true;
+  return false;
+}
+
+TEST(ColodProbe, ProbeRunsAsTheSubmitterAndTheJobPlansWithItsTraceEstimate) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to submit as another user";
+  TempDir dir;
+  const std::string models = write_models(dir.path() + "/models", dir.path());
+  ColodProcess d(dir.path(), "1x40GiB");
+  const RunResult sub = d.colo({"submit", "--workdir", models, "--probe", "models.py:not_root", "--input", "64",
+                                "--batch", "32", "--optimizer", "adamw", "--", "/bin/true"},
+                               65534);
+  ASSERT_EQ(sub.rc, 0) << sub.err;
+  const std::uint64_t id = std::stoull(sub.out);
+  const json j = d.wait_terminal(id, 120s);
+  EXPECT_EQ(j.at("state"), "done") << j.dump(2);
+  EXPECT_EQ(j.at("user"), "nobody");
+  EXPECT_EQ(j.at("need_source"), "trace") << j.dump(2);
+  const json& p = j.at("probe");
+  EXPECT_EQ(p.at("status"), "done") << j.dump(2);
+  EXPECT_EQ(p.at("runs"), 1);
+  EXPECT_EQ(p.at("request").at("optimizer"), "adamw");
+  EXPECT_EQ(p.at("estimate_mib"), j.at("need_mib"));
+  // The CUDA context (about 1.4 GiB in the A100 profile) + a few MiB of a two-layer MLP.
+  EXPECT_GT(j.at("need_mib").get<std::int64_t>(), 1000);
+  EXPECT_LT(j.at("need_mib").get<std::int64_t>(), 2000);
+  EXPECT_TRUE(has_event(j, "estimated")) << j.dump(2);
+  const RunResult show = d.colo({"show", std::to_string(id)});
+  EXPECT_NE(show.out.find("probe      models.py:not_root batch 32 adamw [trace]: done"), std::string::npos) << show.out;
+}
+
+TEST(ColodProbe, FailingProbeFallsBackToTheSubmittedMemoryWithItsReason) {
+  TempDir dir;
+  const std::string models = write_models(dir.path() + "/models", dir.path());
+  ColodProcess d(dir.path(), "1x40GiB");
+  const std::uint64_t id = d.submit({"--workdir", models, "--probe", "models.py:broken", "--batch", "8", "--input", "64",
+                                     "--mem", "2GiB", "--", "/bin/true"});
+  const json j = d.wait_terminal(id, 120s);
+  EXPECT_EQ(j.at("state"), "done") << j.dump(2);
+  EXPECT_EQ(j.at("need_mib"), 2048);
+  EXPECT_EQ(j.at("need_source"), "user");
+  EXPECT_EQ(j.at("probe").at("status"), "failed");
+  EXPECT_NE(j.at("need_explanation").get<std::string>().find("ValueError: this model cannot be built"), std::string::npos)
+      << j.dump(2);
+  EXPECT_TRUE(has_event(j, "probe-failed"));
+}
+
+TEST(ColodProbe, ProbePastItsDeadlineIsKilledAndTheNeedStaysUnknown) {
+  TempDir dir;
+  const std::string models = write_models(dir.path() + "/models", dir.path());
+  std::ofstream(dir.path() + "/colod.toml") << "[estimator]\nprobe_timeout_s = 2\n";
+  ColodProcess d(dir.path(), "1x40GiB", {"--config", dir.path() + "/colod.toml"});
+  const std::uint64_t id = d.submit({"--workdir", models, "--probe", "models.py:hang", "--batch", "8", "--input", "64",
+                                     "--", "/bin/true"});
+  const json j = d.wait_terminal(id, 120s);
+  EXPECT_EQ(j.at("state"), "done") << j.dump(2);
+  EXPECT_TRUE(j.at("need_mib").is_null());
+  EXPECT_EQ(j.at("probe").at("status"), "failed");
+  EXPECT_NE(j.at("probe").at("detail").get<std::string>().find("timed out after 2 s"), std::string::npos) << j.dump(2);
+  // Killed wherever it was (importing PyTorch, or in the model file): nothing is left running in
+  // the job's directory (the job itself, /bin/true, has ended).
+  EXPECT_TRUE(wait_until([&] { return processes_in(models) == 0; }, 30s)) << "the timed-out probe is still running";
+}
+
+TEST(ColodProbe, CancellingAnEstimatingJobKillsItsProbe) {
+  TempDir dir;
+  const std::string models = write_models(dir.path() + "/models", dir.path());
+  ColodProcess d(dir.path(), "1x40GiB");
+  const std::uint64_t id = d.submit({"--workdir", models, "--probe", "models.py:hang", "--batch", "8", "--input", "64",
+                                     "--", "/bin/true"});
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(dir.path() + "/hang.pid"); }, 120s));
+  const pid_t probe = std::stoi(read_file(dir.path() + "/hang.pid"));
+  EXPECT_EQ(d.colo_json({"show", std::to_string(id), "--json"}).at("state"), "estimating");
+  ASSERT_EQ(d.colo({"cancel", std::to_string(id)}).rc, 0);
+  const json j = d.wait_terminal(id, 60s);
+  EXPECT_EQ(j.at("state"), "cancelled");
+  EXPECT_EQ(j.at("attempt_count"), 0);
+  EXPECT_TRUE(wait_until([&] { return process_gone(probe); }, 30s)) << "the cancelled job's probe is still running";
+  EXPECT_TRUE(wait_until([&] { return d.colo_json({"show", std::to_string(id), "--json"}).at("probe").at("status") == "cancelled"; }, 30s));
+}
+
+TEST(ColodProbe, KilledDaemonTakesItsProbeAlongAndTheRestartedOneProbesAgain) {
+  TempDir dir;
+  const std::string models = write_models(dir.path() + "/models", dir.path());
+  ColodProcess d(dir.path(), "1x40GiB");
+  const std::uint64_t id = d.submit({"--workdir", models, "--probe", "models.py:hang_once", "--batch", "8", "--input", "64",
+                                     "--", "/bin/true"});
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(dir.path() + "/first.pid"); }, 120s));
+  const pid_t first = std::stoi(read_file(dir.path() + "/first.pid"));
+  d.kill9();
+  EXPECT_TRUE(wait_until([&] { return process_gone(first); }, 30s)) << "the probe outlived colod";
+  d.start();
+  const json j = d.wait_terminal(id, 120s);
+  EXPECT_EQ(j.at("state"), "done") << j.dump(2);
+  EXPECT_EQ(j.at("need_source"), "trace");
+  EXPECT_EQ(j.at("probe").at("runs"), 2);
+  EXPECT_EQ(j.at("attempt_count"), 1);  // the job itself ran once
+}
+
+TEST(ColodProbe, BadProbeRequestsAreRefusedBeforeAnythingIsQueued) {
+  TempDir dir;
+  ColodProcess d(dir.path(), "1x40GiB");
+  RunResult r = d.colo({"submit", "--probe", "torchvision:resnet18", "--", "/bin/true"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--probe needs --batch"), std::string::npos) << r.err;
+  r = d.colo({"submit", "--probe", "torchvision:resnet18", "--batch", "8", "--estimate", "allocsim", "--", "/bin/true"});
+  EXPECT_NE(r.err.find("--estimate 'allocsim' does not use --probe"), std::string::npos) << r.err;
+  r = d.colo({"submit", "--probe", "torchvision:resnet18", "--batch", "8", "--amp", "fp8", "--", "/bin/true"});
+  EXPECT_NE(r.err.find("--amp 'fp8'"), std::string::npos) << r.err;
+  EXPECT_TRUE(json::parse(d.colo({"queue", "--all", "--json"}).out).empty());
+}
+
+}  // namespace
+}  // namespace colo::daemon::testing
