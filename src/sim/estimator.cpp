@@ -10,6 +10,9 @@
 #include "core/error.h"
 #include "estimate/estimator.h"
 #include "estimate/graph/summary_file.h"
+#include "estimate/optimizer.h"
+#include "estimate/trace/carma_probe.h"
+#include "estimate/trace/probe_runner.h"
 
 namespace colo::sim {
 
@@ -40,6 +43,43 @@ Estimator live(std::string name, const EstimatorContext& ctx) {
   };
 }
 
+// The probe on each workload's own network (the carma workloads it can rebuild: torchvision
+// CNNs, the transformer model files), replayed by the trace estimator; once per distinct
+// (network, input, batch, optimizer). A workload the probe cannot rebuild falls back to the next
+// estimator, allocsim on its summary, and says so in the need's source.
+Estimator probed(std::string name, const EstimatorContext& ctx) {
+  auto cache = std::make_shared<std::map<std::string, MemoryNeed>>();
+  auto fallback = live("allocsim", ctx);
+  return [name = std::move(name), cache, fallback](const Workload& w) {
+    if (auto it = cache->find(w.name); it != cache->end()) return it->second;
+    estimate::DatasetRow row;
+    row.id = w.name;
+    row.model = w.model;
+    row.data = w.dataset;
+    row.batch = w.batch_size;
+    row.gpus = w.gpus;
+    if (!w.optimizer.empty()) row.optimizer = estimate::parse_optimizer(w.optimizer);
+    std::string why;
+    MemoryNeed need;
+    if (const auto req = estimate::carma_probe_request(row, why)) {
+      try {
+        const auto run = estimate::run_probe(*req);
+        estimate::EstimateRequest er;
+        er.batch = req->batch;
+        er.trace = &run.trace;
+        need = MemoryNeed::of(estimate::make_estimator(name)->estimate(er).mib, name);
+      } catch (const UserError& e) {
+        throw UserError(fmt::format("workload '{}': {}", w.name, e.what()));
+      }
+    } else {
+      need = fallback(w);
+      need.source = fmt::format("allocsim (no probe model: {})", why);
+    }
+    cache->emplace(w.name, need);
+    return need;
+  };
+}
+
 struct Registry {
   std::mutex mu;
   std::map<std::string, EstimatorFactory, std::less<>> factories;
@@ -61,6 +101,8 @@ struct Registry {
     // Live: computed by colo's own estimators from each workload's model summary.
     for (const char* name : {"allocsim", "gpumemnet"})
       factories[name] = [name](const EstimatorContext& ctx) { return live(name, ctx); };
+    // Live from the workload's own PyTorch network, probed on the CPU (python3-torch).
+    factories["trace"] = [](const EstimatorContext& ctx) { return probed("trace", ctx); };
   }
 };
 

@@ -34,7 +34,8 @@ using EstimatorFactory = std::function<Estimator(const EstimatorContext&)>;
 
 // Built in, from the catalog's columns: none (unknown need), oracle (measured_mib), horus,
 // faketensor, gpumemnet-csv (the prototype's published estimates; an empty cell = unknown).
-// Live, from each workload's summary file through src/estimate: allocsim, gpumemnet.
+// Live, from each workload's summary file through src/estimate: allocsim, gpumemnet; and trace,
+// from the workload's own network probed on the CPU (others fall back to allocsim).
 // Registering a name again replaces it.
 void register_estimator(std::string name, EstimatorFactory factory);
 // Throws colo::UserError naming the known estimators when `name` is not one of them.

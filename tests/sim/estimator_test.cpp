@@ -23,6 +23,24 @@ TEST(Estimator, CsvColumns) {
   EXPECT_EQ(ctx.summaries_dir.filename(), "summaries");
 }
 
+// trace: the workload's own network through the probe (python3-torch), once per workload; a
+// workload it cannot rebuild takes allocsim and says why.
+TEST(Estimator, TraceProbesTheWorkloadsNetworkAndFallsBackToAllocsim) {
+  const auto c = WorkloadCatalog::load(test::carma("workloads.csv"));
+  const auto ctx = estimator_context_for(test::carma("workloads.csv"));
+  const Estimator trace = make_estimator("trace", ctx);
+  const Workload& r18 = *c.find("resnet18_cifar100_20e_1");  // batch 32, adamw, measured 1960 MiB
+  const MemoryNeed t = trace(r18);
+  ASSERT_TRUE(t.known());
+  EXPECT_EQ(t.source, "trace");
+  EXPECT_NEAR(static_cast<double>(*t.mib), 1960.0, 0.15 * 1960);
+  EXPECT_EQ(*trace(r18).mib, *t.mib);  // cached, not probed again
+  const MemoryNeed x = trace(*c.find("Xception"));
+  ASSERT_TRUE(x.known());
+  EXPECT_THAT(x.source, ::testing::StartsWith("allocsim (no probe model"));
+  EXPECT_EQ(*x.mib, *make_estimator("allocsim", ctx)(*c.find("Xception")).mib);
+}
+
 TEST(Estimator, LiveEstimatorsReadTheWorkloadsSummary) {
   const auto c = WorkloadCatalog::load(test::carma("workloads.csv"));
   const auto ctx = estimator_context_for(test::carma("workloads.csv"));
