@@ -1,5 +1,9 @@
 """python3 -m colo_probe --model torchvision:resnet50 --input 3x224x224 --batch 128 --optimizer adam
-   [--amp fp16|bf16] [--checkpointing] [--out trace.txt]
+   [--amp fp16|bf16] [--checkpointing] [--data-parallel N] [--out trace.txt]
+
+--input: the per-sample shape of the default input, and what a model file's input_fn(batch,
+input_shape) receives (e.g. `--input 512`: sequence length 512; None when not given).
+--data-parallel N: torch.nn.DataParallel over N GPUs; the trace is GPU 0's (train.DataParallel).
 
 Exit status: 0 trace written; 2 bad arguments or model spec; 1 the probe failed (message on one line)."""
 import argparse
@@ -22,6 +26,16 @@ def _positive(text):
         raise argparse.ArgumentTypeError(f"'{text}' is not an integer")
     if v <= 0 or v > 1 << 31:
         raise argparse.ArgumentTypeError(f"{text} is out of range (1..2147483648)")
+    return v
+
+
+def _gpus(text):
+    try:
+        v = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer")
+    if v <= 0 or v > 256:
+        raise argparse.ArgumentTypeError(f"{text} is out of range (1..256)")
     return v
 
 
@@ -53,6 +67,8 @@ def parse(argv):
                    help="the optimizer's multi-tensor implementation; auto = what PyTorch 2 picks for CUDA tensors (on)")
     p.add_argument("--amp", choices=("none", "fp16", "bf16"), default="none")
     p.add_argument("--checkpointing", action="store_true", help="gradient checkpointing of each top-level child module")
+    p.add_argument("--data-parallel", type=_gpus, default=1, metavar="N",
+                   help="torch.nn.DataParallel over N GPUs (the whole batch); records GPU 0 (default 1)")
     p.add_argument("--no-set-to-none", action="store_true", help="zero_grad(set_to_none=False): gradients stay allocated")
     p.add_argument("--steps", type=_positive, default=2, help="training iterations to record (default 2)")
     p.add_argument("--out", default="-", help="trace file ('-' = stdout)")
@@ -87,11 +103,13 @@ def main(argv=None):
     header = {"model": args.model, "batch": args.batch, "optimizer": args.optimizer, "amp": args.amp,
               "checkpointing": args.checkpointing, "set_to_none": not args.no_set_to_none,
               "foreach": args.foreach, "input": list(args.input) if args.input else None,
+              "data_parallel": args.data_parallel,
               "dtype": args.dtype, "steps": args.steps, "torch": torch.__version__,
               "probe": __version__, "trace_version": TRACE_VERSION}
     opts = {"model": spec, "batch": args.batch, "optimizer": args.optimizer,
             "foreach": args.foreach != "off", "amp": args.amp, "checkpointing": args.checkpointing,
             "set_to_none": not args.no_set_to_none, "steps": args.steps, "out": args.out, "header": header,
+            "input_shape": args.input, "data_parallel": args.data_parallel,
             "input_fn": default_input_fn(args.input, dtype, args.num_classes) if args.input else None}
     try:
         rec = run_probe(opts)

@@ -28,7 +28,13 @@ def _dropout(input, p=0.5, training=True, inplace=False):
 class _FusedAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v):
-        out = torch.empty(q.shape[:-1] + (v.shape[-1],), dtype=q.dtype, device=q.device)
+        # The CUDA kernels write [batch, seq, heads, dim] and return it viewed as [batch, heads, seq,
+        # dim], so the model's usual transpose(1, 2).reshape(...) afterwards is free (no copy).
+        shape = q.shape[:-1] + (v.shape[-1],)
+        if q.dim() == 4:
+            out = torch.empty((shape[0], shape[2], shape[1], shape[3]), dtype=q.dtype, device=q.device).transpose(1, 2)
+        else:
+            out = torch.empty(shape, dtype=q.dtype, device=q.device)
         lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
         ctx.save_for_backward(q, k, v, out, lse)
         return out

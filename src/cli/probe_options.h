@@ -1,7 +1,7 @@
 #pragma once
 // The probe's flags, shared by `colo estimate` and `colo submit`:
 //   --probe MODEL [--input 3x224x224] [--input-dtype float32] [--num-classes N] [--amp fp16|bf16]
-//   [--checkpointing] [--no-set-to-none] [--foreach auto|on|off]
+//   [--checkpointing] [--no-set-to-none] [--foreach auto|on|off] [--data-parallel N]
 // (--batch and --optimizer are the commands' own flags and are copied in by the caller).
 #include <CLI/CLI.hpp>
 
@@ -20,6 +20,8 @@ inline void add_probe_flags(CLI::App* cmd, estimate::ProbeRequest& p) {
   cmd->add_option("--amp", p.amp, "probe: automatic mixed precision: none, fp16 (with GradScaler) or bf16")->capture_default_str();
   cmd->add_flag("--checkpointing", p.checkpointing, "probe: gradient checkpointing of each top-level child module");
   cmd->add_flag("--no-set-to-none{false}", p.set_to_none, "probe: zero_grad(set_to_none=False), gradients stay allocated");
+  add_int_flag(cmd, "--data-parallel", p.data_parallel, 1, 256,
+               "probe: torch.nn.DataParallel over N GPUs; the estimate is GPU 0's (it also gathers the outputs)", false);
   cmd->add_option("--foreach", p.foreach, "probe: optimizer implementation: auto (PyTorch 2's choice on CUDA: foreach), on, off")
       ->capture_default_str();
 }

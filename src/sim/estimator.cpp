@@ -58,6 +58,7 @@ Estimator probed(std::string name, const EstimatorContext& ctx) {
     row.data = w.dataset;
     row.batch = w.batch_size;
     row.gpus = w.gpus;
+    row.seq_len = w.seq_len.value_or(0);
     if (!w.optimizer.empty()) row.optimizer = estimate::parse_optimizer(w.optimizer);
     std::string why;
     MemoryNeed need;

@@ -165,6 +165,7 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
       if (!rec[c_meas].empty()) r.measured = to_int(rec[c_meas], loc, "measured_mib", 1, limits::kMaxGpuMiB);
       if (!rec[c_opt].empty()) r.optimizer = parse_optimizer(rec[c_opt]);
       const std::int64_t seq = rec[c_seq].empty() ? 0 : to_int(rec[c_seq], loc, "seq_len", 1, limits::kMaxSeqLen);
+      r.seq_len = seq;
       const std::string file = rec[c_sum];
       const auto found = find_summary_file(dir, file);
       if (!found) throw UserError(loc + ": summary '" + file + "' not found in " + dir.string());

@@ -33,6 +33,7 @@ struct DatasetRow {
   int gpus = 1;
   std::string model;                         // carma: the network (torchvision name where there is one)
   std::string data;                          // carma: the data set it trained on (imagenet, cifar100, wiki, ...)
+  std::int64_t seq_len = 0;                  // carma transformers: tokens per sample (0 = not stated)
 };
 
 // Throws colo::UserError (FILE:LINE: problem) on malformed rows.

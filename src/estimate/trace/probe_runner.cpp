@@ -83,6 +83,8 @@ std::vector<std::string> ProbeRequest::arguments() const {
   if (!dtype.empty() && !one_of(dtype, {"float32", "float16", "bfloat16", "float64", "int64", "int32"}))
     throw UserError(fmt::format("--input-dtype '{}': expected float32, float16, bfloat16, float64, int64 or int32", one_line(dtype)));
   if (num_classes < 0 || num_classes > (1ll << 31)) throw UserError("--num-classes is out of range");
+  if (data_parallel < 1 || data_parallel > 256)
+    throw UserError(fmt::format("--data-parallel {} is out of range (1..256 GPUs)", data_parallel));
   if (!input.empty()) {
     // Dimensions 1..1048576 (what the probe accepts), at most 8 of them.
     std::size_t dims = 0, digits = 0;
@@ -110,20 +112,21 @@ std::vector<std::string> ProbeRequest::arguments() const {
   if (num_classes > 0) a.insert(a.end(), {"--num-classes", std::to_string(num_classes)});
   if (checkpointing) a.emplace_back("--checkpointing");
   if (!set_to_none) a.emplace_back("--no-set-to-none");
+  if (data_parallel > 1) a.insert(a.end(), {"--data-parallel", std::to_string(data_parallel)});
   return a;
 }
 
 nlohmann::json ProbeRequest::to_json() const {
   return {{"model", model}, {"input", input}, {"dtype", dtype}, {"num_classes", num_classes},
           {"batch", batch}, {"optimizer", optimizer}, {"amp", amp}, {"checkpointing", checkpointing},
-          {"set_to_none", set_to_none}, {"foreach", foreach}};
+          {"set_to_none", set_to_none}, {"foreach", foreach}, {"data_parallel", data_parallel}};
 }
 
 ProbeRequest ProbeRequest::from_json(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) throw UserError(where + ": probe request must be an object");
   for (const auto& [key, value] : j.items())
     if (!one_of(key, {"model", "input", "dtype", "num_classes", "batch", "optimizer", "amp", "checkpointing",
-                      "set_to_none", "foreach"}))
+                      "set_to_none", "foreach", "data_parallel"}))
       throw UserError(fmt::format("{}: unknown probe field '{}'", where, one_line(key)));
   ProbeRequest r;
   try {
@@ -137,6 +140,7 @@ ProbeRequest ProbeRequest::from_json(const nlohmann::json& j, const std::string&
     r.checkpointing = j.value("checkpointing", false);
     r.set_to_none = j.value("set_to_none", true);
     r.foreach = j.value("foreach", std::string("auto"));
+    r.data_parallel = j.value("data_parallel", std::int64_t{1});
   } catch (const nlohmann::json::exception&) {
     throw UserError(where + ": malformed probe request (model and batch are required; strings, integers, booleans)");
   }

@@ -26,6 +26,7 @@ struct ProbeRequest {
   bool checkpointing = false;
   bool set_to_none = true;
   std::string foreach = "auto"; // auto, on, off
+  std::int64_t data_parallel = 1;  // torch.nn.DataParallel over this many GPUs (the trace is GPU 0's)
 
   // The probe's own command-line arguments (after `python3 -m colo_probe`). Throws colo::UserError
   // for a value the probe would refuse (checked here so the error names the colo flag).
