@@ -376,7 +376,8 @@ def _batch_rows(batch):
 def run_probe(opts):
     """opts: model spec (ModelSpec), batch, input_fn, optimizer, foreach, amp, checkpointing,
     set_to_none, steps, out, header; optional input_shape (given to a model file's
-    input_fn(batch, input_shape)) and data_parallel (GPUs, default 1). Returns the TraceWriter."""
+    input_fn(batch, input_shape)), data_parallel (GPUs, default 1) and prelude (called with the
+    model on the probe's GPU before the first iteration). Returns the TraceWriter."""
     t0 = time.perf_counter()
     rec = TraceWriter(opts["out"])
     rec.header(opts["header"])
@@ -405,6 +406,11 @@ def run_probe(opts):
         device = ProbeDevice()
         _DEVICE[0] = device
         with target_gpu_kernels(), device:
+            if opts.get("prelude") is not None:
+                # what the script runs on the GPU before training, e.g. a torchsummary forward
+                # (GPUMemNet's generator); it allocates and frees like any forward
+                rec.phase = "forward"
+                opts["prelude"](model)
             for step in range(1, opts["steps"] + 1):
                 rec.phase = "forward"
                 device.label = "input"
