@@ -7,7 +7,9 @@ these replacements, active only while probing, take the CUDA branch instead:
 - scaled_dot_product_attention: on an A100 the fused kernels (flash / memory-efficient) keep q, k, v,
   the output and a float32 log-sum-exp per query row, never the [batch, heads, seq, seq] matrix;
   PyTorch 1.13 has no SDPA at all. Model files call torch.nn.functional.scaled_dot_product_attention;
-  under the probe it is this function on every PyTorch version."""
+  under the probe it is this function on every PyTorch version.
+- mish: the CUDA kernel saves its input and its backward writes one gradient tensor; PyTorch 1.13's
+  meta path decomposes mish_backward into softplus, tanh, sigmoid and products, all full size."""
 import contextlib
 
 import torch
@@ -47,15 +49,32 @@ class _FusedAttention(torch.autograd.Function):
         return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
+class _Mish(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.empty_like(x)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        return torch.empty_like(grad_out)
+
+
+def _mish(input, inplace=False):
+    out = _Mish.apply(input)
+    return input.copy_(out) if inplace else out
+
+
 def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **_):
     return _FusedAttention.apply(query, key, value)
 
 
 @contextlib.contextmanager
 def target_gpu_kernels():
-    saved = {name: getattr(F, name, None) for name in ("dropout", "scaled_dot_product_attention")}
+    saved = {name: getattr(F, name, None) for name in ("dropout", "scaled_dot_product_attention", "mish")}
     F.dropout = _dropout
     F.scaled_dot_product_attention = _sdpa
+    F.mish = _mish
     try:
         yield
     finally:

@@ -77,7 +77,15 @@ class ProbeTensor(torch.Tensor):
             elif name in _MATMUL_OPS:
                 RECORDER.matmul(name[6:])
         _current_op[0] = name[6:] if name.startswith("aten::") else name
+        if name in _BATCH_NORM_OPS and isinstance(uargs[0], torch.Tensor) and uargs[0].dim() >= 3:
+            # CUDA runs batch norm on >= 3-D inputs through cuDNN (which loads cuDNN: a larger context);
+            # 2-D inputs (BatchNorm1d on features) take PyTorch's own kernel.
+            _current_op[0] = _BATCH_NORM_OPS[name]
         return _wrap_outputs(func, schema, args, kwargs, out)
+
+
+_BATCH_NORM_OPS = {"aten::native_batch_norm": "cudnn_batch_norm",
+                   "aten::native_batch_norm_backward": "cudnn_batch_norm_backward"}
 
 
 def _to_cpu(kwargs):

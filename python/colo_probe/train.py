@@ -23,6 +23,7 @@ from . import tensor as pt
 from . import meta_kernels
 from .amp import Autocast, GradScalerModel
 from .factories import MetaInit, ProbeDevice
+from .optim2 import pytorch2_optimizers
 from .target_kernels import target_gpu_kernels
 from .trace import TraceWriter
 
@@ -405,7 +406,7 @@ def run_probe(opts):
         live = {}
         device = ProbeDevice()
         _DEVICE[0] = device
-        with target_gpu_kernels(), device:
+        with target_gpu_kernels(), pytorch2_optimizers(), device:
             if opts.get("prelude") is not None:
                 # what the script runs on the GPU before training, e.g. a torchsummary forward
                 # (GPUMemNet's generator); it allocates and frees like any forward

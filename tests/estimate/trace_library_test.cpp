@@ -72,10 +72,13 @@ TEST(TraceLibrary, MalformedIndexLinesNameTheirLine) {
 }
 
 // Rows whose measurement is their replayed peak (+ 3 % for one row) + the profile's context +
-// 100 MiB: the fit finds the 100 MiB offset and the margin that keeps at most the allowed share under.
-TEST(TraceFit, FindsTheContextOffsetAndTheSmallestMarginForTheUnderTarget) {
+// 100 MiB. Allowed to leave one row under, the fit finds the 100 MiB offset and no margin; allowed
+// none, it covers the odd row too (by a larger offset or a margin, whichever errs less), and
+// every row's estimate is then at least its measurement.
+TEST(TraceFit, FindsTheContextOffsetAndCoversTheRowsTheUnderTargetRequires) {
   std::string index;
   std::vector<DatasetRow> rows;
+  std::vector<double> peaks;
   CalibrationProfile base;
   base.context_mib = 1000;
   for (int i = 0; i < 20; ++i) {
@@ -84,8 +87,8 @@ TEST(TraceFit, FindsTheContextOffsetAndTheSmallestMarginForTheUnderTarget) {
     DatasetRow r;
     r.id = "r" + std::to_string(i);
     const auto t = parse_probe_trace(trace_of(mib), "t");
-    const double peak = static_cast<double>(replay_probe_trace(t, TraceReplayOptions::from_profile(base)).reserved_peak) / 1048576.0;
-    r.measured = static_cast<MiB>(std::lround(peak * (i == 7 ? 1.03 : 1.0) + 1000 + 100));
+    peaks.push_back(static_cast<double>(replay_probe_trace(t, TraceReplayOptions::from_profile(base)).reserved_peak) / 1048576.0);
+    r.measured = static_cast<MiB>(std::lround(peaks.back() * (i == 7 ? 1.03 : 1.0) + 1000 + 100));
     rows.push_back(r);
   }
   Lib l(index);
@@ -93,14 +96,18 @@ TEST(TraceFit, FindsTheContextOffsetAndTheSmallestMarginForTheUnderTarget) {
   const TraceLibrary lib(l.dir.string());
   TraceFitOptions o;
   o.cnn = false;
-  o.max_under_rate = 0.0;
-  const auto fit = fit_trace_profile(rows, lib, base, o);
+  o.max_under_rate = 0.05;  // one row of 20 may stay under
+  auto fit = fit_trace_profile(rows, lib, base, o);
   EXPECT_NEAR(fit.profile.trace_context_offset_mib, 100, 1);
-  EXPECT_GT(fit.profile.trace_safety_margin, 0.005);  // row 7 needs a margin to be covered
-  EXPECT_LT(fit.profile.trace_safety_margin, 0.05);
+  EXPECT_EQ(fit.profile.trace_safety_margin, 0.0);
+  o.max_under_rate = 0.0;
+  fit = fit_trace_profile(rows, lib, base, o);
   EXPECT_EQ(fit.report["chosen"]["under_rate"].get<double>(), 0.0);
-  o.max_under_rate = 0.10;  // two rows may be under: no margin needed
-  EXPECT_EQ(fit_trace_profile(rows, lib, base, o).profile.trace_safety_margin, 0.0);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const double est = std::ceil(peaks[i] * (1 + fit.profile.trace_safety_margin) + 1000 + fit.profile.trace_context_offset_mib);
+    EXPECT_GE(est, static_cast<double>(*rows[i].measured)) << "row " << i;
+  }
+  EXPECT_LT(fit.report["chosen"]["median_abs_rel_err"].get<double>(), 0.02);
   EXPECT_THROW(fit_trace_profile({}, lib, base, o), UserError);
 }
 

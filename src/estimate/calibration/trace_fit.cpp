@@ -30,32 +30,39 @@ struct Candidate {
   double ratio = 0, strided = 0, offset = 0, margin = 0, median_err = 0, under = 0;
 };
 
-// Estimates for peaks with a context offset and a margin: the smallest margin (on a 0.1 % grid)
-// that leaves at most max_under of the rows under, then the median |error| there.
+// For each margin on a grid, the context offset is the smallest that leaves at most max_under of
+// the rows under-estimated (a quantile of measured - peak x (1 + margin) - context); the pair with
+// the lowest median |error| wins. An offset absorbs the context's spread (small jobs), a margin
+// what grows with the job; the data decide how much of each.
 Candidate score(const std::vector<Row>& rows, const std::vector<double>& peaks, double max_under) {
-  Candidate c;
-  std::vector<double> resid;
-  for (std::size_t i = 0; i < rows.size(); ++i) resid.push_back(rows[i].measured - peaks[i] - rows[i].context);
-  c.offset = std::round(median(resid));
-  const std::size_t allowed = static_cast<std::size_t>(std::floor(max_under * static_cast<double>(rows.size())));
-  for (int step = 0; step <= 1000; ++step) {
-    const double m = step * 0.001;
+  const std::size_t n = rows.size();
+  const std::size_t allowed = static_cast<std::size_t>(std::floor(max_under * static_cast<double>(n)));
+  Candidate best;
+  best.median_err = std::numeric_limits<double>::infinity();
+  for (int step = 0; step <= 100; ++step) {
+    const double m = step * 0.01;
+    std::vector<double> resid(n);
+    for (std::size_t i = 0; i < n; ++i) resid[i] = rows[i].measured - peaks[i] * (1 + m) - rows[i].context;
+    std::vector<double> sorted = resid;
+    std::sort(sorted.begin(), sorted.end());
+    // offset >= the (n - allowed)-th smallest residual: then at most `allowed` rows stay above it.
+    const double offset = std::ceil(sorted[n - 1 - std::min(allowed, n - 1)]);
     std::size_t under = 0;
-    for (std::size_t i = 0; i < rows.size(); ++i)
-      if (std::ceil(peaks[i] * (1 + m) + rows[i].context + c.offset) < rows[i].measured) ++under;
-    if (under <= allowed || step == 1000) {
-      c.margin = m;
-      c.under = static_cast<double>(under) / static_cast<double>(rows.size());
-      break;
+    std::vector<double> err(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double est = std::ceil(peaks[i] * (1 + m) + rows[i].context + offset);
+      if (est < rows[i].measured) ++under;
+      err[i] = std::fabs(est - rows[i].measured) / rows[i].measured;
+    }
+    const double med = median(err);
+    if (med < best.median_err) {
+      best.median_err = med;
+      best.margin = m;
+      best.offset = offset;
+      best.under = static_cast<double>(under) / static_cast<double>(n);
     }
   }
-  std::vector<double> err;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const double est = std::ceil(peaks[i] * (1 + c.margin) + rows[i].context + c.offset);
-    err.push_back(std::fabs(est - rows[i].measured) / rows[i].measured);
-  }
-  c.median_err = median(err);
-  return c;
+  return best;
 }
 
 }  // namespace

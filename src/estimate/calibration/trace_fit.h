@@ -1,9 +1,9 @@
 #pragma once
 // Fits the trace estimator's constants on a training split of pre-recorded probe traces (never on
 // held-out rows): for every (conv workspace ratio, strided ratio) candidate each row's trace is
-// replayed; the context offset is the median of (measured − replayed peak − profile context), an
-// unbiased fit; the safety margin is the smallest uplift that leaves at most `max_under_rate` of
-// the rows under-estimated; the candidate with the lowest median |error| after its margin wins.
+// replayed; for each safety margin on a grid (0 .. 1) the context offset is the smallest that leaves
+// at most `max_under_rate` of the rows under-estimated; the (ratios, margin, offset) with the
+// lowest median |error| wins.
 // MLP rows (no cuDNN) fit trace_context_offset_mib and trace_safety_margin; CNN rows fit the
 // workspace ratios, trace_cudnn_context_offset_mib and trace_cudnn_safety_margin.
 #include <string>
@@ -18,8 +18,8 @@
 namespace colo::estimate {
 
 struct TraceFitOptions {
-  std::vector<double> conv_workspace_ratio = {0, 0.5, 1, 1.5, 2, 3, 4};
-  std::vector<double> strided_conv_workspace_ratio = {0, 1, 2, 4, 8};
+  std::vector<double> conv_workspace_ratio = {0, 0.5, 1, 1.5, 2, 3, 4, 5, 6, 8};
+  std::vector<double> strided_conv_workspace_ratio = {0, 1, 2, 4, 8, 12, 16};
   double max_under_rate = 0.05;
   bool cnn = true;
 };

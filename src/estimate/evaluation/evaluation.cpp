@@ -96,7 +96,10 @@ std::vector<EvalRow> evaluate(const std::vector<DatasetRow>& rows, const Estimat
     e.id = r.id;
     e.measured = r.measured;
     e.oom = r.oom;
-    if (!r.graph || (!r.oom && !r.measured)) {
+    // A pre-recorded trace stands in for the graph (GPUMemNet rows whose layer list is empty but
+    // that the generator rebuilds: the head alone).
+    const bool from_library = probed && library && library->find(r.id) && !library->find(r.id)->trace_path.empty();
+    if ((!r.graph && !from_library) || (!r.oom && !r.measured)) {
       e.oom = false;
       e.measured.reset();
       out.push_back(e);  // nothing to compare with; counted as skipped

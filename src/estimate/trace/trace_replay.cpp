@@ -21,7 +21,7 @@ TraceReplayOptions TraceReplayOptions::from_profile(const CalibrationProfile& p)
 
 bool trace_uses_cudnn(const ProbeTrace& t) {
   for (const auto& op : t.ops)
-    if (op.find("convolution") != std::string::npos || op.find("batch_norm") != std::string::npos) return true;
+    if (op.find("convolution") != std::string::npos || op.find("cudnn_batch_norm") != std::string::npos) return true;
   return false;
 }
 

@@ -34,7 +34,8 @@ struct TraceReplay {
 
 TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o);
 
-// Whether the job loads cuDNN (convolutions, batch norm): its context is larger.
+// Whether the job loads cuDNN (convolutions; batch norm on >= 3-D inputs, which the probe records
+// as cudnn_batch_norm — 2-D batch norm runs PyTorch's own kernel): its context is larger.
 bool trace_uses_cudnn(const ProbeTrace& t);
 
 }  // namespace colo::estimate
