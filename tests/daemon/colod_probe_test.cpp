@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "daemon_harness.h"
+#include "estimate/trace/probe_runner.h"
 
 namespace colo::daemon::testing {
 namespace {
@@ -92,6 +93,11 @@ bool has_event(const json& j, const std::string& kind) {
 
 TEST(ColodProbe, ProbeRunsAsTheSubmitterAndTheJobPlansWithItsTraceEstimate) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to submit as another user";
+  // The submitter must be able to read the probe package (installed: /usr/share/colo/python); a
+  // checkout under a private home directory is not readable by nobody.
+  const std::string pkg = estimate::probe_package_dir() + "/colo_probe/__main__.py";
+  if (run_process({"/usr/bin/test", "-r", pkg}, 65534, 65534).rc != 0)
+    GTEST_SKIP() << pkg << " is not readable by nobody (uid 65534)";
   TempDir dir;
   const std::string models = write_models(dir.path() + "/models", dir.path());
   ColodProcess d(dir.path(), "1x40GiB");
