@@ -27,7 +27,7 @@ using namespace std::chrono_literals;
 std::string write_models(const std::string& dir, const std::string& mark) {
   std::filesystem::create_directories(dir);
   ::chmod(dir.c_str(), 0755);
-  std::ofstream(dir + "/models.py") << R"(import os, time
+  std::ofstream(dir + "/models.py") << R"(import os, signal
 import torch.nn as nn
 MARK = ")" << mark << R"("
 
@@ -45,7 +45,7 @@ def broken():
 def hang():
     with open(os.path.join(MARK, "hang.pid"), "w") as f:
         f.write(str(os.getpid()))
-    time.sleep(3600)
+    signal.pause()  # blocks until colod kills it: no duration is assumed
 
 def hang_once():
     # The first probe hangs (colod is killed meanwhile); the one a restarted colod starts builds.
@@ -54,7 +54,7 @@ def hang_once():
         with open(first + ".tmp", "w") as f:
             f.write(str(os.getpid()))
         os.rename(first + ".tmp", first)
-        time.sleep(3600)
+        signal.pause()
     return _net()
 )";
   ::chmod((dir + "/models.py").c_str(), 0644);

@@ -98,7 +98,8 @@ std::vector<EvalRow> evaluate(const std::vector<DatasetRow>& rows, const Estimat
     e.oom = r.oom;
     // A pre-recorded trace stands in for the graph (GPUMemNet rows whose layer list is empty but
     // that the generator rebuilds: the head alone).
-    const bool from_library = probed && library && library->find(r.id) && !library->find(r.id)->trace_path.empty();
+    const TraceLibrary::Entry* entry = probed && library ? library->find(r.id) : nullptr;
+    const bool from_library = entry && !entry->trace_path.empty();
     if ((!r.graph && !from_library) || (!r.oom && !r.measured)) {
       e.oom = false;
       e.measured.reset();
@@ -112,8 +113,7 @@ std::vector<EvalRow> evaluate(const std::vector<DatasetRow>& rows, const Estimat
     req.graph = r.graph.get();
     std::shared_ptr<const ProbeTrace> trace;
     if (probed && library) {
-      const TraceLibrary::Entry* entry = library->find(r.id);
-      if (!entry || entry->trace_path.empty()) {
+      if (!from_library) {
         e.oom = false;
         e.measured.reset();
         e.skipped_because = entry ? entry->reason : "no trace in " + library->dir();
