@@ -13,7 +13,7 @@ namespace {
 
 using namespace colo::estimate;
 
-const std::string kResNet50 = std::string(COLO_SOURCE_DIR) + "/../shared/data/carma/summaries/resnet50_32.model";
+const std::string kResNet50 = std::string(COLO_SOURCE_DIR) + "/data/carma/summaries/resnet50_32.model";
 
 // Summary already parsed: graph -> trace -> replay -> estimate (what the daemon pays per job).
 void BM_AllocsimResNet50(benchmark::State& st) {

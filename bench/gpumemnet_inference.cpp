@@ -55,7 +55,7 @@ BENCHMARK(BM_GpuMemNetEstimate)->Unit(benchmark::kMicrosecond);
 
 // The same on the real ResNet-50 torchsummary of the carma workloads (parsed once, outside the loop).
 void BM_GpuMemNetEstimateResNet50Summary(benchmark::State& state) {
-  const ModelGraph g = load_summary(std::string(COLO_SOURCE_DIR) + "/../shared/data/carma/summaries/resnet50_32.model");
+  const ModelGraph g = load_summary(std::string(COLO_SOURCE_DIR) + "/data/carma/summaries/resnet50_32.model");
   auto est = make_gpumemnet_estimator(kModels, 0);
   EstimateRequest req;
   req.graph = &g;

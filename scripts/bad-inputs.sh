@@ -3,7 +3,7 @@
 #
 #   scripts/bad-inputs.sh [BUILD_DIR]        (default build-test; the ASan+UBSan build)
 #
-# Environment: COLO_DATA (default ../shared/data beside the repository), BAD_INPUTS_TIMEOUT
+# Environment: COLO_DATA (default the repository's data/), BAD_INPUTS_TIMEOUT
 # (seconds per case, default 30), BAD_INPUTS_VERBOSE=1 (print every case, not only failures),
 # BAD_INPUTS_ONLY="sweep_toml sweep_api" (run only these surfaces; the names are the sweep_*
 # functions below; the published numbers come from a run of all of them).
@@ -35,7 +35,7 @@ build="${1:-build-test}"
 [[ "$build" = /* ]] || build="$root/$build"
 colo="$build/colo"
 colod="$build/colod"
-data="${COLO_DATA:-$root/../shared/data}"
+data="${COLO_DATA:-$root/data}"
 carma="$data/carma"
 case_timeout="${BAD_INPUTS_TIMEOUT:-30}"
 verbose="${BAD_INPUTS_VERBOSE:-0}"
@@ -575,7 +575,7 @@ sweep_toml() {
 }
 
 # rad_case CASE FIELD... : a .rad file from its lines (next to a copy of the summaries, as in
-# ../shared/data/carma); the command after -- replaces the file's (prototype paths).
+# data/carma); the command after -- replaces the file's (prototype paths).
 rad_case() {
   local name=$1 f
   shift

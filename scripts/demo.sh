@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLO_BUILD_TESTS=OFF -DCOLO_BUILD_BENCH=OFF >/dev/null
 cmake --build build --target colo colod colo-fake-job
-data=../shared/data/carma
+data=data/carma
 for policy in exclusive magm; do
   echo "== build/colo sim --policy $policy --estimator oracle --sharing mps (4 x A100 40 GiB, philly_mix_90_tasks)"
   build/colo sim --workloads "$data/workloads.csv" --trace "$data/traces/philly_mix_90_tasks.csv" \

@@ -2,7 +2,7 @@
 """Side-by-side table of estimators on the carma workloads (docs/ESTIMATION.md, "The probe").
 Runs `build/colo estimate eval --rows --json` per estimator and prints a Markdown table of the rows
 every estimator could take (rows that differ only in epochs are listed once).
-    python3 scripts/estimator-table.py [--colo build/colo] [--dataset ../shared/data/carma/workloads.csv]"""
+    python3 scripts/estimator-table.py [--colo build/colo] [--dataset data/carma/workloads.csv]"""
 import argparse
 import json
 import statistics
@@ -10,7 +10,7 @@ import subprocess
 
 p = argparse.ArgumentParser()
 p.add_argument("--colo", default="build/colo")
-p.add_argument("--dataset", default="../shared/data/carma/workloads.csv")
+p.add_argument("--dataset", default="data/carma/workloads.csv")
 p.add_argument("--estimators", default="trace,faketensor,allocsim")
 a = p.parse_args()
 names = a.estimators.split(",")

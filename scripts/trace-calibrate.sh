@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-/tmp/colo-gmn-traces}
 cnn_under=${2:-0.15}
-data=../shared/data/gpumemnet
+data=data/gpumemnet
 python=${COLO_PYTHON:-/usr/bin/python3}
 [ -x build/colo ] || { echo "build/colo is missing: build it first (README)" >&2; exit 2; }
 for kind in cnn mlp; do

@@ -29,7 +29,7 @@ struct GpuMemNetOptions {
 };
 
 void add_common(CLI::App* sub, GpuMemNetOptions& o) {
-  sub->add_option("--dataset", o.dataset, "GPUMemNet CSV (../shared/data/gpumemnet/{mlp,cnn}.csv)")->required();
+  sub->add_option("--dataset", o.dataset, "GPUMemNet CSV (data/gpumemnet/{mlp,cnn}.csv)")->required();
   sub->add_option("--format", o.format, "gpumemnet-mlp | gpumemnet-cnn")->required();
   // A bucket is at least 1 MiB (bucket_mib is whole MiB) and at most one (1 TiB) GPU.
   add_real_flag(sub, "--bucket-gib", o.bucket_gib, 1.0 / 1024, 1024, "bucket width in GiB (thesis: 1 for MLP, 8 for CNN)");

@@ -11,6 +11,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/number_option.h"
+#include "common/resource_path.h"
 #include "core/error.h"
 #include "core/limits.h"
 #include "sim/scenario.h"
@@ -22,8 +23,9 @@ namespace colo::cli {
 namespace {
 
 struct SimArgs {
-  std::string workloads = "../shared/data/carma/workloads.csv";
-  std::string trace = "../shared/data/carma/traces/philly_mix_90_tasks.csv";
+  // The repository's data/ (or $COLO_DATA, or the installed share dir): runs from a clone alone.
+  std::string workloads = data_path("carma/workloads.csv");
+  std::string trace = data_path("carma/traces/philly_mix_90_tasks.csv");
   int gpus = 4;
   long long gpu_memory_mib = 40960;
   std::string policy = "magm";

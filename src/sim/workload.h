@@ -1,5 +1,5 @@
 #pragma once
-// One row of the workload catalog (Table 6.2 of the dissertation, ../shared/data/carma/workloads.csv):
+// One row of the workload catalog (Table 6.2 of the dissertation, data/carma/workloads.csv):
 // what a training job truly needs on an A100, plus the estimates the prototype used for it.
 #include <optional>
 #include <string>

@@ -335,7 +335,7 @@ TEST(ColodE2E, MalformedJobFilesGetOneLineErrors) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
   // The prototype's real .rad files parse, and one runs (its command replaced by a fake job).
-  const std::string rad = std::string(COLO_SOURCE_DIR) + "/../shared/data/carma/rad/resnet.rad";
+  const std::string rad = std::string(COLO_SOURCE_DIR) + "/data/carma/rad/resnet.rad";
   const std::uint64_t id = d.submit({"--rad", rad, "--", fake_job(), "--mem", "5GiB", "--hold", "0.5"});
   const json j = d.wait_terminal(id);
   EXPECT_EQ(j.at("state"), "done") << j.dump(2);

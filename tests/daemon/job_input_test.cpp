@@ -32,7 +32,7 @@ TEST(ParseMemory, UnitsAndErrors) {
 }
 
 TEST(RadFile, EveryPrototypeFileParses) {
-  const fs::path dir = fs::path(COLO_SOURCE_DIR) / ".." / "shared" / "data" / "carma" / "rad";
+  const fs::path dir = fs::path(COLO_SOURCE_DIR) / "data" / "carma" / "rad";
   int n = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() != ".rad") continue;

@@ -21,7 +21,7 @@ namespace colo::estimate {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kData = std::string(COLO_SOURCE_DIR) + "/../shared/data/";
+const std::string kData = std::string(COLO_SOURCE_DIR) + "/data/";
 
 // A profile written to a private directory and selected through $COLO_CALIBRATION_DIR.
 class ProfileDir : public ::testing::Test {

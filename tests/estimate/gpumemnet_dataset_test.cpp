@@ -108,8 +108,7 @@ TEST(GpuMemNetDataset, SplitIsTheEstimatorsAndHoldsOutAFifth) {
 }
 
 TEST(GpuMemNetDataset, SharedDatasetsLoadCompletely) {
-  const std::string dir = std::string(COLO_SOURCE_DIR) + "/../shared/data/gpumemnet/";
-  if (!std::filesystem::exists(dir + "mlp.csv")) GTEST_SKIP() << "shared data not present";
+  const std::string dir = std::string(COLO_SOURCE_DIR) + "/data/gpumemnet/";
   const auto mlp = load_gpumemnet_dataset(dir + "mlp.csv", GpuMemNetFamily::MLP);
   EXPECT_EQ(mlp.rows.size(), 2100u);
   const auto cnn = load_gpumemnet_dataset(dir + "cnn.csv", GpuMemNetFamily::CNN);

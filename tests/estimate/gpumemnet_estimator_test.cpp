@@ -92,8 +92,7 @@ TEST(GpuMemNetEstimator, FactoryBuildsIt) { EXPECT_EQ(make_estimator("gpumemnet"
 
 // The committed models against the held-out rows of the shared datasets.
 TEST(GpuMemNetEstimator, CommittedModelsReproduceTheirTestScores) {
-  const std::string data = std::string(COLO_SOURCE_DIR) + "/../shared/data/gpumemnet/";
-  if (!std::filesystem::exists(data + "cnn.csv")) GTEST_SKIP() << "shared data not present";
+  const std::string data = std::string(COLO_SOURCE_DIR) + "/data/gpumemnet/";
   for (const auto& [family, gib] : std::vector<std::pair<std::string, int>>{{"mlp", 1}, {"cnn", 8}}) {
     const auto model = GpuMemNetModel::load(models() + "/" + family + "-" + std::to_string(gib) + "gib.json");
     const auto ds = load_gpumemnet_dataset(data + family + ".csv", parse_gpumemnet_family("gpumemnet-" + family));

@@ -1,4 +1,4 @@
-// Parsers: real summaries from ../shared/data, a Keras fixture, and malformed inputs that must
+// Parsers: real summaries from data, a Keras fixture, and malformed inputs that must
 // fail with a one-line "SOURCE:LINE: problem".
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 namespace colo::estimate {
 namespace {
 
-const std::string kSummaries = std::string(COLO_SOURCE_DIR) + "/../shared/data/carma/summaries/";
+const std::string kSummaries = std::string(COLO_SOURCE_DIR) + "/data/carma/summaries/";
 
 std::string read(const std::string& path) {
   std::ifstream f(path);

@@ -1,7 +1,7 @@
 """GPUMemNet rows rebuilt as modules (python/colo_probe/gpumemnet.py): real rows of every CNN and MLP
 architecture rebuild with every layer's parameter count and H*W (width) equal to the row's, corrupted
 rows are refused with a reason, rows that never trained are skipped with theirs, and the batch mode
-writes traces the C++ reader's rules accept plus an index.jsonl. Needs ../shared/data/gpumemnet."""
+writes traces the C++ reader's rules accept plus an index.jsonl. Reads the repository's data/gpumemnet."""
 import json
 import os
 import subprocess
@@ -16,8 +16,7 @@ import probe_util  # noqa: F401  (puts python/ on sys.path)
 from colo_probe import gpumemnet as g
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
-DATA = os.path.normpath(os.path.join(ROOT, "..", "shared", "data", "gpumemnet"))
-HAVE_DATA = os.path.isfile(os.path.join(DATA, "cnn.csv")) and os.path.isfile(os.path.join(DATA, "mlp.csv"))
+DATA = os.path.join(ROOT, "data", "gpumemnet")
 _ROWS = {}
 
 
@@ -85,7 +84,6 @@ def check_trace(text, where):
     return header, footer
 
 
-@unittest.skipUnless(HAVE_DATA, "no ../shared/data/gpumemnet")
 class RebuildsExactly(unittest.TestCase):
     def assert_exact(self, row):
         module, src = g.rebuild(row)
@@ -178,7 +176,6 @@ class RebuildsExactly(unittest.TestCase):
         self.assertEqual(g.input_shape(row), (row.hp["input"],))
 
 
-@unittest.skipUnless(HAVE_DATA, "no ../shared/data/gpumemnet")
 class Refused(unittest.TestCase):
     def corrupt(self, kind, typ):
         """A real row with one more parameter in the last layer of type `typ` (and the layer's index)."""
@@ -241,7 +238,6 @@ class Refused(unittest.TestCase):
         self.assertEqual(module.fc.out_features, row.hp["num_classes"])
 
 
-@unittest.skipUnless(HAVE_DATA, "no ../shared/data/gpumemnet")
 class BatchMode(unittest.TestCase):
     def test_three_rows_write_traces_and_an_index(self):
         picked = [pick("cnn", lambda r: r.arch == "residual", 1)[0], pick("cnn", lambda r: r.arch == "dense", 1)[0],

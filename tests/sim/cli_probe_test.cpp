@@ -1,6 +1,6 @@
 // `colo estimate --probe`: the CPU-only probe on Debian's PyTorch (scripts/install-deps.sh installs
 // python3-torch), end to end through build/colo. The acceptance figure of issue 13: ResNet-50 at
-// batch 128 with Adam, measured at 15 120 MiB on an A100 (../shared/data/carma/workloads.csv, row
+// batch 128 with Adam, measured at 15 120 MiB on an A100 (data/carma/workloads.csv, row
 // resnet3), must be estimated within 10 %.
 #include <gtest/gtest.h>
 

@@ -4,6 +4,6 @@
 
 namespace colo::sim::test {
 
-inline std::string carma(const std::string& rel) { return std::string(COLO_SOURCE_DIR) + "/../shared/data/carma/" + rel; }
+inline std::string carma(const std::string& rel) { return std::string(COLO_SOURCE_DIR) + "/data/carma/" + rel; }
 
 }  // namespace colo::sim::test

@@ -1,5 +1,5 @@
 #pragma once
-// The research prototype's job files (`.rad`, ../shared/data/carma/rad/). The format is
+// The research prototype's job files (`.rad`, data/carma/rad/). The format is
 // line-based and positional; lines starting with '#' are comments and blank lines are skipped:
 //
 //   1  environment activation   "conda activate tf" (kept for the record; colo has no conda)

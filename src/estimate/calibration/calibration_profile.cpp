@@ -1,4 +1,5 @@
 #include "estimate/calibration/calibration_profile.h"
+#include "common/resource_path.h"
 
 #include <cstdlib>
 #include <cmath>
@@ -100,7 +101,7 @@ std::string profile_path(const std::string& gpu) {
   std::vector<fs::path> dirs;
   if (const char* d = std::getenv("COLO_CALIBRATION_DIR")) dirs.emplace_back(d);
   dirs.emplace_back("calibration");
-  dirs.emplace_back(fs::path(COLO_SOURCE_DIR) / "calibration");
+  dirs.emplace_back(resource_path(nullptr, "calibration", ""));
   for (const auto& d : dirs) {
     fs::path p = d / (gpu + ".json");
     std::error_code ec;
@@ -115,7 +116,7 @@ CalibrationProfile load_profile(const std::string& gpu) {
   const std::string path = profile_path(gpu);
   if (path.empty())
     throw UserError("no calibration profile for GPU '" + gpu + "' (looked for " + gpu +
-                    ".json in $COLO_CALIBRATION_DIR, ./calibration and " + COLO_SOURCE_DIR + "/calibration)");
+                    ".json in $COLO_CALIBRATION_DIR, ./calibration, " + resource_search_text(nullptr, "calibration") + ")");
   std::ifstream f(path);
   std::stringstream ss;
   ss << f.rdbuf();

@@ -1,4 +1,5 @@
 #include "estimate/gpumemnet/gpumemnet.h"
+#include "common/resource_path.h"
 
 #include <cstdlib>
 #include <map>
@@ -12,7 +13,7 @@ namespace colo::estimate {
 
 std::string default_gpumemnet_model_dir() {
   if (const char* d = std::getenv("COLO_GPUMEMNET_MODELS"); d && *d) return d;
-  return std::string(COLO_SOURCE_DIR) + "/models/gpumemnet";
+  return resource_path(nullptr, "models/gpumemnet", "");
 }
 
 std::string gpumemnet_model_path(const std::string& dir, const std::string& family, MiB bucket_mib) {

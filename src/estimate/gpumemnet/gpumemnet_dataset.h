@@ -1,5 +1,5 @@
 #pragma once
-// The GPUMemNet datasets (../shared/data/gpumemnet/{mlp,cnn}.csv) as labelled feature rows.
+// The GPUMemNet datasets (data/gpumemnet/{mlp,cnn}.csv) as labelled feature rows.
 // Features come from the dataset's own columns, as the thesis trained on them: the layer list
 // (`Activations-Params`: (type, per-sample activations, params) tuples) gives the layer counts,
 // `Total Parameters`/`Total Activations`/`Batch Size`/`Activation Function` the rest.

@@ -1,4 +1,5 @@
 #include "estimate/trace/carma_probe.h"
+#include "common/resource_path.h"
 
 #include <array>
 #include <cstdlib>
@@ -37,10 +38,7 @@ constexpr std::array<ModelFile, 6> kModelFiles = {{
 
 std::string probe_models_dir() {
   if (const char* p = std::getenv("COLO_PROBE_MODELS"); p && *p) return p;
-  namespace fs = std::filesystem;
-  for (const fs::path& dir : {fs::path(COLO_SOURCE_DIR) / "models" / "pytorch", fs::path("/usr/share/colo/models/pytorch")})
-    if (fs::exists(dir / "bert.py")) return dir.string();
-  return (fs::path(COLO_SOURCE_DIR) / "models" / "pytorch").string();
+  return resource_path(nullptr, "models/pytorch", "");
 }
 
 std::optional<ProbeRequest> carma_probe_request(const DatasetRow& row, std::string& why) {

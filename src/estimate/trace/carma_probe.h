@@ -1,5 +1,5 @@
 #pragma once
-// Which carma workloads (../shared/data/carma/workloads.csv) the probe can rebuild, and how: the
+// Which carma workloads (data/carma/workloads.csv) the probe can rebuild, and how: the
 // torchvision networks by name, with the input and class count of the data set they trained on.
 // The measured scripts are CARMA's workloads/*.py (torchvision models, CrossEntropyLoss, the
 // optimizer the row states; the transformers as model files in models/pytorch/, DataParallel over

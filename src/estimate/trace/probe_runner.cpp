@@ -1,4 +1,5 @@
 #include "estimate/trace/probe_runner.h"
+#include "common/resource_path.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -156,10 +157,10 @@ std::string probe_python() {
 
 std::string probe_package_dir() {
   if (const char* p = std::getenv("COLO_PROBE_PATH"); p && *p) return p;
-  for (const fs::path& dir : {fs::path(COLO_SOURCE_DIR) / "python", fs::path("/usr/share/colo/python")})
-    if (fs::exists(dir / "colo_probe" / "__main__.py")) return dir.string();
-  throw UserError("the colo_probe package is not installed (looked in $COLO_PROBE_PATH, " COLO_SOURCE_DIR
-                  "/python, /usr/share/colo/python)");
+  const std::string main_py = resource_path(nullptr, "python", "colo_probe/__main__.py");
+  if (fs::exists(main_py)) return fs::path(main_py).parent_path().parent_path().string();
+  throw UserError("the colo_probe package is not installed (looked in $COLO_PROBE_PATH, " +
+                  resource_search_text(nullptr, "python") + ")");
 }
 
 namespace {
