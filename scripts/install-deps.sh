@@ -5,7 +5,9 @@ pkgs=(g++ cmake ninja-build pkg-config
       nlohmann-json3-dev libfmt-dev libcli11-dev libtomlplusplus-dev libeigen3-dev libsqlite3-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       clang-14 libclang-rt-14-dev   # libFuzzer for scripts/fuzz.sh (ctest's fuzz_smoke)
-      python3-torch python3-torchvision)  # the CPU-only probe (python/colo_probe) and its tests
+      python3-torch python3-torchvision   # the CPU-only probe (python/colo_probe) and its tests
+      prometheus                          # promtool + a real server scraping colod's /metrics (tests)
+      chromium chromium-driver python3-selenium)  # headless browser tests of the dashboard and reports
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "daemon/client/job_request.h"
 #include "daemon/daemon.h"
+#include "daemon/http_reply.h"
 
 namespace colo::daemon {
 
@@ -19,10 +20,8 @@ using nlohmann::json;
 
 namespace {
 
-HttpResponse reply(int status, const json& body) {
-  return HttpResponse{status, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace)};
-}
-HttpResponse error(int status, const std::string& msg) { return reply(status, json{{"error", msg}}); }
+HttpResponse reply(int status, const json& body) { return json_reply(status, body); }
+HttpResponse error(int status, const std::string& msg) { return json_error(status, msg); }
 
 bool is_admin(const Peer& p) { return p.uid == 0 || p.uid == geteuid(); }
 

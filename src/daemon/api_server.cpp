@@ -1,4 +1,5 @@
 #include "daemon/api_server.h"
+#include "daemon/http_reply.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -10,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -19,7 +21,7 @@ namespace colo::daemon {
 namespace {
 
 HttpResponse error_response(int status, const std::string& msg) {
-  return HttpResponse{status, "application/json", nlohmann::json{{"error", msg}}.dump()};
+  return json_error(status, msg);
 }
 
 }  // namespace
@@ -35,13 +37,38 @@ ServerLimits with_http(HttpLimits http) {
 ApiServer::ApiServer(const std::string& path, HttpLimits limits, Handler handler)
     : ApiServer(path, with_http(limits), std::move(handler)) {}
 
-ApiServer::ApiServer(const std::string& path, ServerLimits limits, Handler handler)
-    : path_(path), limits_(limits), handler_(std::move(handler)) {
+void ApiServer::normalise_limits() {
   limits_.max_connections = std::max(1, limits_.max_connections);
   limits_.max_connections_per_uid = std::max(1, limits_.max_connections_per_uid);
   limits_.accepts_per_turn = std::max(1, limits_.accepts_per_turn);
   limits_.requests_per_turn = std::max(1, limits_.requests_per_turn);
   limits_.io_bytes_per_turn = std::max<std::size_t>(1, limits_.io_bytes_per_turn);
+}
+
+ApiServer::ApiServer(const ListenAddress& a, ServerLimits limits, Handler handler)
+    : tcp_(true), limits_(limits), handler_(std::move(handler)) {
+  normalise_limits();
+  listen_fd_ = ::socket(a.family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (listen_fd_ < 0) throw std::runtime_error(fmt::format("socket: {}", std::strerror(errno)));
+  const int one = 1;
+  ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (a.family == AF_INET6) ::setsockopt(listen_fd_, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+  if (::bind(listen_fd_, reinterpret_cast<const sockaddr*>(&a.addr), a.len) != 0 || ::listen(listen_fd_, 128) != 0) {
+    const int e = errno;
+    ::close(listen_fd_);
+    listen_fd_ = -1;
+    throw std::runtime_error(fmt::format("cannot listen on {}: {}", a.text(a.port), std::strerror(e)));
+  }
+  sockaddr_storage bound{};
+  socklen_t len = sizeof(bound);
+  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&bound), &len);
+  port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+}
+
+ApiServer::ApiServer(const std::string& path, ServerLimits limits, Handler handler)
+    : path_(path), limits_(limits), handler_(std::move(handler)) {
+  normalise_limits();
   sockaddr_un addr{};
   if (path.size() >= sizeof(addr.sun_path)) throw std::runtime_error(fmt::format("socket path '{}' is too long", path));
   listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -67,7 +94,7 @@ ApiServer::~ApiServer() {
   for (auto& [fd, c] : conns_) ::close(fd);
   if (listen_fd_ >= 0) {
     ::close(listen_fd_);
-    ::unlink(path_.c_str());
+    if (!tcp_) ::unlink(path_.c_str());
   }
 }
 
@@ -222,10 +249,15 @@ void ApiServer::accept_some(double now_mono) {
       return;  // EAGAIN, or an error the next turn retries
     }
     ucred cred{};
-    socklen_t len = sizeof(cred);
-    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-      ::close(fd);
-      continue;
+    if (tcp_) {
+      cred.uid = kAnonymousUid;
+      cred.gid = static_cast<gid_t>(-1);
+    } else {
+      socklen_t len = sizeof(cred);
+      if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+        ::close(fd);
+        continue;
+      }
     }
     if (!make_room(cred.uid)) {
       const std::string out = serialize(error_response(
@@ -238,7 +270,7 @@ void ApiServer::accept_some(double now_mono) {
     Conn c;
     c.turn = turn_;
     c.seq = next_seq_++;
-    c.peer = Peer{cred.uid, cred.gid, cred.pid};
+    c.peer = Peer{cred.uid, cred.gid, cred.pid, tcp_};
     c.parser = RequestParser(limits_.http);
     c.deadline = now_mono + limits_.request_timeout_s;
     conns_.emplace(fd, std::move(c));

@@ -24,13 +24,19 @@
 #include <poll.h>
 
 #include "daemon/client/http_message.h"
+#include "daemon/listen_address.h"
 
 namespace colo::daemon {
+
+// A TCP peer (the web listener) has no kernel-given identity: it is anonymous, with a uid no
+// account has, so it is never an admin and owns no job.
+inline constexpr uid_t kAnonymousUid = static_cast<uid_t>(-1);
 
 struct Peer {
   uid_t uid = 0;
   gid_t gid = 0;
   pid_t pid = 0;
+  bool anonymous = false;
 };
 
 using Handler = std::function<HttpResponse(const HttpRequest&, const Peer&)>;
@@ -65,6 +71,8 @@ class ApiServer {
   // Binds `path` (removing a stale socket file), mode 0666: access control is per request.
   ApiServer(const std::string& path, HttpLimits limits, Handler handler);
   ApiServer(const std::string& path, ServerLimits limits, Handler handler);
+  // Listens on TCP (the web listener: /metrics and the dashboard); every peer is anonymous.
+  ApiServer(const ListenAddress& addr, ServerLimits limits, Handler handler);
   ~ApiServer();
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
@@ -76,7 +84,8 @@ class ApiServer {
   // Handles whatever poll() reported for our descriptors, serves queued requests, and closes
   // connections past their deadlines at `now_mono` (seconds, any monotonic origin).
   void handle(const std::vector<pollfd>& fds, double now_mono);
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return path_; }  // empty for TCP
+  int port() const { return port_; }                 // the bound TCP port (0 for a Unix socket)
 
   // Caps concurrent connections (at least 1); the daemon lowers it to keep descriptors for
   // its own work. Connections over a lowered cap are evicted at the next handle().
@@ -120,7 +129,11 @@ class ApiServer {
   void drop(ConnMap::iterator it, int status, const std::string& msg);
   ConnMap::iterator close_conn(ConnMap::iterator it);
 
+  void normalise_limits();
+
   std::string path_;
+  bool tcp_ = false;
+  int port_ = 0;
   int listen_fd_ = -1;
   ServerLimits limits_;
   Handler handler_;

@@ -38,11 +38,14 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "__shim") == 0) return colo::daemon::shim_main(argv[2]);
 
   CLI::App app{"colod: the colo daemon (collocation-aware GPU resource manager)"};
-  std::string config_file, state_dir, fake_gpus, socket, policy;
+  std::string config_file, state_dir, fake_gpus, socket, policy, metrics_listen;
   app.add_option("--config", config_file, "TOML configuration (see packaging/colod.toml)");
   app.add_option("--state-dir", state_dir, "state directory (database, job logs); overrides paths.state_dir");
   app.add_option("--fake-gpus", fake_gpus, "run on the in-tree fake NVML, e.g. 2x40GiB");
   app.add_option("--socket", socket, "API socket (default STATE_DIR/colo.sock)");
+  app.add_option("--metrics-listen", metrics_listen,
+                 "serve /metrics and the dashboard on this TCP address, e.g. 127.0.0.1:9400 (port 0: any free port; "
+                 "overrides web.listen)");
   app.add_option("--policy", policy, "placement policy (exclusive, round-robin, first-fit, best-fit, magm, lug)");
   // CLI11's own errors as one line like every other error, exit 2.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
@@ -72,6 +75,10 @@ int main(int argc, char** argv) {
     if (!state_dir.empty()) cfg.state_dir = state_dir;
     if (!socket.empty()) cfg.socket = socket;
     if (!fake_gpus.empty()) cfg.fake_gpus = fake_gpus;
+    if (!metrics_listen.empty()) {
+      ListenAddress::parse(metrics_listen, "--metrics-listen");
+      cfg.web_listen = metrics_listen;
+    }
     if (!policy.empty()) {
       auto k = colo::policy_kind_from_string(policy);
       if (!k) throw colo::UserError("--policy: unknown policy '" + policy + "'");

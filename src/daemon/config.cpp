@@ -10,6 +10,7 @@
 #include "core/limits.h"
 #include "core/parse_number.h"
 #include "daemon/client/job_request.h"
+#include "daemon/listen_address.h"
 #include "estimate/calibration/calibration_profile.h"
 
 namespace colo::daemon {
@@ -148,6 +149,17 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
       else if (section == "sharing" && k == "mps_root") c.mps_root = r.str(n, full);
       else if (section == "sampling" && k == "interval_s") c.sample_interval = r.number(n, full, 0.05, 60);
       else if (section == "sampling" && k == "window_s") c.window = r.number(n, full, 1, 3600);
+      else if (section == "web" && k == "listen") {
+        c.web_listen = r.str(n, full);
+        if (!c.web_listen.empty()) {
+          try {
+            ListenAddress::parse(c.web_listen, "web.listen");
+          } catch (const UserError& e) {
+            r.bad(n, e.what());
+          }
+        }
+      } else if (section == "web" && k == "public_job_details") c.web_public_job_details = r.boolean(n, full);
+      else if (section == "web" && k == "assets") c.web_assets = r.str(n, full);
       else if (section == "jobs" && k == "cancel_grace_s") c.cancel_grace = r.number(n, full, 0, 3600);
       else if (section == "jobs" && k == "max_request_bytes")
         c.max_request_bytes = static_cast<std::size_t>(r.integer(n, full, 1024, std::int64_t{64} * 1024 * 1024));

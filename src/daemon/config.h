@@ -41,6 +41,10 @@ struct DaemonConfig {
   // [sampling]
   Seconds sample_interval = 1.0;
   Seconds window = 90.0;
+  // [web] /metrics (Prometheus) and the read-only dashboard on TCP; empty = off.
+  std::string web_listen;             // "127.0.0.1:9400"; the bound address goes to <state_dir>/web.addr
+  bool web_public_job_details = false;  // anonymous (TCP) visitors see job names, users and job pages
+  std::string web_assets;             // default: the source tree's or installed web/ directory
   // [jobs]
   Seconds cancel_grace = 10.0;  // SIGTERM, then SIGKILL after this
   std::size_t max_request_bytes = 1024 * 1024;
@@ -48,6 +52,7 @@ struct DaemonConfig {
   std::string socket_path() const { return socket.empty() ? state_dir + "/colo.sock" : socket; }
   std::string db_path() const { return state_dir + "/colo.db"; }
   std::string jobs_dir() const { return state_dir + "/jobs"; }
+  std::string web_addr_path() const { return state_dir + "/web.addr"; }
 };
 
 // Reads a TOML file over the defaults. Throws colo::UserError "FILE:LINE: …" for syntax errors,

@@ -1,12 +1,14 @@
 #include "daemon/daemon.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <set>
 
@@ -138,6 +140,31 @@ Daemon::Daemon(DaemonConfig cfg, std::unique_ptr<gpu::GpuBackend> backend,
     }
   }
   log("colod: listening on " + cfg_.socket_path());
+  start_web_listener();
+}
+
+// [web] listen: the bound address (port 0 picks a free one) goes to <state>/web.addr once the
+// socket listens, so scripts and tests wait for the file instead of guessing.
+void Daemon::start_web_listener() {
+  const std::string addr_file = cfg_.web_addr_path();
+  ::unlink(addr_file.c_str());
+  if (cfg_.web_listen.empty()) return;
+  const ListenAddress a = ListenAddress::parse(cfg_.web_listen, "web.listen");
+  ServerLimits l;
+  l.max_connections = 64;
+  l.max_connections_per_uid = 64;  // every TCP peer is the same anonymous user
+  web_ = std::make_unique<ApiServer>(a, l, [this](const HttpRequest& r, const Peer& p) { return web(r, p); });
+  const std::string bound = a.text(web_->port());
+  const std::string tmp = addr_file + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << bound << "\n";
+    if (!f) throw std::runtime_error("cannot write " + tmp);
+  }
+  ::chmod(tmp.c_str(), 0644);
+  if (::rename(tmp.c_str(), addr_file.c_str()) != 0) throw std::runtime_error("cannot write " + addr_file);
+  log(fmt::format("colod: web (metrics, dashboard) on http://{}/{}", bound,
+                  a.loopback() ? "" : " — not loopback: anyone who can reach it sees GPU data and job states"));
 }
 
 // The state is colod's alone: the database and its WAL hold every job's argv and environment,
@@ -650,7 +677,11 @@ void Daemon::schedule() {
   in.ledger = &ledger_;
   in.now = now();
   in.explain = true;
+  const auto decide_start = std::chrono::steady_clock::now();
   const Decision d = scheduler_.decide(in, sched_state_);
+  decision_seconds_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - decide_start).count());
+  ++sched_rounds_;
+  sched_placements_ += d.placements.size();
   // Why each job that stays queued waits: the blocked head says why, everyone behind it waits
   // for it (FIFO), a job asking for more GPUs than are usable now waits for them to return.
   waiting_.clear();
@@ -851,7 +882,14 @@ void Daemon::tick() {
   Txn txn(store_.db());
   for (const MonitorEvent& e : events) gpu_event(e, t);
   for (const GpuSlot& s : monitor_.slots())
-    if (s.healthy) store_.add_sample(t, s.slot, s.used_mib, s.last_smact, s.power_w);
+    if (s.healthy) store_.add_sample(t, s.slot, s.used_mib, s.last_smact, s.power_w, ledger_.reserved_on(s.slot));
+  for (const auto& [aid, per_slot] : usage) {  // each running job's memory curve (dashboard)
+    auto it = live_.find(aid);
+    if (it == live_.end()) continue;
+    MiB total = 0;
+    for (const auto& [slot, mib] : per_slot) total += mib;
+    store_.add_job_sample(t, it->second.attempt.job_id, total);
+  }
   for (auto& [aid, l] : live_) {
     if (!l.peak_dirty) continue;
     AttemptRow a = l.attempt;
@@ -915,6 +953,7 @@ int Daemon::run() {
 
     std::vector<pollfd> fds{{signal_fd_, POLLIN, 0}};
     api_->add_pollfds(fds);
+    if (web_) web_->add_pollfds(fds);
     const double wait_s = std::max(0.0, std::min(next_tick_ - mono(), 0.25));
     const int rc = ::poll(fds.data(), fds.size(), static_cast<int>(wait_s * 1000) + 1);
     if (rc < 0 && errno != EINTR) throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
@@ -928,6 +967,7 @@ int Daemon::run() {
       }
     }
     api_->handle(fds, mono());
+    if (web_) web_->handle(fds, mono());
   }
   return 0;
 }

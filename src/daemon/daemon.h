@@ -24,6 +24,7 @@
 #include "daemon/history_estimator.h"
 #include "daemon/job_probe.h"
 #include "daemon/launcher.h"
+#include "daemon/prometheus_text.h"
 #include "daemon/shim.h"
 #include "daemon/store.h"
 #include "gpu/mps.h"
@@ -43,6 +44,11 @@ class Daemon {
 
   // API entry point (also used directly by tests).
   HttpResponse handle(const HttpRequest& req, const Peer& peer);
+  // The web listener's entry point (web_routes.cpp): /metrics, the dashboard, its JSON.
+  HttpResponse web(const HttpRequest& req, const Peer& peer);
+  // Prometheus exposition of the GPUs and colod (daemon_metrics.cpp).
+  // `dcgm_model_label`: also dcgm-exporter's camelCase modelName label (/metrics?labels=dcgm).
+  std::string metrics_text(bool dcgm_model_label = false);
 
  private:
   struct Live {
@@ -88,6 +94,17 @@ class Daemon {
   HttpResponse drain_gpu(const std::string& key, bool drain, const HttpRequest& req, const Peer& peer);
   HttpResponse status(const Peer& peer);
   std::optional<JobRow> visible_job(JobId id, const Peer& peer);
+
+  // Web (web_routes.cpp)
+  std::string web_assets_dir() const;
+  HttpResponse serve_asset(const std::string& rel);
+  HttpResponse web_overview(const Peer& peer);
+  HttpResponse web_gpu_samples(const HttpRequest& req);
+  HttpResponse web_job(const std::string& id_text, const Peer& peer);
+  bool web_shows_details(const Peer& peer) const;
+  nlohmann::json web_job_summary(const JobRow& j, bool details);
+  void start_web_listener();
+  static Histogram new_decision_histogram();
   nlohmann::json job_json(const JobRow& j, bool detail);
 
   DaemonConfig cfg_;
@@ -112,6 +129,11 @@ class Daemon {
   std::map<JobId, std::string> waiting_;
   std::map<int, std::unique_ptr<gpu::MpsDaemon>> mps_;  // NVML index -> its MPS control daemon
   std::unique_ptr<ApiServer> api_;
+  std::unique_ptr<ApiServer> web_;  // [web] listen: /metrics and the dashboard (TCP), or none
+  // Scheduler counters for /metrics (in memory: they restart at zero with colod).
+  std::uint64_t sched_rounds_ = 0;
+  std::uint64_t sched_placements_ = 0;
+  Histogram decision_seconds_ = new_decision_histogram();
   bool dirty_ = true;      // something changed: run the scheduler
   int launch_failures_ = 0;         // consecutive launches that failed (back-off exponent)
   double launch_pause_until_ = 0;   // monotonic: no scheduling before this after a failed launch

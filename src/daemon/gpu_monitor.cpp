@@ -174,6 +174,9 @@ std::optional<std::string> GpuMonitor::read_device(int index, DeviceHealth& h, S
       s->process_mib = m->process_mib;
       s->power_w = d.power_w;
       s->last_smact = d.smact;
+      s->last_smocc = d.smocc;
+      s->gpu_util = d.gpu_util;
+      s->energy_mj = d.energy_mj;
       // The caller's clock is the wall clock: if it stepped back, the window's samples are from
       // "the future"; start the window over rather than fail (WindowSampler refuses that).
       if (s->window_t && now < *s->window_t) s->window = gpu::WindowSampler(s->window.window());
@@ -197,6 +200,9 @@ void GpuMonitor::on_failure(int index, DeviceHealth& h, const std::string& what,
   for (GpuSlot* s : slots) {  // nothing measured this round
     s->power_w.reset();
     s->last_smact.reset();
+    s->last_smocc.reset();
+    s->gpu_util.reset();
+    s->energy_mj.reset();
   }
   MonitorEvent ev;
   ev.nvml_index = index;

@@ -54,6 +54,9 @@ struct GpuSlot {
   std::map<int, MiB> process_mib;  // latest sample
   std::optional<double> power_w;
   std::optional<double> last_smact;
+  std::optional<double> last_smocc;
+  std::optional<double> gpu_util;            // 0..1
+  std::optional<std::uint64_t> energy_mj;    // since driver load (whole GPU)
   gpu::WindowSampler window;
   std::optional<Seconds> window_t;  // time of the latest sample in `window`
   gpu::SmactPath smact_path = gpu::SmactPath::Unavailable;

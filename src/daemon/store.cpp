@@ -56,6 +56,9 @@ CREATE TABLE IF NOT EXISTS gpu_samples (
   time REAL NOT NULL, slot INTEGER NOT NULL, used_mib INTEGER NOT NULL, smact REAL, power_w REAL
 );
 CREATE INDEX IF NOT EXISTS gpu_samples_time ON gpu_samples(time);
+CREATE TABLE IF NOT EXISTS job_samples (time REAL NOT NULL, job_id INTEGER NOT NULL, mib INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS job_samples_job ON job_samples(job_id, time);
+CREATE INDEX IF NOT EXISTS job_samples_time ON job_samples(time);
 CREATE TABLE IF NOT EXISTS history (
   fingerprint TEXT PRIMARY KEY, peak_mib INTEGER NOT NULL, runs INTEGER NOT NULL, last_time REAL NOT NULL
 );
@@ -154,7 +157,16 @@ Job JobRow::to_core() const {
   return j;
 }
 
-Store::Store(const std::string& path) : db_(path) { db_.exec(kSchema); }
+Store::Store(const std::string& path) : db_(path) {
+  db_.exec(kSchema);
+  // Columns added after the first release: a state directory from then gains them in place.
+  bool has_reserved = false;
+  {
+    auto s = db_.prepare("PRAGMA table_info(gpu_samples)");
+    while (s.step()) has_reserved |= s.text(1) == "reserved_mib";
+  }
+  if (!has_reserved) db_.exec("ALTER TABLE gpu_samples ADD COLUMN reserved_mib INTEGER");
+}
 
 JobId Store::insert_job(const JobRow& j) {
   auto s = db_.prepare(
@@ -340,16 +352,95 @@ std::optional<std::string> Store::drained_reason(const std::string& uuid) {
   return s.text(1);
 }
 
-void Store::add_sample(double time, int slot, MiB used, std::optional<double> smact, std::optional<double> power) {
-  auto s = db_.prepare("INSERT INTO gpu_samples (time, slot, used_mib, smact, power_w) VALUES (?,?,?,?,?)");
-  s.bind(1, time).bind(2, slot).bind(3, used).bind(4, smact).bind(5, power);
+void Store::add_sample(double time, int slot, MiB used, std::optional<double> smact, std::optional<double> power,
+                       std::optional<MiB> reserved) {
+  auto s = db_.prepare("INSERT INTO gpu_samples (time, slot, used_mib, smact, power_w, reserved_mib) VALUES (?,?,?,?,?,?)");
+  s.bind(1, time).bind(2, slot).bind(3, used).bind(4, smact).bind(5, power).bind(6, reserved);
   s.run();
 }
 
-void Store::prune_samples(double older_than) {
-  auto s = db_.prepare("DELETE FROM gpu_samples WHERE time < ?");
-  s.bind(1, older_than);
+std::vector<GpuSampleRow> Store::samples_since(double since) {
+  auto s = db_.prepare(
+      "SELECT time, slot, used_mib, reserved_mib, smact, power_w FROM gpu_samples WHERE time >= ? ORDER BY slot, time");
+  s.bind(1, since);
+  std::vector<GpuSampleRow> out;
+  while (s.step())
+    out.push_back(GpuSampleRow{s.f64(0), static_cast<int>(s.i64(1)), s.i64(2), s.opt_i64(3), s.opt_f64(4), s.opt_f64(5)});
+  return out;
+}
+
+void Store::add_job_sample(double time, JobId job, MiB mib) {
+  auto s = db_.prepare("INSERT INTO job_samples (time, job_id, mib) VALUES (?,?,?)");
+  s.bind(1, time).bind(2, static_cast<std::int64_t>(job)).bind(3, mib);
   s.run();
+}
+
+std::vector<std::pair<double, MiB>> Store::job_samples(JobId job) {
+  auto s = db_.prepare("SELECT time, mib FROM job_samples WHERE job_id = ? ORDER BY time");
+  s.bind(1, static_cast<std::int64_t>(job));
+  std::vector<std::pair<double, MiB>> out;
+  while (s.step()) out.emplace_back(s.f64(0), s.i64(1));
+  return out;
+}
+
+void Store::prune_samples(double older_than) {
+  for (const char* sql : {"DELETE FROM gpu_samples WHERE time < ?", "DELETE FROM job_samples WHERE time < ?"}) {
+    auto s = db_.prepare(sql);
+    s.bind(1, older_than);
+    s.run();
+  }
+}
+
+StoreTotals Store::totals() {
+  StoreTotals t;
+  {
+    auto s = db_.prepare("SELECT state, COUNT(*) FROM jobs GROUP BY state");
+    while (s.step()) t.jobs_by_state[s.text(0)] = s.i64(1);
+  }
+  {
+    auto s = db_.prepare(
+        "SELECT MIN(submit_time), COUNT(*) FROM jobs WHERE state IN ('queued','recovering','estimating')");
+    if (s.step()) {
+      t.oldest_waiting_submit = s.opt_f64(0);
+      t.waiting = s.i64(1);
+    }
+  }
+  {
+    auto s = db_.prepare("SELECT COUNT(*) FROM attempts WHERE outcome = 'oom'");
+    if (s.step()) t.oom_attempts = s.i64(0);
+  }
+  {
+    auto s = db_.prepare(
+        "SELECT COUNT(*) FROM jobs WHERE state = 'done' AND id IN (SELECT job_id FROM attempts WHERE outcome = 'oom')");
+    if (s.step()) t.recovered_jobs = s.i64(0);
+  }
+  return t;
+}
+
+std::vector<EstimateOutcome> Store::estimate_outcomes(int limit) {
+  auto s = db_.prepare(
+      "SELECT j.id, j.need_source, j.need_mib, MAX(a.peak_mib) FROM jobs j JOIN attempts a ON a.job_id = j.id "
+      "WHERE j.state = 'done' AND j.need_mib IS NOT NULL AND a.peak_mib IS NOT NULL AND a.peak_mib > 0 "
+      "GROUP BY j.id ORDER BY j.id DESC LIMIT ?");
+  s.bind(1, limit);
+  std::vector<EstimateOutcome> out;
+  while (s.step()) out.push_back(EstimateOutcome{static_cast<JobId>(s.i64(0)), s.text(1), s.i64(2), s.i64(3)});
+  return out;
+}
+
+std::vector<EventRow> Store::recent_events(int limit) {
+  auto s = db_.prepare("SELECT time, job_id, kind, message FROM events ORDER BY id DESC LIMIT ?");
+  s.bind(1, limit);
+  std::vector<EventRow> out;
+  while (s.step()) {
+    EventRow e;
+    e.time = s.f64(0);
+    if (auto j = s.opt_i64(1)) e.job_id = static_cast<JobId>(*j);
+    e.kind = s.text(2);
+    e.message = s.text(3);
+    out.push_back(std::move(e));
+  }
+  return out;
 }
 
 std::optional<MiB> Store::history_peak(const std::string& fingerprint) {

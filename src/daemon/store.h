@@ -7,6 +7,7 @@
 // running (the daemon told the shim to start the job) ─► finished | not_started | lost.
 // docs/DAEMON.md explains why this order of writes survives kill -9 at any instant.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,6 +84,32 @@ struct ProbeRow {
   std::string detail;            // the estimator's explanation, or why the probe failed
 };
 
+// One GPU slot's sample (the dashboard's timelines; kept 24 h).
+struct GpuSampleRow {
+  double time = 0;
+  int slot = 0;
+  MiB used_mib = 0;
+  std::optional<MiB> reserved_mib;  // Σ reservations by estimate (null in rows from before it was kept)
+  std::optional<double> smact, power_w;
+};
+
+// What /metrics and the dashboard count, read in one pass.
+struct StoreTotals {
+  std::map<std::string, std::int64_t> jobs_by_state;
+  std::optional<double> oldest_waiting_submit;  // queued, recovering or estimating
+  std::int64_t waiting = 0;
+  std::int64_t oom_attempts = 0;                 // attempts that ended out of memory
+  std::int64_t recovered_jobs = 0;               // jobs that ran out of memory once and then finished
+};
+
+// A finished job's plan against what it used: the estimator's error.
+struct EstimateOutcome {
+  JobId job = 0;
+  std::string source;  // need_source: the estimator (or "user", "history", …)
+  MiB need_mib = 0;
+  MiB peak_mib = 0;
+};
+
 struct EventRow {
   double time = 0;
   std::optional<JobId> job_id;
@@ -121,8 +148,19 @@ class Store {
   void set_drained(int slot, const std::string& uuid, bool drained, const std::string& reason);
   std::optional<std::string> drained_reason(const std::string& uuid);  // nullopt = not drained
 
-  void add_sample(double time, int slot, MiB used, std::optional<double> smact, std::optional<double> power);
-  void prune_samples(double older_than);
+  void add_sample(double time, int slot, MiB used, std::optional<double> smact, std::optional<double> power,
+                  std::optional<MiB> reserved = std::nullopt);
+  std::vector<GpuSampleRow> samples_since(double since);  // by slot, then time
+  // A running job's memory (all its GPUs together), for its memory curve.
+  void add_job_sample(double time, JobId job, MiB mib);
+  std::vector<std::pair<double, MiB>> job_samples(JobId job);
+  void prune_samples(double older_than);  // both sample tables
+
+  StoreTotals totals();
+  // Finished jobs with a planned need and an observed peak (the latest `limit`).
+  std::vector<EstimateOutcome> estimate_outcomes(int limit = 100000);
+  // The newest events, newest first (the dashboard's OOM/recovery list).
+  std::vector<EventRow> recent_events(int limit);
 
   // History estimator observations, keyed by job fingerprint.
   std::optional<MiB> history_peak(const std::string& fingerprint);

@@ -32,9 +32,9 @@ constexpr std::size_t kBig = 4u << 20;  // far more than a Unix socket buffers
 HttpResponse test_handler(const HttpRequest& r, const Peer& p, int* calls, std::vector<uid_t>* order) {
   ++*calls;
   order->push_back(p.uid);
-  if (r.path == "/big") return HttpResponse{200, "text/plain", std::string(kBig, 'x')};
-  if (r.path == "/huge") return HttpResponse{200, "text/plain", std::string(kBig * 8, 'y')};
-  return HttpResponse{200, "application/json", "{\"path\":\"" + r.path + "\",\"uid\":" + std::to_string(p.uid) + "}"};
+  if (r.path == "/big") return HttpResponse{200, "text/plain", std::string(kBig, 'x'), {}};
+  if (r.path == "/huge") return HttpResponse{200, "text/plain", std::string(kBig * 8, 'y'), {}};
+  return HttpResponse{200, "application/json", "{\"path\":\"" + r.path + "\",\"uid\":" + std::to_string(p.uid) + "}", {}};
 }
 
 struct Fixture {

@@ -54,7 +54,7 @@ TEST(HttpRequestParser, RefusesWhatItDoesNotSpeak) {
 }
 
 TEST(HttpResponse, RoundTrips) {
-  HttpResponse r{404, "application/json", R"({"error":"job 3 not found"})"};
+  HttpResponse r{404, "application/json", R"({"error":"job 3 not found"})", {}};
   const HttpResponse back = parse_response(serialize(r));
   EXPECT_EQ(back.status, 404);
   EXPECT_EQ(back.body, r.body);

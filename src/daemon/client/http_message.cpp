@@ -86,8 +86,10 @@ std::string_view reason_phrase(int status) {
 }
 
 std::string serialize(const HttpResponse& r) {
-  return fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
-                     r.status, reason_phrase(r.status), r.content_type, r.body.size(), r.body);
+  std::string extra;
+  for (const auto& [k, v] : r.headers) extra += fmt::format("{}: {}\r\n", k, v);
+  return fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n{}",
+                     r.status, reason_phrase(r.status), r.content_type, r.body.size(), extra, r.body);
 }
 
 std::string serialize(const HttpRequest& r) {

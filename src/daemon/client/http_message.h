@@ -23,6 +23,7 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  std::map<std::string, std::string> headers;  // extra response headers (the web listener's)
 };
 
 std::string_view reason_phrase(int status);

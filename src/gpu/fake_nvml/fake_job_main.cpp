@@ -3,7 +3,7 @@
 // by registering its pid in the fake NVML state directory, optionally ramping up, and dies
 // with PyTorch's out-of-memory message when a GPU would be over-committed.
 //
-//   colo-fake-job --mem 10GiB [--ramp 5] [--hold 3|inf] [--sm-activity 0.4]
+//   colo-fake-job --mem 10GiB [--ramp 5] [--hold 3|inf] [--until-file PATH] [--sm-activity 0.4]
 //                 [--sm-occupancy 0.2] [--exit-code 0]
 //
 // Needs COLO_FAKE_NVML_DIR (and COLO_FAKE_NVML_GPUS or DIR/gpus.spec), as the fake library.
@@ -41,6 +41,9 @@ struct Options {
   double sm_activity = 0;
   std::optional<double> sm_occupancy;
   int exit_code = 0;
+  // Hold until this file exists (then exit): tests end a job when they have seen what they
+  // need, instead of guessing how long it must run.
+  std::string until_file;
 };
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -93,6 +96,9 @@ Options parse_args(int argc, char** argv) {
       o.sm_activity = parse_number(a, value(), 0, 1);
     } else if (a == "--sm-occupancy") {
       o.sm_occupancy = parse_number(a, value(), 0, 1);
+    } else if (a == "--until-file") {
+      o.until_file = value();
+      if (o.until_file.empty()) usage_error("--until-file needs a path");
     } else if (a == "--exit-code") {
       o.exit_code = static_cast<int>(parse_number(a, value(), 0, 255));
     } else {
@@ -205,6 +211,7 @@ int main(int argc, char** argv) {
     using namespace std::chrono;
     const auto until = steady_clock::now() + duration<double>(std::min(seconds, 1e9));
     while (!g_stop && steady_clock::now() < until) {
+      if (!opt.until_file.empty() && ::access(opt.until_file.c_str(), F_OK) == 0) return;
       std::this_thread::sleep_for(std::min<steady_clock::duration>(
           milliseconds(50), duration_cast<steady_clock::duration>(until - steady_clock::now())));
     }
@@ -255,6 +262,6 @@ int main(int argc, char** argv) {
                 dev.uuid.c_str());
   }
   std::fflush(stdout);
-  sleep_for(opt.hold_s);
+  sleep_for(opt.until_file.empty() ? opt.hold_s : INFINITY);
   return finish(opt.exit_code);
 }

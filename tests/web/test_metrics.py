@@ -1,0 +1,288 @@
+"""colod's web listener against the real tools: `promtool check metrics` on /metrics, a real
+Prometheus server scraping it, and the listener's access rules (read-only, anonymous, no path
+escapes). colod runs on the in-tree fake NVML with colo-fake-job jobs, so the GPU metrics have
+memory and SM activity. Every wait polls observed state (a file, a job's state, a query result)
+under a deadline that only bounds a failure.
+
+Binaries: $COLO_BUILD_DIR, else <repo>/build-test, else <repo>/build."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def build_dir():
+    for d in (os.environ.get("COLO_BUILD_DIR"), os.path.join(ROOT, "build-test"), os.path.join(ROOT, "build")):
+        if d and all(os.access(os.path.join(d, b), os.X_OK) for b in ("colod", "colo", "colo-fake-job")):
+            return d
+    raise RuntimeError("colod, colo and colo-fake-job are not built (set COLO_BUILD_DIR or build build-test/)")
+
+
+def wait_for(what, check, timeout=60.0, interval=0.1):
+    """Polls check() until it returns something truthy; the deadline only bounds a failure."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = check()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+def http_get(url, timeout=10):
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()
+
+
+class Colod:
+    """colod on fake GPUs with the web listener on a free port, in a temporary state dir."""
+
+    def __init__(self, extra_config=""):
+        self.build = build_dir()
+        self.dir = tempfile.mkdtemp(prefix="colo-web-")
+        os.chmod(self.dir, 0o755)
+        args = [os.path.join(self.build, "colod"), "--fake-gpus", "2x40GiB", "--state-dir", self.dir,
+                "--metrics-listen", "127.0.0.1:0"]
+        if extra_config:
+            cfg = os.path.join(self.dir, "colod.toml")
+            with open(cfg, "w") as f:
+                f.write(extra_config)
+            args += ["--config", cfg]
+        self.log = open(os.path.join(self.dir, "colod.log"), "w")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        addr_file = os.path.join(self.dir, "web.addr")
+
+        def ready():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"colod exited with {self.proc.returncode}: {self.read_log()}")
+            if not os.path.exists(addr_file):
+                return None
+            with open(addr_file) as f:
+                return f.read().strip()
+        self.addr = wait_for("colod's web.addr", ready)
+        self.base = f"http://{self.addr}"
+
+    def read_log(self):
+        with open(os.path.join(self.dir, "colod.log")) as f:
+            return f.read()
+
+    def colo(self, *args):
+        r = subprocess.run([os.path.join(self.build, "colo"), "--socket", os.path.join(self.dir, "colo.sock"), *args],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise AssertionError(f"colo {' '.join(args)} failed: {r.stderr}")
+        return r.stdout
+
+    def submit_fake_job(self, name, mem="6GiB", hold="inf", sm="0.4", until_file=None):
+        extra = ["--until-file", until_file] if until_file else []
+        out = self.colo("submit", "--gpus", "1", "--mem", "8GiB", "--name", name, "--",
+                        os.path.join(self.build, "colo-fake-job"), "--mem", mem, "--hold", hold,
+                        "--sm-activity", sm, "--sm-occupancy", "0.2", *extra)
+        return int(out.strip().split()[-1])
+
+    def job_state(self, job):
+        return json.loads(self.colo("show", str(job), "--json"))["state"]
+
+    def stop(self):
+        for j in json.loads(self.colo("queue", "--json")):
+            if j["state"] in ("queued", "running", "estimating", "recovering"):
+                self.colo("cancel", str(j["id"]))
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=60)
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class MetricsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Colod()
+        cls.job = cls.d.submit_fake_job("metrics-a")
+        wait_for("job running", lambda: cls.d.job_state(cls.job) == "running")
+        # The monitor has sampled the job's memory once its observed peak is on /metrics.
+        wait_for("the job's memory on /metrics",
+                 lambda: f'colo_job_observed_peak_mib{{job_id="{cls.job}",estimator="user"}} 6144'
+                 in http_get(cls.d.base + "/metrics")[2])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def test_promtool_accepts_metrics(self):
+        status, headers, body = http_get(self.d.base + "/metrics")
+        self.assertEqual(status, 200)
+        self.assertTrue(headers["Content-Type"].startswith("text/plain; version=0.0.4"), headers)
+        r = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for family in ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE",
+                       "DCGM_FI_PROF_SM_OCCUPANCY", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+                       "colo_jobs", "colo_queue_length", "colo_queue_oldest_wait_seconds", "colo_oom_crashes_total",
+                       "colo_oom_recoveries_total", "colo_job_estimated_mib", "colo_job_observed_peak_mib",
+                       "colo_scheduler_decision_seconds", "colo_gpus_unhealthy", "colo_estimator_error_ratio"):
+            self.assertIn(f"# TYPE {family} ", body)
+        self.assertIn('DCGM_FI_DEV_FB_USED{gpu="0",', body)
+        # The fake job declares SM activity 0.4; GPM reports it over the sample interval (ramping).
+        self.assertRegex(body, r'DCGM_FI_PROF_SM_ACTIVE\{gpu="\d",UUID="GPU-[0-9a-f-]+",device="nvidia\d",Hostname="[^"]+"\} 0\.[1-9]')
+        self.assertIn(f'colo_job_estimated_mib{{job_id="{self.job}",estimator="user",state="running"}} 8192', body)
+
+    def test_dcgm_labels_on_request(self):
+        status, _, body = http_get(self.d.base + "/metrics?labels=dcgm")
+        self.assertEqual(status, 200)
+        self.assertRegex(body, r'DCGM_FI_DEV_FB_USED\{gpu="0",UUID="GPU-[^"]+",device="nvidia0",Hostname="[^"]+",modelName="Fake NVIDIA GPU 40GiB"\}')
+        # promtool lints only dcgm-exporter's camelCase label (as it does on dcgm-exporter itself).
+        r = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, text=True)
+        problems = {l for l in (r.stdout + r.stderr).splitlines() if l.strip()}
+        self.assertTrue(problems)
+        self.assertTrue(all("camelCase" in p for p in problems), problems)
+        self.assertEqual(http_get(self.d.base + "/metrics?labels=x")[0], 400)
+
+    def test_estimator_error_histogram(self):
+        flag = os.path.join(self.d.dir, "end-short-job")
+        job = self.d.submit_fake_job("metrics-short", until_file=flag)
+        # End the job only once the monitor has recorded its memory (its observed peak).
+        wait_for("the short job's peak on /metrics",
+                 lambda: f'colo_job_observed_peak_mib{{job_id="{job}",estimator="user"}} 6144'
+                 in http_get(self.d.base + "/metrics")[2])
+        open(flag, "w").close()
+        wait_for("the short job to finish", lambda: self.d.job_state(job) == "done")
+        body = http_get(self.d.base + "/metrics")[2]
+        # planned 8192 MiB, used 6144: (8192 - 6144) / 6144 = +0.33 → first bucket at or above it is 0.5
+        self.assertIn('colo_estimator_error_ratio_bucket{estimator="user",le="0.25"} 0', body)
+        self.assertIn('colo_estimator_error_ratio_bucket{estimator="user",le="0.5"} 1', body)
+        self.assertIn('colo_estimator_error_ratio_count{estimator="user"} 1', body)
+
+    def test_listener_is_read_only_and_anonymous(self):
+        req = urllib.request.Request(self.d.base + "/metrics", method="POST", data=b"")
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=10)
+        self.assertEqual(e.exception.code, 405)
+        # Over TCP nobody is identified: names, users and job pages stay hidden by default.
+        status, _, body = http_get(self.d.base + "/api/v1/overview")
+        self.assertEqual(status, 200)
+        o = json.loads(body)
+        self.assertEqual(o["visibility"], "anonymous")
+        job = next(j for j in o["jobs"] if j["id"] == self.job)
+        self.assertIsNone(job["name"])
+        self.assertIsNone(job["user"])
+        self.assertEqual(job["state"], "running")
+        self.assertEqual(job["need_mib"], 8192)
+        self.assertEqual(http_get(f"{self.d.base}/api/v1/jobs/{self.job}")[0], 403)
+        for path in ("/static/../colo.db", "/static/%2e%2e/colo.db", "/static/.hidden", "/../web.addr", "/nope"):
+            status, _, body = http_get(self.d.base + path)
+            self.assertEqual(status, 404, path)
+            self.assertNotIn("SQLite", body)
+
+    def test_samples_and_bad_queries(self):
+        status, _, body = http_get(self.d.base + "/api/v1/gpu-samples?since=0")
+        self.assertEqual(status, 200)
+        g0 = json.loads(body)["gpus"][0]
+        self.assertGreater(len(g0["t"]), 0)
+        self.assertEqual(len(g0["t"]), len(g0["used_mib"]))
+        self.assertEqual(http_get(self.d.base + "/api/v1/gpu-samples?since=yesterday")[0], 400)
+        self.assertEqual(http_get(self.d.base + "/api/v1/jobs/abc")[0], 400)
+
+
+class PublicDetailsTest(unittest.TestCase):
+    def test_admin_may_publish_job_details(self):
+        d = Colod("[web]\npublic_job_details = true\n")
+        try:
+            job = d.submit_fake_job("public-a", hold="inf")
+            wait_for("job running", lambda: d.job_state(job) == "running")
+            wait_for("a memory sample of the job",
+                     lambda: json.loads(http_get(f"{d.base}/api/v1/jobs/{job}")[2])["memory"]["mib"])
+            o = json.loads(http_get(d.base + "/api/v1/overview")[2])
+            self.assertEqual(o["visibility"], "all")
+            self.assertEqual(next(j for j in o["jobs"] if j["id"] == job)["name"], "public-a")
+            page = json.loads(http_get(f"{d.base}/api/v1/jobs/{job}")[2])
+            self.assertEqual(page["job"]["attempts"][0]["n"], 1)
+            self.assertIn(6144, page["memory"]["mib"])
+        finally:
+            d.stop()
+
+    def test_bad_listen_address_is_one_clear_line(self):
+        b = build_dir()
+        with tempfile.TemporaryDirectory() as tmp:
+            for bad in ("9400", "example.com:9400", "127.0.0.1:99999", "[::1:9400"):
+                r = subprocess.run([os.path.join(b, "colod"), "--fake-gpus", "1x40GiB", "--state-dir", tmp,
+                                    "--metrics-listen", bad], capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 2, bad)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+                self.assertIn("--metrics-listen", r.stderr)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PrometheusScrapeTest(unittest.TestCase):
+    def test_real_prometheus_scrapes_colod(self):
+        if not shutil.which("prometheus"):
+            self.fail("prometheus is not installed (scripts/install-deps.sh installs it)")
+        d = Colod()
+        tmp = tempfile.mkdtemp(prefix="colo-prom-")
+        prom = None
+        try:
+            job = d.submit_fake_job("scraped")
+            wait_for("job running", lambda: d.job_state(job) == "running")
+            cfg = os.path.join(tmp, "prometheus.yml")
+            with open(cfg, "w") as f:
+                f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                        "scrape_configs:\n  - job_name: colod\n"
+                        f"    static_configs:\n      - targets: ['{d.addr}']\n")
+            # A port chosen here may be taken before Prometheus binds it: then it exits and the
+            # next port is tried (observed: the process ended), never a guess by time.
+            for attempt in range(5):
+                port = free_port()
+                with open(os.path.join(tmp, f"prometheus-{attempt}.log"), "w") as log:
+                    prom = subprocess.Popen(["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={tmp}/data",
+                                             f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
+                api = f"http://127.0.0.1:{port}/api/v1"
+
+                def answers():
+                    if prom.poll() is not None:
+                        return "exited"
+                    try:
+                        return http_get(api + "/status/buildinfo", timeout=2)[0] == 200 and "up"
+                    except OSError:
+                        return False
+                if wait_for("prometheus to answer", answers, timeout=120) == "up":
+                    break
+            else:
+                self.fail("prometheus did not start (see its logs)")
+
+            def scraped():
+                s, _, body = http_get(api + "/query?query=" + urllib.request.quote(f'colo_job_estimated_mib{{job_id="{job}"}}'))
+                r = json.loads(body)["data"]["result"] if s == 200 else []
+                return r
+            result = wait_for("Prometheus to have scraped colod", scraped, timeout=120, interval=0.5)
+            self.assertEqual(result[0]["value"][1], "8192")
+            targets = json.loads(http_get(api + "/targets")[2])["data"]["activeTargets"]
+            self.assertEqual(targets[0]["health"], "up", targets)
+            self.assertEqual(targets[0]["lastError"], "")
+            fb = json.loads(http_get(api + "/query?query=DCGM_FI_DEV_FB_USED")[2])["data"]["result"]
+            self.assertEqual(len(fb), 2)
+        finally:
+            if prom and prom.poll() is None:
+                prom.terminate()
+                prom.wait(timeout=60)
+            d.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
