@@ -22,6 +22,7 @@
 #include "cli/command_registry.h"
 #include "cli/number_option.h"
 #include "cli/probe_options.h"
+#include "cli/progress.h"
 #include "core/error.h"
 #include "core/limits.h"
 #include "estimate/calibration/calibration_fit.h"
@@ -166,7 +167,10 @@ void run_eval(const EvalOpts& o) {
       throw colo::UserError("--traces is for --estimator trace or faketensor");
     library.emplace(o.traces);
   }
-  const auto results = evaluate(rows, *est, o.gpu, parse_optimizer(o.optimizer), library ? &*library : nullptr);
+  colo::cli::Progress progress("colo estimate eval", rows.size(), o.json);
+  const auto results = evaluate(rows, *est, o.gpu, parse_optimizer(o.optimizer), library ? &*library : nullptr,
+                                [&](std::size_t done, std::size_t) { progress.update(done); });
+  progress.finish();
   const auto s = summarize(results, profile.gpu_total_mib);
   if (o.json) {
     auto j = s.to_json();

@@ -10,6 +10,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/number_option.h"
+#include "cli/progress.h"
 #include "core/error.h"
 #include "core/limits.h"
 #include "estimate/gpumemnet/gpumemnet_experiment.h"
@@ -64,7 +65,13 @@ void run(const GpuMemNetOptions& o, bool train, const std::string& command) {
   if (train && o.out.empty()) throw UserError("gpumemnet train needs --out <model.json>");
 
   const auto t0 = std::chrono::steady_clock::now();
+  // Members trained: each fold's ensemble, then the final model's.
+  const std::size_t runs = (e.folds >= 2 ? static_cast<std::size_t>(e.folds) : 0) + (e.final_model ? 1 : 0);
+  Progress progress(train ? "colo gpumemnet train" : "colo gpumemnet cv", runs * e.config.members.size(), o.json);
+  std::size_t members_done = 0;
+  e.config.member_done = [&] { progress.update(++members_done); };
   const auto r = estimate::run_gpumemnet_experiment(e);
+  progress.finish();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (train) r.model.save(o.out);
 

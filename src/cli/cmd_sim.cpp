@@ -3,6 +3,7 @@
 //            [--estimator E] [--sharing streams|mps] [--no-conditions] [--smact-cap PCT]
 //            [--margin-mib M] [--recovery strict|loose] [--seed S] [--json] [--compare]
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -11,6 +12,8 @@
 
 #include "cli/command_registry.h"
 #include "cli/number_option.h"
+#include "cli/progress.h"
+#include "cli/sim_report.h"
 #include "common/resource_path.h"
 #include "core/error.h"
 #include "core/limits.h"
@@ -43,7 +46,21 @@ struct SimArgs {
   double oom_detect_s = 10;
   bool json = false;
   bool compare = false;
+  std::string report;  // --report FILE: a self-contained HTML page (cli/sim_report.h)
 };
+
+std::string report_title(const SimArgs& a) {
+  return fmt::format("colo sim — {}, {} × {} MiB", std::filesystem::path(a.trace).stem().string(), a.gpus,
+                     a.gpu_memory_mib);
+}
+
+std::string report_command(const SimArgs& a) {
+  std::string c = fmt::format("colo sim --workloads {} --trace {} --gpus {} --gpu-memory-mib {}", a.workloads, a.trace,
+                              a.gpus, a.gpu_memory_mib);
+  if (a.compare) return c + " --compare";
+  return c + fmt::format(" --policy {} --estimator {} --sharing {}{}", a.policy, a.estimator, a.sharing,
+                         a.no_conditions ? " --no-conditions" : "");
+}
 
 nlohmann::json to_json(const sim::SimResult& r) {
   return {{"jobs", r.jobs},
@@ -122,15 +139,47 @@ void run_compare(const SimArgs& a, const sim::ScenarioBase& base, const sim::Tra
     sim::SimResult r;
   };
   std::vector<Row> rows;
+  std::vector<sim::SimTimeline> timelines(matrix.size());
   for (size_t i = 0; i < matrix.size(); ++i) {
     std::cerr << fmt::format("[{}/{}] {} ({})\n", i + 1, matrix.size(), matrix[i].label, to_string(matrix[i].sharing));
-    rows.push_back({matrix[i], sim::run_scenario(matrix[i], base, trace)});
+    sim::ScenarioBase b = base;
+    if (!a.report.empty()) b.config.timeline = &timelines[i];
+    rows.push_back({matrix[i], sim::run_scenario(matrix[i], b, trace)});
   }
   auto exclusive_of = [&](sim::SharingKind s) -> const sim::SimResult& {
     for (const Row& row : rows)
       if (row.sc.policy == PolicyKind::Exclusive && row.sc.sharing == s) return row.r;
     return rows.front().r;
   };
+  if (!a.report.empty()) {
+    // The page shows the timelines of exclusive (MPS) and of the best row (shortest makespan
+    // among those without an OOM crash, else the shortest), and every row as bars.
+    size_t best = 0, excl = 0;
+    auto better = [&](size_t i, size_t j) {
+      const bool ci = rows[i].r.oom_crashes == 0, cj = rows[j].r.oom_crashes == 0;
+      return ci != cj ? ci : rows[i].r.makespan_s < rows[j].r.makespan_s;
+    };
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (better(i, best)) best = i;
+      if (rows[i].sc.policy == PolicyKind::Exclusive && rows[i].sc.sharing == sim::SharingKind::Mps) excl = i;
+    }
+    nlohmann::json compare = nlohmann::json::array();
+    for (const Row& row : rows)
+      compare.push_back({{"policy", row.sc.label}, {"estimator", row.sc.estimator},
+                         {"sharing", std::string(to_string(row.sc.sharing))}, {"makespan_s", row.r.makespan_s},
+                         {"energy_mj", row.r.energy_mj}, {"avg_wait_s", row.r.avg_wait_s},
+                         {"avg_jct_s", row.r.avg_jct_s}, {"oom_crashes", row.r.oom_crashes}});
+    auto label = [&](size_t i) {
+      return fmt::format("{} ({})", rows[i].sc.label, to_string(rows[i].sc.sharing));
+    };
+    std::vector<ReportRun> runs{{label(best), &rows[best].r, &timelines[best]}};
+    if (excl != best) runs.push_back({label(excl), &rows[excl].r, &timelines[excl]});
+    const auto& ex = rows[excl].r;
+    write_report(a.report, report_json(report_title(a), report_command(a), a.gpus, a.gpu_memory_mib, runs, compare,
+                                       {{"makespan_s", ex.makespan_s}, {"energy_mj", ex.energy_mj},
+                                        {"avg_wait_s", ex.avg_wait_s}, {"avg_jct_s", ex.avg_jct_s}}));
+    std::cerr << fmt::format("colo sim: wrote {}\n", a.report);
+  }
   if (a.json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const Row& row : rows) {
@@ -179,6 +228,7 @@ void run(const SimArgs& a, const CLI::App& cmd) {
   if (!sharing) throw UserError(fmt::format("--sharing must be streams or mps, got '{}'", a.sharing));
   sim::make_estimator(a.estimator, base.estimators);  // validates the name before any file is read
 
+  if (!a.report.empty()) check_report_inputs(a.report);
   const sim::WorkloadCatalog catalog = sim::WorkloadCatalog::load(a.workloads);
   const sim::Trace trace = sim::load_trace(a.trace, catalog);
   if (a.compare) {
@@ -187,9 +237,22 @@ void run(const SimArgs& a, const CLI::App& cmd) {
   }
   const sim::Scenario sc{a.policy, *policy, !a.no_conditions, a.estimator, *sharing};
   sim::ScenarioBase b = base;
-  if (trace.entries.size() >= 20000)
-    b.config.progress = [](std::size_t done, std::size_t n) { std::cerr << fmt::format("colo sim: {}/{} jobs done\n", done, n); };
-  print_one(a, sim::run_scenario(sc, b, trace));
+  Progress progress("colo sim", trace.entries.size(), a.json);
+  if (progress.enabled()) {
+    b.config.progress = [&](std::size_t done, std::size_t) { progress.update(done); };
+    b.config.progress_every = 2000;
+  }
+  sim::SimTimeline timeline;
+  if (!a.report.empty()) b.config.timeline = &timeline;
+  const sim::SimResult r = sim::run_scenario(sc, b, trace);
+  progress.finish();
+  if (!a.report.empty()) {
+    write_report(a.report, report_json(report_title(a), report_command(a), a.gpus, a.gpu_memory_mib,
+                                       {{fmt::format("{} + {} + {}", a.policy, a.estimator, a.sharing), &r, &timeline}},
+                                       nullptr, nullptr));
+    std::cerr << fmt::format("colo sim: wrote {}\n", a.report);
+  }
+  print_one(a, r);
 }
 
 RegisterCommand reg([](CLI::App& app) {
@@ -220,6 +283,8 @@ RegisterCommand reg([](CLI::App& app) {
                    "seconds from an OOM crash until it is noticed");
   cmd->add_flag("--json", args->json, "print one JSON object (an array with --compare)");
   cmd->add_flag("--compare", args->compare, "run the thesis' comparison matrix");
+  cmd->add_option("--report", args->report,
+                  "also write a self-contained HTML report (Gantt per GPU, memory/SMACT, queue; --compare: bars)");
   cmd->callback([args, cmd] { run(*args, *cmd); });
 });
 

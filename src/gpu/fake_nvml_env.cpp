@@ -21,8 +21,22 @@
 
 namespace colo::gpu {
 
-std::string fake_nvml_library_path() { return COLO_FAKE_NVML_LIBRARY; }
-std::string fake_job_path() { return COLO_FAKE_JOB; }
+namespace {
+// An installed (or unpacked) package has its own copy in <prefix>/lib/colo beside <prefix>/bin;
+// a build tree uses the built file.
+std::string installed_or_built(const char* name, const char* built) {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec && exe.has_parent_path()) {
+    const auto p = exe.parent_path().parent_path() / "lib" / "colo" / name;
+    if (std::filesystem::exists(p, ec)) return p.string();
+  }
+  return built;
+}
+}  // namespace
+
+std::string fake_nvml_library_path() { return installed_or_built("libcolo-fake-nvml.so.1", COLO_FAKE_NVML_LIBRARY); }
+std::string fake_job_path() { return installed_or_built("colo-fake-job", COLO_FAKE_JOB); }
 
 FakeNvmlSetup configure_fake_nvml_env(std::string_view spec, const std::string& state_dir) {
   parse_fake_gpu_spec(spec);  // throws UserError with the problem

@@ -56,6 +56,7 @@ struct Attempt {
   bool active = false;   // making progress (launched, not crashed)
   bool ramped = false;   // memory allocated
   bool crashed_alone = false;
+  std::size_t span = 0;  // its AttemptSpan in the timeline (when recording)
 };
 
 struct GpuRt {
@@ -160,6 +161,7 @@ class Engine {
       dirty_ = false;
       if (cfg_.eager_decisions && queued() > 0) push_wake(static_cast<long>(std::floor(now_)) + 1);
       if (queued() > 0) check_deadlock();
+      record_point();
     }
     // Nothing left that could change the core's answer, yet jobs wait: they never will start.
     fail_queued("the policy never admitted it and nothing else was left to happen");
@@ -350,6 +352,18 @@ class Engine {
       gpus_[static_cast<size_t>(g)].active.push_back(a.core.id);
     }
     ++residents_;
+    if (SimTimeline* tl = cfg_.timeline) {
+      a.span = tl->attempts.size();
+      AttemptSpan sp{a.core.id, static_cast<int>(a.attempt), a.gpus, now_, -1, "", false};
+      for (int g : a.gpus) {
+        const auto& running = snaps_[static_cast<size_t>(g)].running;
+        if (running.size() < 2) continue;
+        sp.collocated = true;  // and every job already there now shares with it
+        for (JobId other : running)
+          if (other != a.core.id && runs_[other].span < tl->attempts.size()) tl->attempts[runs_[other].span].collocated = true;
+      }
+      tl->attempts.push_back(std::move(sp));
+    }
     reshare(a.gpus);
     heap_.push({now_ + std::min(cfg_.ramp_s, s.solo_s), Ev::Ramp, seq_++, a.core.id, a.attempt});
   }
@@ -464,6 +478,7 @@ class Engine {
     reshare(a.gpus);
     ++oom_crashes_;
     ++out_[j].oom_crashes;
+    end_span(a, "oom");
     heap_.push({now_ + cfg_.oom_detect_s, Ev::OomNoticed, seq_++, j, a.attempt});
   }
 
@@ -485,6 +500,7 @@ class Engine {
     JobOutcome& o = out_[j];
     o.completed = true;
     o.finish_s = now_;
+    end_span(a, o.oom_crashes > 0 ? "recovered" : "done");
     ++finished_;
     reshare(a.gpus);
     dirty_ = true;
@@ -514,6 +530,32 @@ class Engine {
     o.fail_reason = std::move(reason);
     o.finish_s = now_;
     ++finished_;
+  }
+
+  // ---- timeline (colo sim --report) ----------------------------------------------------------
+  void end_span(const Attempt& a, const char* state) {
+    if (!cfg_.timeline || a.span >= cfg_.timeline->attempts.size()) return;
+    AttemptSpan& sp = cfg_.timeline->attempts[a.span];
+    sp.end = now_;
+    sp.state = state;
+  }
+
+  // One point per batch of events, only when something shown changed.
+  void record_point() {
+    SimTimeline* tl = cfg_.timeline;
+    if (!tl) return;
+    TimelinePoint p;
+    p.t = now_;
+    p.queue = queued();
+    for (const GpuRt& g : gpus_) {
+      p.used_mib.push_back(g.used);
+      p.smact.push_back(g.hist.level());
+    }
+    if (!tl->points.empty()) {
+      const TimelinePoint& last = tl->points.back();
+      if (last.queue == p.queue && last.used_mib == p.used_mib && last.smact == p.smact) return;
+    }
+    tl->points.push_back(std::move(p));
   }
 
   // ---- results ------------------------------------------------------------------------------

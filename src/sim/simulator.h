@@ -32,6 +32,7 @@
 #include "sim/sharing_model.h"
 #include "sim/sim_job.h"
 #include "sim/streams_model.h"
+#include "sim/timeline.h"
 
 namespace colo::sim {
 
@@ -60,6 +61,8 @@ struct SimConfig {
   // Called every `progress_every` processed events with (jobs finished or failed, jobs).
   std::function<void(std::size_t, std::size_t)> progress;
   std::size_t progress_every = 100000;
+  // Optional: filled with every attempt and the per-GPU series (colo sim --report).
+  SimTimeline* timeline = nullptr;
 };
 
 struct JobOutcome {

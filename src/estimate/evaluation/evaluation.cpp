@@ -84,14 +84,17 @@ nlohmann::ordered_json EvalSummary::to_json() const {
 }
 
 std::vector<EvalRow> evaluate(const std::vector<DatasetRow>& rows, const Estimator& est, const std::string& gpu,
-                              Optimizer default_optimizer, const TraceLibrary* library) {
+                              Optimizer default_optimizer, const TraceLibrary* library,
+                              const std::function<void(std::size_t, std::size_t)>& progress) {
   std::vector<EvalRow> out;
   out.reserve(rows.size());
   const bool oracle = est.name() == "oracle";
   // trace/faketensor probe each row's network (rows that differ only in epochs share one trace).
   const bool probed = est.name() == "trace" || est.name() == "faketensor";
   std::map<std::string, std::shared_ptr<const ProbeTrace>> traces;
+  std::size_t started = 0;
   for (const auto& r : rows) {
+    if (progress) progress(started++, rows.size());
     EvalRow e;
     e.id = r.id;
     e.measured = r.measured;
@@ -156,6 +159,7 @@ std::vector<EvalRow> evaluate(const std::vector<DatasetRow>& rows, const Estimat
     }
     out.push_back(e);
   }
+  if (progress) progress(rows.size(), rows.size());
   return out;
 }
 

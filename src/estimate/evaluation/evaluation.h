@@ -2,6 +2,7 @@
 // Accuracy of an estimator over a data set with measured peaks (what `colo estimate eval` prints).
 #include <cstdint>
 #include <optional>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,9 @@ EvalSummary summarize(const std::vector<EvalRow>& rows, MiB gpu_total_mib);
 // With `traces` (pre-recorded probe traces, estimate/trace/trace_library.h) trace/faketensor read
 // each row's trace from there instead of probing.
 class TraceLibrary;
+// `progress` (optional) is called with (rows done, rows) after each row.
 std::vector<EvalRow> evaluate(const std::vector<DatasetRow>& rows, const Estimator& est, const std::string& gpu,
-                              Optimizer default_optimizer, const TraceLibrary* traces = nullptr);
+                              Optimizer default_optimizer, const TraceLibrary* traces = nullptr,
+                              const std::function<void(std::size_t, std::size_t)>& progress = {});
 
 }  // namespace colo::estimate

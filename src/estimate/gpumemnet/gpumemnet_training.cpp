@@ -42,6 +42,7 @@ GpuMemNetModel train_gpumemnet(const Eigen::MatrixXd& raw, const std::vector<int
     adam.seed = member_seed ^ 0x5DEECE66DULL;
     train_adam(net, x, labels, adam);
     model.members.push_back(std::move(net));
+    if (config.member_done) config.member_done();
   }
   return model;
 }

@@ -3,6 +3,7 @@
 // same data, configuration and seed give bit-identical models on the same build.
 #include <cstdint>
 #include <string>
+#include <functional>
 #include <vector>
 
 #include <Eigen/Dense>
@@ -16,6 +17,8 @@ namespace colo::estimate {
 struct EnsembleConfig {
   // Hidden layer widths of each member; varied depth, as in the thesis' ensemble.
   std::vector<std::vector<int>> members = {{32}, {32, 16}, {64, 32}, {64, 32, 16}};
+  // Called after each member is trained (progress meters); may be empty.
+  std::function<void()> member_done;
   AdamOptions adam;
   std::uint64_t seed = 20240501;  // member weights and batch order derive from it
 };

@@ -1,0 +1,52 @@
+# Installation layout and the Debian package (`cpack -G DEB` in a Release build; the test
+# `package_deb` builds and unpacks it, scripts/package.sh builds it):
+#   /usr/bin/colo, /usr/bin/colod
+#   /usr/lib/colo/colo-fake-job, libcolo-fake-nvml.so.1   (colod --fake-gpus: demos, tests)
+#   /usr/share/colo/{web,models,calibration,python,data}   (found by src/common/resource_path.h
+#                                                            beside the binary: ../share/colo)
+#   /lib/systemd/system/colod.service, /etc/colo/colod.toml (a conffile)
+#   /usr/share/doc/colo/  (README, docs, data provenance and licences)
+include(GNUInstallDirs)
+
+install(TARGETS colo colod RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET colo-fake-job)
+  install(TARGETS colo-fake-job RUNTIME DESTINATION ${CMAKE_INSTALL_LIBDIR}/colo)
+  install(TARGETS colo_fake_nvml LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/colo NAMELINK_SKIP)
+endif()
+
+set(colo_share ${CMAKE_INSTALL_DATADIR}/colo)
+foreach(dir web models calibration python)
+  if(EXISTS ${PROJECT_SOURCE_DIR}/${dir})
+    install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${colo_share}/${dir}
+            PATTERN "__pycache__" EXCLUDE PATTERN "*.pyc" EXCLUDE)
+  endif()
+endforeach()
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/data/gpumemnet DESTINATION ${colo_share}/data)
+install(FILES ${PROJECT_SOURCE_DIR}/data/README.md ${PROJECT_SOURCE_DIR}/data/SHA256SUMS DESTINATION ${colo_share}/data)
+# The CARMA evaluation inputs carry non-commercial terms (data/README.md): a distributor who
+# cannot accept them builds with -DCOLO_INSTALL_CARMA_DATA=OFF.
+option(COLO_INSTALL_CARMA_DATA "install data/carma (CARMA's non-commercial academic terms)" ON)
+if(COLO_INSTALL_CARMA_DATA)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/data/carma DESTINATION ${colo_share}/data)
+endif()
+
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/colod.service DESTINATION /lib/systemd/system)
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/colod.toml DESTINATION /etc/colo)
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME colo)
+set(CPACK_PACKAGE_VENDOR "colo")
+set(CPACK_PACKAGE_CONTACT "colo maintainers <colo@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "collocation-aware GPU resource manager for deep-learning training")
+set(CPACK_PACKAGE_DESCRIPTION
+    "colo predicts each training job's GPU memory before it runs, packs jobs onto shared GPUs (streams, MPS, MIG) when memory and SM activity allow, watches the GPUs, recovers jobs that crash out of memory, and replays traces in a simulator through the same scheduler core.")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # libc, libstdc++, libsqlite3, libfmt, toml++ from the binaries
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-torch, python3-torchvision")  # colo submit --probe
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "prometheus")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/debian/conffiles)
+include(CPack)

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds the Debian package: a Release build of colo, colod and the fake GPU pieces in its own
+# build directory, then `cpack -G DEB`. Prints the .deb's path on the last line.
+#   scripts/package.sh [BUILD_DIR]      (default build-pkg)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-build-pkg}
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLO_BUILD_TESTS=OFF -DCOLO_BUILD_BENCH=OFF >/dev/null
+cmake --build "$dir" --target colo colod colo-fake-job colo_fake_nvml
+(cd "$dir" && cpack -G DEB >/dev/null)
+ls -1t "$dir"/colo_*.deb | head -1 | xargs readlink -f

@@ -1,0 +1,163 @@
+#include "cli/sim_report.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/resource_path.h"
+#include "core/error.h"
+
+namespace colo::cli {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// A browser draws a few thousand points per series without effort; longer runs keep every k-th
+// point (and the last), which a step chart of hours of trace cannot tell apart at screen width.
+constexpr std::size_t kMaxPoints = 4000;
+
+json summary_of(const sim::SimResult& r) {
+  return {{"makespan_s", r.makespan_s}, {"energy_mj", r.energy_mj}, {"avg_wait_s", r.avg_wait_s},
+          {"avg_jct_s", r.avg_jct_s},   {"oom_crashes", r.oom_crashes}, {"lower_bound_s", r.lower_bound_s},
+          {"completed", r.completed},   {"jobs", r.jobs}, {"policy", r.policy}};
+}
+
+json series_of(const sim::SimTimeline& tl, int gpus) {
+  const std::size_t n = tl.points.size();
+  const std::size_t step = n > kMaxPoints ? (n + kMaxPoints - 1) / kMaxPoints : 1;
+  json t = json::array(), queue = json::array();
+  std::vector<json> used(static_cast<std::size_t>(gpus), json::array()), smact(static_cast<std::size_t>(gpus), json::array());
+  for (std::size_t i = 0; i < n; i += step) {
+    const std::size_t k = (i + step >= n) ? n - 1 : i;  // the last point always
+    const sim::TimelinePoint& p = tl.points[k];
+    t.push_back(p.t);
+    queue.push_back(p.queue);
+    for (std::size_t g = 0; g < used.size() && g < p.used_mib.size(); ++g) {
+      used[g].push_back(p.used_mib[g]);
+      smact[g].push_back(p.smact[g]);
+    }
+    if (k == n - 1) break;
+  }
+  json per_gpu = json::array();
+  for (std::size_t g = 0; g < used.size(); ++g)
+    per_gpu.push_back({{"slot", g}, {"used_mib", std::move(used[g])}, {"smact", std::move(smact[g])}});
+  return {{"t", t}, {"gpus", per_gpu}, {"queue_length", queue}};
+}
+
+std::string read_asset(const std::string& rel) {
+  const std::string p = resource_path("COLO_WEB", "web", rel);
+  std::ifstream in(p, std::ios::binary);
+  if (!in)
+    throw UserError(fmt::format("--report: the page asset '{}' is missing (looked in {})", rel,
+                                resource_search_text("COLO_WEB", "web")));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Inlined text must not end the <script>/<style> element it sits in.
+std::string inline_safe(std::string s, const std::string& what, const char* closing) {
+  std::string lower = s;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.find(closing) != std::string::npos)
+    throw UserError(fmt::format("--report: {} contains '{}' and cannot be inlined", what, closing));
+  return s;
+}
+
+// Replaces each marker of the template (found in the template itself, so inlined code that
+// happens to mention a marker is never mistaken for one).
+std::string fill_template(const std::string& tpl, const std::vector<std::pair<std::string, std::string>>& parts) {
+  std::vector<std::pair<std::size_t, std::size_t>> at;  // (position, index into parts)
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const auto pos = tpl.find(parts[i].first);
+    if (pos == std::string::npos)
+      throw UserError(fmt::format("--report: web/report-template.html has no '{}' placeholder", parts[i].first));
+    at.emplace_back(pos, i);
+  }
+  std::sort(at.begin(), at.end());
+  std::string out;
+  std::size_t from = 0;
+  for (const auto& [pos, i] : at) {
+    out.append(tpl, from, pos - from);
+    out += parts[i].second;
+    from = pos + parts[i].first.size();
+  }
+  out.append(tpl, from, std::string::npos);
+  return out;
+}
+
+}  // namespace
+
+json report_json(const std::string& title, const std::string& command, int gpus, long long gpu_memory_mib,
+                 const std::vector<ReportRun>& runs, const json& compare, const json& exclusive) {
+  json out;
+  out["title"] = title;
+  out["generated_by"] = command;
+  json rs = json::array();
+  for (const ReportRun& r : runs) {
+    json run{{"label", r.label}, {"summary", summary_of(*r.result)}, {"gpus", gpus}, {"gpu_memory_mib", gpu_memory_mib}};
+    json jobs = json::array();
+    if (r.timeline) {
+      for (const sim::AttemptSpan& a : r.timeline->attempts) {
+        const auto& o = r.result->outcomes.at(a.job);
+        jobs.push_back({{"id", a.job}, {"workload", o.name}, {"gpus", a.gpus}, {"submit", o.submit_s},
+                        {"start", a.start}, {"end", a.end >= 0 ? json(a.end) : json(nullptr)},
+                        {"state", a.state.empty() ? "running" : a.state}, {"collocated", a.collocated},
+                        {"attempt", a.attempt}});
+      }
+      run["series"] = series_of(*r.timeline, gpus);
+    }
+    run["jobs"] = jobs;
+    rs.push_back(std::move(run));
+  }
+  out["runs"] = rs;
+  if (!compare.is_null()) out["compare"] = compare;
+  if (!exclusive.is_null()) {
+    out["exclusive"] = exclusive;
+  }
+  if (!runs.empty()) out["lower_bound_s"] = runs.front().result->lower_bound_s;
+  return out;
+}
+
+void check_report_inputs(const std::string& path) {
+  for (const char* rel : {"report-template.html", "static/vendor/uplot/uPlot.min.css", "static/style.css",
+                          "static/vendor/uplot/uPlot.iife.min.js", "static/charts.js", "static/report.js"})
+    read_asset(rel);
+  const fs::path out(path);
+  std::error_code ec;
+  if (out.has_parent_path() && !fs::is_directory(out.parent_path(), ec))
+    throw UserError(fmt::format("--report: directory '{}' does not exist", out.parent_path().string()));
+}
+
+void write_report(const std::string& path, const json& report) {
+  const std::string tpl = read_asset("report-template.html");
+  const std::string css = inline_safe(read_asset("static/vendor/uplot/uPlot.min.css") + "\n" + read_asset("static/style.css"),
+                                      "the CSS", "</style");
+  const std::string js = inline_safe(read_asset("static/vendor/uplot/uPlot.iife.min.js") + "\n;\n" +
+                                         read_asset("static/charts.js") + "\n;\n" + read_asset("static/report.js"),
+                                     "the chart code", "</script");
+  // JSON may carry "</script>" in a workload name: "<\/" is the same string to JSON.parse/JS.
+  std::string data = report.dump(-1, ' ', false, json::error_handler_t::replace);
+  for (std::size_t at = 0; (at = data.find("</", at)) != std::string::npos; at += 3) data.replace(at, 2, "<\\/");
+  const std::string page =
+      fill_template(tpl, {{"/*COLO_INLINE_CSS*/", css}, {"/*COLO_INLINE_JS*/", js}, {"/*COLO_REPORT_DATA*/", data}});
+  const fs::path out(path);
+  std::error_code ec;
+  if (out.has_parent_path() && !fs::is_directory(out.parent_path(), ec))
+    throw UserError(fmt::format("--report: directory '{}' does not exist", out.parent_path().string()));
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << page;
+    if (!f) throw UserError(fmt::format("--report: cannot write '{}'", tmp));
+  }
+  fs::rename(tmp, out, ec);
+  if (ec) throw UserError(fmt::format("--report: cannot write '{}': {}", path, ec.message()));
+}
+
+}  // namespace colo::cli

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The .deb end to end: build it (scripts/package.sh), check what it holds, unpack it and run
+# colod from the unpacked tree on fake GPUs (jobs, /metrics, the dashboard's files all from the
+# package, none from this source tree); in CI as root, also `dpkg -i` it, start /usr/bin/colod,
+# and remove it again. Waits poll observed state (web.addr, a job's state) under a deadline.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+tmp=$(mktemp -d /tmp/colo-deb.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "deb_test: FAIL: $*" >&2; exit 1; }
+wait_for() {  # wait_for WHAT SECONDS COMMAND...
+  local what=$1 secs=$2 end
+  shift 2
+  end=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -lt $end ] || fail "timed out waiting for $what"
+    sleep 0.1
+  done
+}
+
+deb=$(bash scripts/package.sh "${COLO_PKG_BUILD_DIR:-build-pkg}" | tail -1)
+[ -f "$deb" ] || fail "scripts/package.sh did not produce a .deb"
+echo "deb_test: $deb"
+dpkg-deb --info "$deb" | grep -q "Package: colo" || fail "not a colo package"
+dpkg-deb --info "$deb" | grep -q "Depends:.*libsqlite3" || fail "shlibdeps did not name libsqlite3"
+contents=$(dpkg-deb --contents "$deb")
+for f in ./usr/bin/colo ./usr/bin/colod ./usr/lib/colo/colo-fake-job ./usr/lib/colo/libcolo-fake-nvml.so.1 \
+         ./lib/systemd/system/colod.service ./etc/colo/colod.toml ./usr/share/colo/web/index.html \
+         ./usr/share/colo/web/static/vendor/uplot/LICENSE ./usr/share/colo/data/carma/workloads.csv \
+         ./usr/share/colo/data/gpumemnet/LICENSE ./usr/share/colo/models/gpumemnet/mlp-1gib.json \
+         ./usr/share/colo/calibration/a100-40gb.json ./usr/share/colo/python/colo_probe/__main__.py; do
+  grep -q " $f\$" <<<"$contents" || grep -q " $f -> " <<<"$contents" || fail "the package lacks $f"
+done
+grep -q "__pycache__" <<<"$contents" && fail "the package carries __pycache__"
+dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/colo/colod.toml || fail "colod.toml is not a conffile"
+
+# run_from PREFIX: colod and colo from PREFIX/usr/bin on fake GPUs, a job, /metrics, the dashboard.
+run_from() {
+  local bin=$1/usr/bin state=$tmp/state-$2
+  mkdir -p "$state"
+  "$bin/colod" --fake-gpus 2x40GiB --state-dir "$state" --metrics-listen 127.0.0.1:0 >"$tmp/colod-$2.log" 2>&1 &
+  pids+=($!)
+  wait_for "web.addr ($2)" 60 test -s "$state/web.addr"
+  local addr
+  addr=$(cat "$state/web.addr")
+  local id
+  id=$("$bin/colo" --socket "$state/colo.sock" submit --gpus 1 --mem 4GiB --name deb -- \
+       "$1/usr/lib/colo/colo-fake-job" --mem 2GiB --hold inf)
+  running() { "$bin/colo" --socket "$state/colo.sock" show "$id" --json | grep -q '"state":"running"'; }
+  wait_for "job $id running ($2)" 60 running
+  curl -sf "http://$addr/metrics" | grep -q '^colo_jobs{state="running"} 1$' || fail "/metrics ($2)"
+  curl -sf "http://$addr/" | grep -qi "<html" || fail "dashboard index ($2)"
+  curl -sf "http://$addr/static/vendor/uplot/LICENSE" | grep -q "MIT" || fail "uPlot licence ($2)"
+  "$bin/colo" sim --json | grep -q '"completed":90' || fail "colo sim on the packaged data ($2)"
+  "$bin/colo" --socket "$state/colo.sock" cancel "$id" >/dev/null
+  kill "${pids[-1]}"
+  wait "${pids[-1]}" || true
+  unset 'pids[-1]'
+}
+
+dpkg-deb -x "$deb" "$tmp/unpacked"
+# The unpacked binaries must use the unpacked files (share/colo beside bin/), not this tree's.
+"$tmp/unpacked/usr/bin/colo" sim --report /nonexistent-dir/r.html 2>&1 | grep -q "directory '/nonexistent-dir'" ||
+  fail "the unpacked colo does not find its report assets"
+"$tmp/unpacked/usr/bin/colo" sim --policy magm --report "$tmp/r.html" >/dev/null 2>&1 || fail "colo sim --report (unpacked)"
+grep -q "uPlot" "$tmp/r.html" || fail "the report has no chart code"
+run_from "$tmp/unpacked" unpacked
+
+if [ "${CI:-}" = "true" ] && [ "$(id -u)" -eq 0 ] && ! dpkg-query -W colo >/dev/null 2>&1; then
+  dpkg -i "$deb" >/dev/null || { apt-get install -y -f -qq >/dev/null; dpkg -i "$deb" >/dev/null; }
+  run_from "" installed
+  dpkg -r colo >/dev/null
+  echo "deb_test: installed with dpkg -i, ran /usr/bin/colod, removed"
+else
+  echo "deb_test: dpkg -i skipped (runs only with CI=true as root and no colo package installed)"
+fi
+echo "deb_test: OK"
