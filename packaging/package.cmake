@@ -1,7 +1,7 @@
 # Installation layout and the Debian package (`cpack -G DEB` in a Release build; the test
 # `package_deb` builds and unpacks it, scripts/package.sh builds it):
 #   /usr/bin/colo, /usr/bin/colod
-#   /usr/lib/colo/colo-fake-job, libcolo-fake-nvml.so.1   (colod --fake-gpus: demos, tests)
+#   /usr/lib/colo/colo-fake-job, libcolo-fake-{nvml,dcgm}.so.1   (colod --fake-gpus: demos, tests)
 #   /usr/share/colo/{web,models,calibration,python,data}   (found by src/common/resource_path.h
 #                                                            beside the binary: ../share/colo)
 #   /lib/systemd/system/colod.service, /etc/colo/colod.toml (a conffile)
@@ -11,7 +11,7 @@ include(GNUInstallDirs)
 install(TARGETS colo colod RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET colo-fake-job)
   install(TARGETS colo-fake-job RUNTIME DESTINATION ${CMAKE_INSTALL_LIBDIR}/colo)
-  install(TARGETS colo_fake_nvml LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/colo NAMELINK_SKIP)
+  install(TARGETS colo_fake_nvml colo_fake_dcgm LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/colo NAMELINK_SKIP)
 endif()
 
 set(colo_share ${CMAKE_INSTALL_DATADIR}/colo)

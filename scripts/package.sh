@@ -6,6 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build-pkg}
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLO_BUILD_TESTS=OFF -DCOLO_BUILD_BENCH=OFF >/dev/null
-cmake --build "$dir" --target colo colod colo-fake-job colo_fake_nvml
+cmake --build "$dir" --target colo colod colo-fake-job colo_fake_nvml colo_fake_dcgm
 (cd "$dir" && cpack -G DEB >/dev/null)
 ls -1t "$dir"/colo_*.deb | head -1 | xargs readlink -f

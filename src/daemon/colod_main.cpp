@@ -100,10 +100,14 @@ int main(int argc, char** argv) {
       throw colo::UserError("another colod is running on " + cfg.state_dir + " (" + lock_path + " is locked)");
     colo::gpu::NvmlOptions nvml;
     nvml.library = cfg.nvml_library;
+    nvml.dcgm_mode = cfg.dcgm;
+    nvml.dcgm_update_interval_s = cfg.sample_interval;
+    if (!cfg.dcgm_library.empty()) nvml.dcgm_library = cfg.dcgm_library;
     std::vector<std::pair<std::string, std::string>> job_env;
     if (!cfg.fake_gpus.empty()) {
       const colo::gpu::FakeNvmlSetup fake = colo::gpu::configure_fake_nvml_env(cfg.fake_gpus, cfg.state_dir + "/fake-nvml");
       nvml.library = fake.library_path;
+      if (cfg.dcgm_library.empty()) nvml.dcgm_library = fake.dcgm_library_path;
       job_env = fake.job_env;
     }
     Daemon d(cfg, colo::gpu::open_nvml_backend(nvml), job_env, self_exe());

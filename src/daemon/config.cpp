@@ -106,6 +106,10 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
         }
       } else if (section == "gpus" && k == "nvml_library") c.nvml_library = r.str(n, full);
       else if (section == "gpus" && k == "fake") c.fake_gpus = r.str(n, full);
+      else if (section == "gpus" && k == "dcgm") {
+        c.dcgm = r.str(n, full);
+        if (c.dcgm.empty()) r.bad(n, "'gpus.dcgm' must be \"embedded\", \"off\" or an nv-hostengine address");
+      } else if (section == "gpus" && k == "dcgm_library") c.dcgm_library = r.str(n, full);
       else if (section == "policy" && k == "name") {
         const std::string v = r.str(n, full);
         auto p = policy_kind_from_string(v);

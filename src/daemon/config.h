@@ -20,6 +20,10 @@ struct DaemonConfig {
   std::vector<std::string> managed;         // NVML indices or UUIDs; empty = every GPU
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string fake_gpus;                    // "2x40GiB": the in-tree fake NVML (tests, demos)
+  // SMACT on GPUs without NVML GPM: DCGM's embedded host engine, a running nv-hostengine's
+  // address, or "off"; the library (empty: libdcgm.so.4, then .so.3; with fake GPUs the fake).
+  std::string dcgm = "embedded";
+  std::string dcgm_library;
   // [policy]
   PolicyKind policy = PolicyKind::Magm;
   Conditions conditions;

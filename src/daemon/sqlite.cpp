@@ -80,6 +80,15 @@ Db::Db(const std::string& path) {
   exec("PRAGMA foreign_keys=ON");
 }
 
+Db::Db(const std::string& path, ReadOnly) {
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    throw std::runtime_error(fmt::format("sqlite: cannot open {}: {}", path, msg));
+  }
+  sqlite3_busy_timeout(db_, 5000);
+}
+
 Db::~Db() { sqlite3_close(db_); }
 
 void Db::exec(std::string_view sql) {

@@ -55,6 +55,9 @@ class Db {
   // Opens (creating) the database in WAL mode with synchronous=FULL: a transaction that
   // returned from commit survives a crash of the process and of the machine.
   explicit Db(const std::string& path);
+  // Read-only (colo report on a live daemon's state): no pragma that writes, no file created.
+  struct ReadOnly {};
+  Db(const std::string& path, ReadOnly);
   ~Db();
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;

@@ -37,6 +37,7 @@ std::string installed_or_built(const char* name, const char* built) {
 
 std::string fake_nvml_library_path() { return installed_or_built("libcolo-fake-nvml.so.1", COLO_FAKE_NVML_LIBRARY); }
 std::string fake_job_path() { return installed_or_built("colo-fake-job", COLO_FAKE_JOB); }
+std::string fake_dcgm_library_path() { return installed_or_built("libcolo-fake-dcgm.so.1", COLO_FAKE_DCGM_LIBRARY); }
 
 FakeNvmlSetup configure_fake_nvml_env(std::string_view spec, const std::string& state_dir) {
   parse_fake_gpu_spec(spec);  // throws UserError with the problem
@@ -71,6 +72,7 @@ FakeNvmlSetup configure_fake_nvml_env(std::string_view spec, const std::string& 
   }
   FakeNvmlSetup setup;
   setup.library_path = fake_nvml_library_path();
+  setup.dcgm_library_path = fake_dcgm_library_path();
   setup.job_env = {{"COLO_FAKE_NVML_GPUS", spec_s}, {"COLO_FAKE_NVML_DIR", dir.string()}};
   return setup;
 }
@@ -81,6 +83,7 @@ std::unique_ptr<GpuBackend> open_fake_nvml_backend(std::string_view spec,
   FakeNvmlSetup s = configure_fake_nvml_env(spec, state_dir);
   NvmlOptions opts;
   opts.library = s.library_path;
+  opts.dcgm_library = s.dcgm_library_path;
   auto backend = open_nvml_backend(opts);
   if (setup) *setup = std::move(s);
   return backend;

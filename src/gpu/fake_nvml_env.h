@@ -8,8 +8,10 @@
 //   SIZE   := INTEGER ('GiB' | 'MiB')                e.g. 2x40GiB, 1x24576MiB
 //   option := 'mig=' PROFILE (',' PROFILE)*          e.g. 1x80GiB:mig=3g.40gb,3g.40gb
 //           | 'nogpm'                               device without NVML GPM (pre-Hopper)
+//           | 'dcgm'                                the fake libdcgm serves its SM activity
 //   PROFILE := Ng.SIZEgb                            MIG instance of SIZE GiB
-// Examples: "2x40GiB", "4x80GiB", "1x80GiB:mig=3g.40gb,3g.40gb+1x40GiB:nogpm".
+// Examples: "2x40GiB", "4x80GiB", "1x80GiB:mig=3g.40gb,3g.40gb+1x40GiB:nogpm",
+//           "2x40GiB:nogpm:dcgm" (A100-like: SMACT through DCGM only).
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,9 +26,11 @@ namespace colo::gpu {
 // Absolute paths of the built fake library and job program (known at build time).
 std::string fake_nvml_library_path();
 std::string fake_job_path();
+std::string fake_dcgm_library_path();
 
 struct FakeNvmlSetup {
-  std::string library_path;  // give to NvmlOptions::library
+  std::string library_path;       // give to NvmlOptions::library
+  std::string dcgm_library_path;  // the fake libdcgm: give to NvmlOptions::dcgm_library
   // Variables a launched job needs to see its fake GPU (pass them into the job environment,
   // which the launcher otherwise cleans): COLO_FAKE_NVML_GPUS and COLO_FAKE_NVML_DIR.
   std::vector<std::pair<std::string, std::string>> job_env;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/dcgm_sampler.h"
 #include "gpu/nvml_api.h"
 
 namespace colo::gpu {
@@ -181,6 +182,11 @@ class NvmlBackend final : public GpuBackend {
     }
     try {
       sample_gpm(dev, index, s);
+      if (!s.smact && dcgm_ && dcgm_->watching(index)) {
+        const DcgmReading r = dcgm_->read(index);
+        s.smact = r.smact;
+        s.smocc = r.smocc;
+      }
     } catch (const GpuError& e) {
       // SMACT is optional too: unmeasured this round, the rate starts over next time.
       if (device_fatal(e.code())) throw;
@@ -264,16 +270,14 @@ class NvmlBackend final : public GpuBackend {
     resolve_optional(lib_, "nvmlGpmMetricsGet", api_.gpm_metrics);
   }
 
-  // DCGM is detected, not driven: SMACT through DCGM field watches is not implemented, and the
-  // capability reason says so instead of pretending.
+  // DCGM serves SMACT for GPUs without NVML GPM. Failing to open it is not an error: the
+  // capability reason of those GPUs says why, and policies fall back to memory-only.
   void detect_dcgm() {
-    for (const std::string& name : {opts_.dcgm_library, std::string("libdcgm.so.3")}) {
-      if (name.empty()) continue;
-      if (void* h = dlopen(name.c_str(), RTLD_LAZY | RTLD_LOCAL)) {
-        dcgm_found_ = name;
-        dlclose(h);
-        return;
-      }
+    try {
+      dcgm_ = std::make_unique<DcgmSampler>(
+          DcgmOptions{opts_.dcgm_library, opts_.dcgm_mode, opts_.dcgm_update_interval_s});
+    } catch (const GpuError& e) {
+      dcgm_error_ = e.what();
     }
   }
 
@@ -425,11 +429,17 @@ class NvmlBackend final : public GpuBackend {
     std::string why = !gpm_error.empty() ? "asking for NVML GPM support failed (" + gpm_error + ")"
                       : api_.has_gpm()   ? "NVML GPM is not supported on this device (needs Hopper or newer)"
                                          : "this NVML has no GPM functions (driver older than r520)";
-    if (!dcgm_found_.empty()) {
-      why += "; " + dcgm_found_ +
-             " is installed but colo does not implement DCGM field watches yet";
+    if (dcgm_) {
+      std::string refused;
+      if (dcgm_->watch(index, refused)) {
+        c.smact_path = SmactPath::Dcgm;
+        c.smact_reason = "SM activity/occupancy from " + dcgm_->describe() +
+                         " (DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_PROF_SM_OCCUPANCY)";
+        return c;
+      }
+      why += "; " + dcgm_->describe() + " refused this GPU: " + refused;
     } else {
-      why += "; DCGM (" + opts_.dcgm_library + ") is not installed";
+      why += "; " + dcgm_error_;
     }
     c.smact_path = SmactPath::Unavailable;
     c.smact_reason = why + ": SMACT unavailable, policies use memory-only conditions";
@@ -472,7 +482,9 @@ class NvmlBackend final : public GpuBackend {
   void* lib_ = nullptr;
   NvmlApi api_;
   std::string driver_;
-  std::string dcgm_found_;
+  // mutable: capabilities (const) adds a GPU to DCGM's watch the first time it is asked about.
+  mutable std::unique_ptr<DcgmSampler> dcgm_;
+  std::string dcgm_error_;
   std::mutex mu_;
   std::map<int, GpmState> gpm_;
   std::map<int, std::string> uuids_;  // for error messages

@@ -11,8 +11,11 @@ namespace colo::gpu {
 struct NvmlOptions {
   // dlopen() name or path. The fake NVML (fake_nvml_env.h) is opened through this same path.
   std::string library = "libnvidia-ml.so.1";
-  // DCGM is only detected (dlopen) so the capability reason can say so; see docs/GPU-BACKEND.md.
+  // SMACT for GPUs without NVML GPM comes from DCGM (dcgm_sampler.h): the library, and
+  // "embedded" | "off" | the address of a running nv-hostengine.
   std::string dcgm_library = "libdcgm.so.4";
+  std::string dcgm_mode = "embedded";
+  double dcgm_update_interval_s = 1.0;
 };
 
 // dlopen + dlsym every function colo uses + nvmlInit_v2. Throws GpuError (device "library")

@@ -48,7 +48,7 @@ TEST(FakeGpuSpec, BadSpecsGetOneLineErrorsNamingThePart) {
   EXPECT_EQ(error_of("2xGiB"), "fake GPU spec '2xGiB': size must start with a number in 'GiB'");
   EXPECT_EQ(error_of("2x40GiB+"), "fake GPU spec '2x40GiB+': empty group in ''");
   EXPECT_EQ(error_of("1x40GiB:fast"),
-            "fake GPU spec '1x40GiB:fast': unknown option (known: mig=PROFILES, nogpm) in 'fast'");
+            "fake GPU spec '1x40GiB:fast': unknown option (known: mig=PROFILES, nogpm, dcgm) in 'fast'");
   EXPECT_EQ(error_of("1x40GiB:mig=3g.40"),
             "fake GPU spec '1x40GiB:mig=3g.40': MIG profile must look like 3g.40gb in '3g.40'");
   EXPECT_EQ(error_of("1x40GiB:mig=3g.40gb,3g.40gb"),

@@ -31,7 +31,7 @@ echo "deb_test: $deb"
 dpkg-deb --info "$deb" | grep -q "Package: colo" || fail "not a colo package"
 dpkg-deb --info "$deb" | grep -q "Depends:.*libsqlite3" || fail "shlibdeps did not name libsqlite3"
 contents=$(dpkg-deb --contents "$deb")
-for f in ./usr/bin/colo ./usr/bin/colod ./usr/lib/colo/colo-fake-job ./usr/lib/colo/libcolo-fake-nvml.so.1 \
+for f in ./usr/bin/colo ./usr/bin/colod ./usr/lib/colo/colo-fake-job ./usr/lib/colo/libcolo-fake-nvml.so.1 ./usr/lib/colo/libcolo-fake-dcgm.so.1 \
          ./lib/systemd/system/colod.service ./etc/colo/colod.toml ./usr/share/colo/web/index.html \
          ./usr/share/colo/web/static/vendor/uplot/LICENSE ./usr/share/colo/data/carma/workloads.csv \
          ./usr/share/colo/data/gpumemnet/LICENSE ./usr/share/colo/models/gpumemnet/mlp-1gib.json \

@@ -50,11 +50,11 @@ def http_get(url, timeout=10):
 class Colod:
     """colod on fake GPUs with the web listener on a free port, in a temporary state dir."""
 
-    def __init__(self, extra_config=""):
+    def __init__(self, extra_config="", gpus="2x40GiB"):
         self.build = build_dir()
         self.dir = tempfile.mkdtemp(prefix="colo-web-")
         os.chmod(self.dir, 0o755)
-        args = [os.path.join(self.build, "colod"), "--fake-gpus", "2x40GiB", "--state-dir", self.dir,
+        args = [os.path.join(self.build, "colod"), "--fake-gpus", gpus, "--state-dir", self.dir,
                 "--metrics-listen", "127.0.0.1:0"]
         if extra_config:
             cfg = os.path.join(self.dir, "colod.toml")
@@ -221,6 +221,30 @@ class PublicDetailsTest(unittest.TestCase):
                 self.assertEqual(r.returncode, 2, bad)
                 self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
                 self.assertIn("--metrics-listen", r.stderr)
+
+
+class DcgmMetricsTest(unittest.TestCase):
+    def test_smact_from_dcgm_on_gpus_without_gpm(self):
+        # An A100-like GPU (no NVML GPM) whose SM activity comes from the (fake) libdcgm, and one
+        # without either: SMACT is exported for the first only.
+        d = Colod(gpus="1x40GiB:nogpm:dcgm+1x40GiB:nogpm")
+        try:
+            body = http_get(d.base + "/metrics")[2]
+            self.assertRegex(body, r'colo_gpu_info\{gpu="0",[^}]*smact_path="dcgm"\} 1')
+            self.assertRegex(body, r'colo_gpu_info\{gpu="1",[^}]*smact_path="unavailable"\} 1')
+            d.colo("drain", "1")  # the job goes to GPU 0 (colod's own uid may drain)
+            job = d.submit_fake_job("dcgm-a", sm="0.3")
+            wait_for("job running", lambda: d.job_state(job) == "running")
+            wait_for("DCGM's SM activity of the job on /metrics",
+                     lambda: 'DCGM_FI_PROF_SM_ACTIVE{gpu="0",' in (b := http_get(d.base + "/metrics")[2])
+                     and any(l.startswith('DCGM_FI_PROF_SM_ACTIVE{gpu="0",') and l.endswith(" 0.3")
+                             for l in b.splitlines()))
+            self.assertNotIn('DCGM_FI_PROF_SM_ACTIVE{gpu="1",', http_get(d.base + "/metrics")[2])
+            r = subprocess.run(["promtool", "check", "metrics"], input=http_get(d.base + "/metrics")[2],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        finally:
+            d.stop()
 
 
 def free_port():

@@ -91,6 +91,8 @@ std::vector<FakeGpuSpec> parse_fake_gpu_spec(std::string_view spec) {
       std::string_view opt = parts[i];
       if (opt == "nogpm") {
         gpu.gpm = false;
+      } else if (opt == "dcgm") {
+        gpu.dcgm = true;
       } else if (opt.substr(0, 4) == "mig=") {
         if (!gpu.mig.empty()) fail(spec, "mig= given twice", group);
         MiB sum = 0;
@@ -103,7 +105,7 @@ std::vector<FakeGpuSpec> parse_fake_gpu_spec(std::string_view spec) {
         }
         if (sum > gpu.total_mib) fail(spec, "MIG instances exceed the GPU's memory", group);
       } else {
-        fail(spec, "unknown option (known: mig=PROFILES, nogpm)", opt);
+        fail(spec, "unknown option (known: mig=PROFILES, nogpm, dcgm)", opt);
       }
     }
     if (static_cast<long long>(gpus.size()) + count > kMaxGpus) {

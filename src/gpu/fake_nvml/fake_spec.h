@@ -18,6 +18,7 @@ struct FakeMigSpec {
 struct FakeGpuSpec {
   MiB total_mib = 0;
   bool gpm = true;               // NVML GPM (SMACT) supported, as on Hopper
+  bool dcgm = false;             // the fake libdcgm has profiling fields for it (A100 + DCGM)
   std::vector<FakeMigSpec> mig;  // empty = MIG disabled
 };
 
