@@ -15,7 +15,7 @@ export COLO_SOCKET=$state/colo.sock
 colo=$build/colo
 job=$(readlink -f "$build/colo-fake-job")
 
-"$build/colod" --fake-gpus 2x40GiB --state-dir "$state" >"$state/colod.log" 2>&1 &
+"$build/colod" --fake-gpus 2x40GiB --state-dir "$state" --metrics-listen 127.0.0.1:0 >"$state/colod.log" 2>&1 &
 colod_pid=$!
 trap 'kill $colod_pid 2>/dev/null || true; wait $colod_pid 2>/dev/null || true' EXIT
 for _ in $(seq 100); do "$colo" gpus >/dev/null 2>&1 && break; sleep 0.1; done
@@ -36,6 +36,10 @@ echo "== colo queue"
 "$colo" queue
 echo "== colo gpus"
 "$colo" gpus
+for _ in $(seq 100); do [ -s "$state/web.addr" ] && break; sleep 0.1; done
+web=$(cat "$state/web.addr")
+echo "== curl http://$web/metrics (the dashboard is at http://$web/ while colod runs)"
+curl -s "http://$web/metrics" | grep -E '^(colo_jobs\{state="running"\}|colo_gpu_jobs|DCGM_FI_DEV_FB_USED)' | sed 's/,UUID="[^"]*"//'
 echo "== waiting for the jobs to finish"
 for id in "${ids[@]}"; do
   while :; do
@@ -48,6 +52,8 @@ echo "== colo queue --all"
 "$colo" queue --all
 echo "== colo show ${ids[0]}"
 "$colo" show "${ids[0]}"
+mkdir -p out
+"$build/colo" report --state-dir "$state" --report out/colod-report.html
 kill "$colod_pid"; wait "$colod_pid" 2>/dev/null || true
 trap - EXIT
 echo "== colod stopped; state kept in $state"

@@ -11,10 +11,12 @@ bash scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLO_BUILD_TESTS=OFF -DCOLO_BUILD_BENCH=OFF >/dev/null
 cmake --build build --target colo colod colo-fake-job
 data=data/carma
+mkdir -p out  # report pages (open them in a browser): out/sim-*.html, out/colod-report.html
 for policy in exclusive magm; do
   echo "== build/colo sim --policy $policy --estimator oracle --sharing mps (4 x A100 40 GiB, philly_mix_90_tasks)"
   build/colo sim --workloads "$data/workloads.csv" --trace "$data/traces/philly_mix_90_tasks.csv" \
-    --gpus 4 --gpu-memory-mib 40960 --policy "$policy" --estimator oracle --sharing mps
+    --gpus 4 --gpu-memory-mib 40960 --policy "$policy" --estimator oracle --sharing mps \
+    --report "out/sim-$policy.html"
 done
 echo
 bash scripts/daemon-demo.sh build

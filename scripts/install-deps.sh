@@ -6,7 +6,7 @@ pkgs=(g++ cmake ninja-build pkg-config
       libgtest-dev libgmock-dev libbenchmark-dev
       clang-14 libclang-rt-14-dev   # libFuzzer for scripts/fuzz.sh (ctest's fuzz_smoke)
       python3-torch python3-torchvision   # the CPU-only probe (python/colo_probe) and its tests
-      prometheus                          # promtool + a real server scraping colod's /metrics (tests)
+      prometheus curl                     # promtool + a real server scraping colod's /metrics (tests)
       chromium chromium-driver python3-selenium)  # headless browser tests of the dashboard and reports
 missing=()
 for p in "${pkgs[@]}"; do

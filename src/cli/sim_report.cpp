@@ -141,9 +141,13 @@ void write_report(const std::string& path, const json& report) {
   const std::string js = inline_safe(read_asset("static/vendor/uplot/uPlot.iife.min.js") + "\n;\n" +
                                          read_asset("static/charts.js") + "\n;\n" + read_asset("static/report.js"),
                                      "the chart code", "</script");
-  // JSON may carry "</script>" in a workload name: "<\/" is the same string to JSON.parse/JS.
-  std::string data = report.dump(-1, ' ', false, json::error_handler_t::replace);
-  for (std::size_t at = 0; (at = data.find("</", at)) != std::string::npos; at += 3) data.replace(at, 2, "<\\/");
+  // A workload name may hold "</script>" or "<!--<script>", which would end or swallow the
+  // element: every '<' is written as the JSON escape \u003c (the same string to JS).
+  std::string data;
+  for (char c : report.dump(-1, ' ', false, json::error_handler_t::replace)) {
+    if (c == '<') data += "\\u003c";
+    else data += c;
+  }
   const std::string page =
       fill_template(tpl, {{"/*COLO_INLINE_CSS*/", css}, {"/*COLO_INLINE_JS*/", js}, {"/*COLO_REPORT_DATA*/", data}});
   const fs::path out(path);

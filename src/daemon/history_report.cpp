@@ -120,10 +120,12 @@ json history_report_run(const std::string& state_dir) {
                {"avg_jct_s", done ? jct / done : 0.0}, {"oom_crashes", oom}, {"lower_bound_s", nullptr},
                {"completed", done}, {"jobs", jobs.size()}};
 
-  // Samples: one row per slot per tick; ticks thinned to at most kMaxPoints.
+  // Samples: one row per slot per tick; ticks thinned to at most kMaxPoints. Only those from the
+  // first submission on: before it the GPUs idled (colod's own start).
   std::map<double, std::map<int, std::pair<std::int64_t, json>>> ticks;
   {
-    auto s = db.prepare("SELECT time, slot, used_mib, smact FROM gpu_samples ORDER BY time, slot");
+    auto s = db.prepare("SELECT time, slot, used_mib, smact FROM gpu_samples WHERE time >= ? ORDER BY time, slot");
+    s.bind(1, t0);
     while (s.step()) {
       const int slot = static_cast<int>(s.i64(1));
       gpus = std::max(gpus, slot + 1);
