@@ -53,7 +53,7 @@ run_from() {
   local id
   id=$("$bin/colo" --socket "$state/colo.sock" submit --gpus 1 --mem 4GiB --name deb -- \
        "$1/usr/lib/colo/colo-fake-job" --mem 2GiB --hold inf)
-  running() { "$bin/colo" --socket "$state/colo.sock" show "$id" --json | grep -q '"state":"running"'; }
+  running() { "$bin/colo" --socket "$state/colo.sock" show "$id" --json | grep -q '^  "state": "running"'; }
   wait_for "job $id running ($2)" 60 running
   curl -sf "http://$addr/metrics" | grep -q '^colo_jobs{state="running"} 1$' || fail "/metrics ($2)"
   curl -sf "http://$addr/" | grep -qi "<html" || fail "dashboard index ($2)"
@@ -67,8 +67,8 @@ run_from() {
 
 dpkg-deb -x "$deb" "$tmp/unpacked"
 # The unpacked binaries must use the unpacked files (share/colo beside bin/), not this tree's.
-"$tmp/unpacked/usr/bin/colo" sim --report /nonexistent-dir/r.html 2>&1 | grep -q "directory '/nonexistent-dir'" ||
-  fail "the unpacked colo does not find its report assets"
+out=$("$tmp/unpacked/usr/bin/colo" sim --report /nonexistent-dir/r.html 2>&1 || true)
+grep -q "directory '/nonexistent-dir'" <<<"$out" || fail "the unpacked colo does not find its report assets: $out"
 "$tmp/unpacked/usr/bin/colo" sim --policy magm --report "$tmp/r.html" >/dev/null 2>&1 || fail "colo sim --report (unpacked)"
 grep -q "uPlot" "$tmp/r.html" || fail "the report has no chart code"
 run_from "$tmp/unpacked" unpacked
