@@ -4,113 +4,27 @@ escapes). colod runs on the in-tree fake NVML with colo-fake-job jobs, so the GP
 memory and SM activity. Every wait polls observed state (a file, a job's state, a query result)
 under a deadline that only bounds a failure.
 
-Binaries: $COLO_BUILD_DIR, else <repo>/build-test, else <repo>/build."""
+Binaries and the colod under test: colod_fixture.py."""
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
+import sys
 import tempfile
-import time
 import unittest
 import urllib.error
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def build_dir():
-    for d in (os.environ.get("COLO_BUILD_DIR"), os.path.join(ROOT, "build-test"), os.path.join(ROOT, "build")):
-        if d and all(os.access(os.path.join(d, b), os.X_OK) for b in ("colod", "colo", "colo-fake-job")):
-            return d
-    raise RuntimeError("colod, colo and colo-fake-job are not built (set COLO_BUILD_DIR or build build-test/)")
-
-
-def wait_for(what, check, timeout=60.0, interval=0.1):
-    """Polls check() until it returns something truthy; the deadline only bounds a failure."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = check()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
-
-
-def http_get(url, timeout=10):
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status, dict(r.headers), r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, dict(e.headers), e.read().decode()
-
-
-class Colod:
-    """colod on fake GPUs with the web listener on a free port, in a temporary state dir."""
-
-    def __init__(self, extra_config="", gpus="2x40GiB"):
-        self.build = build_dir()
-        self.dir = tempfile.mkdtemp(prefix="colo-web-")
-        os.chmod(self.dir, 0o755)
-        args = [os.path.join(self.build, "colod"), "--fake-gpus", gpus, "--state-dir", self.dir,
-                "--metrics-listen", "127.0.0.1:0"]
-        if extra_config:
-            cfg = os.path.join(self.dir, "colod.toml")
-            with open(cfg, "w") as f:
-                f.write(extra_config)
-            args += ["--config", cfg]
-        self.log = open(os.path.join(self.dir, "colod.log"), "w")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
-        addr_file = os.path.join(self.dir, "web.addr")
-
-        def ready():
-            if self.proc.poll() is not None:
-                raise AssertionError(f"colod exited with {self.proc.returncode}: {self.read_log()}")
-            if not os.path.exists(addr_file):
-                return None
-            with open(addr_file) as f:
-                return f.read().strip()
-        self.addr = wait_for("colod's web.addr", ready)
-        self.base = f"http://{self.addr}"
-
-    def read_log(self):
-        with open(os.path.join(self.dir, "colod.log")) as f:
-            return f.read()
-
-    def colo(self, *args):
-        r = subprocess.run([os.path.join(self.build, "colo"), "--socket", os.path.join(self.dir, "colo.sock"), *args],
-                           capture_output=True, text=True, timeout=60)
-        if r.returncode != 0:
-            raise AssertionError(f"colo {' '.join(args)} failed: {r.stderr}")
-        return r.stdout
-
-    def submit_fake_job(self, name, mem="6GiB", hold="inf", sm="0.4", until_file=None):
-        extra = ["--until-file", until_file] if until_file else []
-        out = self.colo("submit", "--gpus", "1", "--mem", "8GiB", "--name", name, "--",
-                        os.path.join(self.build, "colo-fake-job"), "--mem", mem, "--hold", hold,
-                        "--sm-activity", sm, "--sm-occupancy", "0.2", *extra)
-        return int(out.strip().split()[-1])
-
-    def job_state(self, job):
-        return json.loads(self.colo("show", str(job), "--json"))["state"]
-
-    def stop(self):
-        for j in json.loads(self.colo("queue", "--json")):
-            if j["state"] in ("queued", "running", "estimating", "recovering"):
-                self.colo("cancel", str(j["id"]))
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=60)
-        self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from colod_fixture import Colod, build_dir, http_get, wait_for  # noqa: E402
 
 
 class MetricsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.d = Colod()
-        cls.job = cls.d.submit_fake_job("metrics-a")
+        cls.job = cls.d.submit("metrics-a")
         wait_for("job running", lambda: cls.d.job_state(cls.job) == "running")
         # The monitor has sampled the job's memory once its observed peak is on /metrics.
         wait_for("the job's memory on /metrics",
@@ -151,7 +65,7 @@ class MetricsTest(unittest.TestCase):
 
     def test_estimator_error_histogram(self):
         flag = os.path.join(self.d.dir, "end-short-job")
-        job = self.d.submit_fake_job("metrics-short", until_file=flag)
+        job = self.d.submit("metrics-short", until_file=flag)
         # End the job only once the monitor has recorded its memory (its observed peak).
         wait_for("the short job's peak on /metrics",
                  lambda: f'colo_job_observed_peak_mib{{job_id="{job}",estimator="user"}} 6144'
@@ -199,7 +113,7 @@ class PublicDetailsTest(unittest.TestCase):
     def test_admin_may_publish_job_details(self):
         d = Colod("[web]\npublic_job_details = true\n")
         try:
-            job = d.submit_fake_job("public-a", hold="inf")
+            job = d.submit("public-a")
             wait_for("job running", lambda: d.job_state(job) == "running")
             wait_for("a memory sample of the job",
                      lambda: json.loads(http_get(f"{d.base}/api/v1/jobs/{job}")[2])["memory"]["mib"])
@@ -233,7 +147,7 @@ class DcgmMetricsTest(unittest.TestCase):
             self.assertRegex(body, r'colo_gpu_info\{gpu="0",[^}]*smact_path="dcgm"\} 1')
             self.assertRegex(body, r'colo_gpu_info\{gpu="1",[^}]*smact_path="unavailable"\} 1')
             d.colo("drain", "1")  # the job goes to GPU 0 (colod's own uid may drain)
-            job = d.submit_fake_job("dcgm-a", sm="0.3")
+            job = d.submit("dcgm-a", sm="0.3")
             wait_for("job running", lambda: d.job_state(job) == "running")
             wait_for("DCGM's SM activity of the job on /metrics",
                      lambda: 'DCGM_FI_PROF_SM_ACTIVE{gpu="0",' in (b := http_get(d.base + "/metrics")[2])
@@ -261,7 +175,7 @@ class PrometheusScrapeTest(unittest.TestCase):
         tmp = tempfile.mkdtemp(prefix="colo-prom-")
         prom = None
         try:
-            job = d.submit_fake_job("scraped")
+            job = d.submit("scraped")
             wait_for("job running", lambda: d.job_state(job) == "running")
             cfg = os.path.join(tmp, "prometheus.yml")
             with open(cfg, "w") as f:
