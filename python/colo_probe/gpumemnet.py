@@ -841,8 +841,10 @@ def run_batch(rows, out_dir, optimizer="adam", foreach=True, steps=2, summary=Tr
             records.append(rec)
             if progress is not None and (n % 50 == 0 or n == len(rows)):
                 ok = sum(r["status"] == "ok" for r in records)
+                elapsed = time.perf_counter() - t0
+                eta = elapsed / n * (len(rows) - n)
                 progress.write(f"colo_probe.gpumemnet: {n}/{len(rows)} rows, {ok} probed, "
-                               f"{time.perf_counter() - t0:.0f} s\n")
+                               f"{elapsed:.0f} s elapsed, ETA {eta:.0f} s\n")
                 progress.flush()
     return records
 

@@ -13,12 +13,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import browser  # noqa: E402
 import render_report_fixture  # noqa: E402
+from colod_fixture import Colod, build_dir, wait_for  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLE = os.path.join(ROOT, "tests", "web", "fixtures", "report-sample.json")
@@ -196,6 +198,40 @@ class ReportSimTest(ReportPageMixin, unittest.TestCase):
         jobs = report["runs"][0]["jobs"]
         self.assertEqual(gantt, sum(len(j["gpus"]) for j in jobs), "one bar per attempt and GPU")
         browser.screenshot(self.driver, "report-single.png")
+
+
+
+class ReportHistoryTest(ReportPageMixin, unittest.TestCase):
+    """`colo report --state-dir`: the page of a real colod's own history (a finished job)."""
+
+    def test_history_report(self):
+        d = Colod()
+        try:
+            flag = os.path.join(d.dir, "end-job")
+            submitted = time.time()
+            job = d.submit("history-a", until_file=flag)
+            d.wait_running([job])
+            d.wait_samples(after=submitted, count=2)  # the report's series has points while it ran
+            with open(flag, "w"):
+                pass
+            wait_for("the job to finish", lambda: d.job_state(job) == "done")
+            out = os.path.join(self.tmp, "history.html")
+            r = subprocess.run([os.path.join(d.build, "colo"), "report", "--state-dir", d.dir, "--report", out],
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        finally:
+            d.stop()
+        html, stats, console = self.open_report(out)
+        self.check_page(html, stats, console)
+        report = self.driver.execute_script("return window.COLO_REPORT")
+        run = report["runs"][0]
+        self.assertEqual([(j["id"], j["state"], j["workload"]) for j in run["jobs"]], [(job, "done", "history-a")])
+        self.assertEqual(run["summary"]["completed"], 1)
+        self.assertGreaterEqual(min(run["series"]["t"]), 0)  # measured from the first submission
+        bad = subprocess.run([os.path.join(build_dir(), "colo"), "report", "--state-dir", "/nonexistent",
+                              "--report", out], capture_output=True, text=True, timeout=60)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("no colod database at /nonexistent/colo.db", bad.stderr)
 
 
 if __name__ == "__main__":
