@@ -126,9 +126,11 @@ std::string Daemon::metrics_text(bool dcgm_model_label) {
       m.sample({{"job_id", std::to_string(j.id)}, {"estimator", j.need_source}, {"state", std::string(to_string(j.state))}},
                static_cast<double>(*j.need_mib));
   m.family("colo_job_observed_peak_mib", "gauge", "Peak GPU memory a running job has used so far (its current attempt), in MiB.");
-  for (const auto& [aid, l] : live_) {
-    auto j = std::find_if(active.begin(), active.end(), [&](const JobRow& r) { return r.id == l.attempt.job_id; });
-    m.sample({{"job_id", std::to_string(l.attempt.job_id)}, {"estimator", j != active.end() ? j->need_source : ""}},
+  for (const auto& entry : live_) {
+    const Live& l = entry.second;  // (not a structured binding: clang 14 cannot capture those)
+    const JobId id = l.attempt.job_id;
+    auto j = std::find_if(active.begin(), active.end(), [id](const JobRow& r) { return r.id == id; });
+    m.sample({{"job_id", std::to_string(id)}, {"estimator", j != active.end() ? j->need_source : ""}},
              static_cast<double>(l.peak_mib));
   }
 
