@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/one_line.h"
 
 namespace colo {
 
@@ -19,9 +20,10 @@ std::string_view trim(std::string_view s) {
 }
 
 // Messages quote at most 40 characters of the text: a 100 MB cell should not become the message.
+// The input as quoted in a message: at most 40 bytes, control characters escaped (one line).
 std::string shown(std::string_view text) {
-  if (text.size() <= 40) return std::string(text);
-  return std::string(text.substr(0, 40)) + "…";
+  if (text.size() <= 40) return one_line(text);
+  return one_line(text.substr(0, 40)) + "…";
 }
 
 [[noreturn]] void not_a(std::string_view where, std::string_view text, std::string_view what) {

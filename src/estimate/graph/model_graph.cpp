@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/one_line.h"
 
 #include <algorithm>
 #include <cctype>
@@ -138,7 +139,9 @@ constexpr std::int64_t kMaxParams = std::int64_t{1} << 40;
 constexpr std::int64_t kMaxFeatures = std::int64_t{1} << 20;
 
 [[noreturn]] void too_big(const ModelGraph& g, const std::string& what) {
-  throw UserError(fmt::format("model '{}' ({}): {}; not a model one GPU can train", g.name, g.source_format, what));
+  // The name and layer types come from the input: one_line keeps a control character in them
+  // from breaking the one-line message.
+  throw UserError(one_line(fmt::format("model '{}' ({}): {}; not a model one GPU can train", g.name, g.source_format, what)));
 }
 
 std::int64_t checked_elems(const ModelGraph& g, const std::vector<std::int64_t>& shape, const std::string& whose) {
