@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/limits.h"
+#include "core/one_line.h"
 #include "core/parse_number.h"
 #include "daemon/client/job_request.h"
 #include "daemon/listen_address.h"
@@ -84,7 +85,7 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
   try {
     t = toml::parse_file(path);
   } catch (const toml::parse_error& e) {
-    throw UserError(fmt::format("{}:{}:{}: {}", path, e.source().begin.line, e.source().begin.column, e.description()));
+    throw UserError(one_line(fmt::format("{}:{}:{}: {}", path, e.source().begin.line, e.source().begin.column, e.description())));
   }
   const Reader r{path};
   for (const auto& [sk, snode] : t) {

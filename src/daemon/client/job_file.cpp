@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/limits.h"
+#include "core/one_line.h"
 #include "estimate/input_file.h"
 
 namespace colo::daemon {
@@ -40,8 +41,8 @@ JobFile parse_job_file(const std::string& path) {
     t = toml::parse_file(path);
   } catch (const toml::parse_error& e) {
     const auto& b = e.source().begin;
-    std::string desc(e.description());
-    throw UserError(fmt::format("{}:{}:{}: {}", path, b.line, b.column, desc));
+    // toml++ quotes the offending characters, a newline among them: keep the message one line.
+    throw UserError(one_line(fmt::format("{}:{}:{}: {}", path, b.line, b.column, e.description())));
   }
   JobFile jf;
   SubmitRequest& r = jf.request;
