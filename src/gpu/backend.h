@@ -142,6 +142,15 @@ class GpuBackend {
   virtual DeviceSample sample(int index) = 0;
 
   virtual Capabilities capabilities(int index) = 0;
+
+  // The most memory process `pid` has held on device `index`, from NVML's accounting (kept by
+  // the driver after the process exits, so no sample can miss the peak). nullopt when
+  // accounting mode is off or unsupported, or the driver has no record of the process.
+  virtual std::optional<MiB> process_peak_mib(int index, int pid) {
+    (void)index;
+    (void)pid;
+    return std::nullopt;
+  }
 };
 
 }  // namespace colo::gpu

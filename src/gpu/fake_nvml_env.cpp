@@ -53,6 +53,9 @@ FakeNvmlSetup configure_fake_nvml_env(std::string_view spec, const std::string& 
   }
   // Jobs may run under other uids than colod (root launching as the submitter).
   fs::permissions(dir / "procs", fs::perms::all | fs::perms::sticky_bit, ec);
+  fs::create_directories(dir / "accounting", ec);  // NVML accounting mode's per-process peaks
+  if (ec) throw UserError("cannot create '" + (dir / "accounting").string() + "': " + ec.message());
+  fs::permissions(dir / "accounting", fs::perms::all | fs::perms::sticky_bit, ec);
   {
     std::ofstream lock(dir / "lock", std::ios::app);
   }

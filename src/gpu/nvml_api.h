@@ -99,6 +99,20 @@ typedef struct {
   unsigned int isSupportedDevice;
 } nvmlGpmSupport_t;
 
+// Accounting mode (nvidia-smi -am 1): the driver keeps, per process, the most memory it held,
+// also after it exited (a buffer of recent processes).
+typedef enum nvmlEnableState_enum { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 } nvmlEnableState_t;
+
+typedef struct nvmlAccountingStats_st {
+  unsigned int gpuUtilization;
+  unsigned int memoryUtilization;
+  unsigned long long maxMemoryUsage;  // bytes
+  unsigned long long time;            // ms the process ran
+  unsigned long long startTime;       // CPU timestamp in µs
+  unsigned int isRunning;
+  unsigned int reserved[5];
+} nvmlAccountingStats_t;
+
 // Function types, one per symbol colo resolves.
 typedef nvmlReturn_t (*nvmlInit_v2_fn)(void);
 typedef nvmlReturn_t (*nvmlShutdown_fn)(void);
@@ -125,5 +139,7 @@ typedef nvmlReturn_t (*nvmlGpmSampleAlloc_fn)(nvmlGpmSample_t*);
 typedef nvmlReturn_t (*nvmlGpmSampleFree_fn)(nvmlGpmSample_t);
 typedef nvmlReturn_t (*nvmlGpmSampleGet_fn)(nvmlDevice_t, nvmlGpmSample_t);
 typedef nvmlReturn_t (*nvmlGpmMetricsGet_fn)(nvmlGpmMetricsGet_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetAccountingMode_fn)(nvmlDevice_t, nvmlEnableState_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetAccountingStats_fn)(nvmlDevice_t, unsigned int pid, nvmlAccountingStats_t*);
 
 }  // extern "C"

@@ -59,6 +59,8 @@ struct NvmlApi {
   nvmlGpmSampleFree_fn gpm_free = nullptr;
   nvmlGpmSampleGet_fn gpm_get = nullptr;
   nvmlGpmMetricsGet_fn gpm_metrics = nullptr;
+  nvmlDeviceGetAccountingMode_fn accounting_mode = nullptr;    // optional
+  nvmlDeviceGetAccountingStats_fn accounting_stats = nullptr;  // optional
 
   bool has_mig() const { return mig_mode && max_mig && mig_handle; }
   bool has_gpm() const { return gpm_support && gpm_alloc && gpm_free && gpm_get && gpm_metrics; }
@@ -144,6 +146,17 @@ class NvmlBackend final : public GpuBackend {
       throw GpuError(device_label(index), "nvmlDeviceGetCount_v2",
                      "no device " + std::to_string(index) + " (" + std::to_string(n) + " present)");
     return discover_or_error(index);
+  }
+
+  std::optional<MiB> process_peak_mib(int index, int pid) override {
+    std::lock_guard lock(mu_);
+    if (!api_.accounting_mode || !api_.accounting_stats || pid <= 0) return std::nullopt;
+    nvmlDevice_t dev = handle(index);
+    nvmlEnableState_t mode = NVML_FEATURE_DISABLED;
+    if (api_.accounting_mode(dev, &mode) != NVML_SUCCESS || mode != NVML_FEATURE_ENABLED) return std::nullopt;
+    nvmlAccountingStats_t st{};
+    if (api_.accounting_stats(dev, static_cast<unsigned int>(pid), &st) != NVML_SUCCESS) return std::nullopt;
+    return static_cast<MiB>((st.maxMemoryUsage + (1ULL << 20) - 1) >> 20);
   }
 
   DeviceSample sample(int index) override {
@@ -268,6 +281,8 @@ class NvmlBackend final : public GpuBackend {
     resolve_optional(lib_, "nvmlGpmSampleFree", api_.gpm_free);
     resolve_optional(lib_, "nvmlGpmSampleGet", api_.gpm_get);
     resolve_optional(lib_, "nvmlGpmMetricsGet", api_.gpm_metrics);
+    resolve_optional(lib_, "nvmlDeviceGetAccountingMode", api_.accounting_mode);
+    resolve_optional(lib_, "nvmlDeviceGetAccountingStats", api_.accounting_stats);
   }
 
   // DCGM serves SMACT for GPUs without NVML GPM. Failing to open it is not an error: the

@@ -5,6 +5,8 @@
 //   COLO_FAKE_NVML_DIR   shared state directory (fake_state.h)
 // Memory and processes come from the records fake jobs (colo-fake-job) write; SM activity,
 // utilisation and power derive from the activity the jobs declared. See docs/GPU-BACKEND.md.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -325,6 +327,32 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice
                                                                        unsigned int* count,
                                                                        nvmlProcessInfo_t* infos) {
   return running_processes("nvmlDeviceGetComputeRunningProcesses_v2", d, count, infos);
+}
+
+// Accounting mode is on for fake GPUs whose state directory keeps accounting records (every
+// directory configure_fake_nvml_env makes), as on a node where the admin ran nvidia-smi -am 1.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetAccountingMode(nvmlDevice_t d, nvmlEnableState_t* mode) {
+  return guarded([&](State& s) {
+    if (auto r = enter(s, d, "nvmlDeviceGetAccountingMode")) return r;
+    if (!mode) return NVML_ERROR_INVALID_ARGUMENT;
+    *mode = ::access((s.dir->path() + "/accounting").c_str(), F_OK) == 0 ? NVML_FEATURE_ENABLED
+                                                                          : NVML_FEATURE_DISABLED;
+    return NVML_SUCCESS;
+  });
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetAccountingStats(nvmlDevice_t d, unsigned int pid,
+                                                           nvmlAccountingStats_t* stats) {
+  return guarded([&](State& s) {
+    if (auto r = enter(s, d, "nvmlDeviceGetAccountingStats")) return r;
+    if (!stats) return NVML_ERROR_INVALID_ARGUMENT;
+    const auto peak = s.dir->accounting_peak(static_cast<int>(pid), uuid_of(s, *d));
+    if (!peak) return NVML_ERROR_NOT_FOUND;
+    *stats = nvmlAccountingStats_t{};
+    stats->maxMemoryUsage = static_cast<unsigned long long>(*peak) * kMiB;
+    stats->isRunning = fake::process_start_time(static_cast<int>(pid)) ? 1u : 0u;
+    return NVML_SUCCESS;
+  });
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d,

@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -120,6 +122,24 @@ std::vector<ProcessRecord> StateDir::live_processes(bool lock_held) const {
   return live;
 }
 
+namespace {
+
+// DIR/accounting/<pid>: "start <ticks>" then "peak <uuid> <MiB>" lines.
+std::map<std::string, MiB> read_peaks(const std::string& text, std::uint64_t start_time) {
+  std::map<std::string, MiB> peaks;
+  std::istringstream in(text);
+  std::string word;
+  std::uint64_t start = 0;
+  if (!(in >> word >> start) || word != "start" || (start_time != 0 && start != start_time)) return peaks;
+  std::string uuid;
+  MiB mib = 0;
+  while (in >> word >> uuid >> mib)
+    if (word == "peak" && mib >= 0) peaks[uuid] = std::max(peaks[uuid], mib);
+  return peaks;
+}
+
+}  // namespace
+
 void StateDir::write_record(const ProcessRecord& r) const {
   const std::string path = dir_ + "/procs/" + std::to_string(r.pid);
   const std::string tmp = path + ".tmp";
@@ -136,6 +156,30 @@ void StateDir::write_record(const ProcessRecord& r) const {
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     throw std::runtime_error("cannot rename " + tmp + ": " + std::strerror(errno));
   }
+  // Accounting: only the process itself writes its file, so read-raise-replace needs no lock.
+  // (A state directory made before accounting existed has no accounting/: no peaks, as on a
+  // GPU with accounting mode off.)
+  const std::string acct = dir_ + "/accounting/" + std::to_string(r.pid);
+  auto peaks = read_peaks(read_file(acct), r.start_time);
+  for (const Allocation& a : r.allocations) {
+    MiB on_device = 0;
+    for (const Allocation& b : r.allocations)
+      if (b.uuid == a.uuid) on_device += b.mib;
+    peaks[a.uuid] = std::max(peaks[a.uuid], on_device);
+  }
+  std::ofstream out(acct + ".tmp", std::ios::trunc);
+  if (!out) return;
+  out << "start " << r.start_time << "\n";
+  for (const auto& [uuid, mib] : peaks) out << "peak " << uuid << ' ' << mib << "\n";
+  out.close();
+  if (out) ::rename((acct + ".tmp").c_str(), acct.c_str());
+}
+
+std::optional<MiB> StateDir::accounting_peak(int pid, const std::string& uuid) const {
+  const auto peaks = read_peaks(read_file(dir_ + "/accounting/" + std::to_string(pid)), 0);
+  const auto it = peaks.find(uuid);
+  if (it == peaks.end()) return std::nullopt;
+  return it->second;
 }
 
 void StateDir::remove_record(int pid) const {

@@ -5,6 +5,8 @@
 //   DIR/gpus.spec        the GPU spec (written by configure_fake_nvml_env)
 //   DIR/lock             flock()ed while a job checks-and-allocates (no double booking)
 //   DIR/procs/<pid>      one record per process, replaced atomically (write + rename)
+//   DIR/accounting/<pid> the most each process held per device, kept after it exits (NVML's
+//                        accounting mode); written with every record
 //   DIR/fail-<index>     error injection: calls about GPU <index> fail while it exists
 //   DIR/energy-<index>   the GPU's energy counter
 // A record whose process is gone (or is a zombie, or whose pid was reused — the start time
@@ -55,7 +57,9 @@ class StateDir {
   // says it already holds it).
   std::vector<ProcessRecord> live_processes(bool lock_held = false) const;
 
-  void write_record(const ProcessRecord& r) const;  // atomic replace
+  void write_record(const ProcessRecord& r) const;  // atomic replace; raises the accounting peaks
+  // The most process `pid` (started at `start_time`, 0 = any) held on `uuid`, if recorded.
+  std::optional<MiB> accounting_peak(int pid, const std::string& uuid) const;
   void remove_record(int pid) const;
 
   // Error injection: the NVML return code `call` on GPU `index` must fail with, if any.
