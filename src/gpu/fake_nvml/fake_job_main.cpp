@@ -7,6 +7,7 @@
 //                 [--sm-occupancy 0.2] [--exit-code 0]
 //
 // Needs COLO_FAKE_NVML_DIR (and COLO_FAKE_NVML_GPUS or DIR/gpus.spec), as the fake library.
+// Honours CUDA_MPS_PINNED_DEVICE_MEM_LIMIT as an MPS client would (over the limit = OOM).
 #include <unistd.h>
 
 #include <atomic>
@@ -163,6 +164,34 @@ std::vector<Device> visible_devices(const std::vector<colo::gpu::FakeGpuSpec>& g
   return out;
 }
 
+// CUDA_MPS_PINNED_DEVICE_MEM_LIMIT ("0=4096M,1=2G"): under MPS, the device memory a client
+// may allocate on each of its device ordinals; beyond it allocations fail as out of memory.
+std::vector<MiB> mps_limits(std::size_t devices) {
+  std::vector<MiB> out(devices, 0);  // 0 = no limit
+  const char* v = std::getenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT");
+  if (!v || !*v) return out;
+  std::string list = v;
+  std::size_t start = 0;
+  while (start < list.size()) {
+    std::size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    const std::string item = list.substr(start, comma - start);
+    start = comma + 1;
+    const std::size_t eq = item.find('=');
+    char* end = nullptr;
+    const long dev = eq == std::string::npos ? -1 : std::strtol(item.c_str(), &end, 10);
+    if (eq == std::string::npos || end != item.c_str() + eq || dev < 0)
+      usage_error("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT '" + list + "': expected DEVICE=SIZE[M|G],...");
+    const std::string size = item.substr(eq + 1);
+    const long long n = std::strtoll(size.c_str(), &end, 10);
+    const std::string unit = end ? end : "";
+    if (size.empty() || n <= 0 || (unit != "M" && unit != "G" && unit != "MB" && unit != "GB"))
+      usage_error("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT '" + list + "': expected DEVICE=SIZE[M|G],...");
+    if (static_cast<std::size_t>(dev) < devices) out[static_cast<std::size_t>(dev)] = unit[0] == 'G' ? n * colo::kGiB : n;
+  }
+  return out;
+}
+
 std::string gib(MiB mib) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(mib) / 1024.0);
@@ -190,6 +219,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  const std::vector<MiB> limits = mps_limits(devices.size());
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
   const int pid = static_cast<int>(::getpid());
@@ -233,8 +263,9 @@ int main(int argc, char** argv) {
             if (a.uuid == devices[d].uuid) others += a.mib;
           }
         }
-        if (others + target > devices[d].total) {
-          const MiB free = devices[d].total - others - held;
+        const bool over_mps_limit = limits[d] > 0 && target > limits[d];
+        if (others + target > devices[d].total || over_mps_limit) {
+          const MiB free = over_mps_limit ? limits[d] - held : devices[d].total - others - held;
           std::fprintf(stderr,
                        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate %s. "
                        "GPU %zu has a total capacity of %s of which %s is free. Including "
