@@ -15,7 +15,7 @@ if(TARGET colo-fake-job)
 endif()
 
 set(colo_share ${CMAKE_INSTALL_DATADIR}/colo)
-foreach(dir web models calibration python)
+foreach(dir web models calibration python slurm)
   if(EXISTS ${PROJECT_SOURCE_DIR}/${dir})
     install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${colo_share}/${dir}
             PATTERN "__pycache__" EXCLUDE PATTERN "*.pyc" EXCLUDE)
@@ -30,7 +30,8 @@ if(COLO_INSTALL_CARMA_DATA)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/data/carma DESTINATION ${colo_share}/data)
 endif()
 
-install(FILES ${PROJECT_SOURCE_DIR}/packaging/colod.service DESTINATION /lib/systemd/system)
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/colod.service ${PROJECT_SOURCE_DIR}/packaging/colo-slurm-recover.service
+        DESTINATION /lib/systemd/system)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/colod.toml DESTINATION /etc/colo)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})

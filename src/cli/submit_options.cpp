@@ -15,12 +15,8 @@
 
 namespace colo::cli {
 
-namespace {
-
-using namespace colo::daemon;
-
-std::string digest_file(const std::string& path) {
-  const std::string text = estimate::read_input_file(path, limits::kMaxSummaryBytes, "model summary");
+std::string digest_file(const std::string& path, const char* what) {
+  const std::string text = estimate::read_input_file(path, limits::kMaxSummaryBytes, what);
   std::uint64_t h = 1469598103934665603ULL;  // FNV-1a: identifies the summary's content
   for (unsigned char ch : text) {
     h ^= ch;
@@ -28,6 +24,10 @@ std::string digest_file(const std::string& path) {
   }
   return fmt::format("{:016x}", h);
 }
+
+namespace {
+
+using namespace colo::daemon;
 
 void apply_estimate(SubmitRequest& r, const EstimateSpec& e) {
   const estimate::Estimate est =

@@ -24,6 +24,10 @@ struct SubmitOptions {
 // Adds submit's flags to `c`, writing into `o` (which must outlive parsing).
 void add_submit_options(CLI::App* c, SubmitOptions& o);
 
+// FNV-1a digest of a (summary or script) file's content, 16 hex digits: part of a job's
+// fingerprint. Throws colo::UserError when it cannot be read.
+std::string digest_file(const std::string& path, const char* what = "model summary");
+
 // The request the flags describe; runs a requested estimate (reads the summary). Throws
 // colo::UserError on conflicting or invalid flags.
 daemon::SubmitRequest build_submit_request(const SubmitOptions& o);

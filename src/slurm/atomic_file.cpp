@@ -1,0 +1,71 @@
+#include "slurm/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace colo::slurm {
+
+void write_file_atomically(const std::string& path, const std::string& text, mode_t mode) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (fd < 0) throw UserError(fmt::format("{}: cannot write: {}", tmp, std::strerror(errno)));
+  ::fchmod(fd, mode);  // the umask must not narrow what readers need (history is world-readable)
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = errno;
+      ::close(fd);
+      throw UserError(fmt::format("{}: cannot write: {}", tmp, std::strerror(e)));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) throw UserError(fmt::format("{}: cannot sync: {}", tmp, std::strerror(errno)));
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    throw UserError(fmt::format("{}: cannot replace: {}", path, std::strerror(errno)));
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+bool read_small_file(const std::string& path, std::string& text, std::size_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return false;
+    throw UserError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+  }
+  text.clear();
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      throw UserError(fmt::format("{}: cannot read: {}", path, std::strerror(e)));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > max_bytes) {
+      ::close(fd);
+      throw UserError(fmt::format("{}: larger than {} bytes", path, max_bytes));
+    }
+  }
+  ::close(fd);
+  return true;
+}
+
+}  // namespace colo::slurm

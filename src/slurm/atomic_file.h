@@ -1,0 +1,15 @@
+#pragma once
+// Replaces a file so that a reader (or a restart after kill -9) sees either the old content or
+// the new, never a torn one: write a temporary file beside it, fsync, rename, fsync the directory.
+#include <cstddef>
+#include <string>
+#include <sys/types.h>
+
+namespace colo::slurm {
+
+// Throws colo::UserError naming the path on any failure.
+void write_file_atomically(const std::string& path, const std::string& text, mode_t mode);
+// The whole file, or nullopt-like empty + false when it does not exist. Throws on other errors.
+bool read_small_file(const std::string& path, std::string& text, std::size_t max_bytes = 64 << 20);
+
+}  // namespace colo::slurm

@@ -1,0 +1,92 @@
+#include "slurm/attempt_report.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/limits.h"
+
+namespace colo::slurm {
+
+std::string reports_dir(const std::string& state_dir) { return state_dir + "/reports"; }
+
+std::string report_path(const std::string& state_dir, std::uint64_t job_id, int restart) {
+  return fmt::format("{}/{}.{}.json", reports_dir(state_dir), job_id, restart);
+}
+
+void write_attempt_report(const std::string& state_dir, const AttemptReport& r) {
+  nlohmann::ordered_json j = {{"job_id", r.job_id}, {"restart", r.restart}, {"outcome", r.outcome},
+                              {"exit_code", r.exit_code}};
+  j["peak_mib"] = r.peak_mib ? nlohmann::ordered_json(*r.peak_mib) : nlohmann::ordered_json();
+  j["oom_line"] = r.oom_line;
+  j["gpus"] = r.gpus;
+  j["tres"] = r.tres;
+  const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  const std::string path = report_path(state_dir, r.job_id, r.restart);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) throw UserError(fmt::format("{}: cannot create the attempt report: {}", path, std::strerror(errno)));
+  const ssize_t n = ::write(fd, text.data(), text.size());
+  const bool ok = n == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok) throw UserError(fmt::format("{}: cannot write the attempt report", path));
+}
+
+std::optional<AttemptReport> read_attempt_report(const std::string& state_dir, std::uint64_t job_id, int restart,
+                                                 std::int64_t owner_uid, std::string* why) {
+  const std::string path = report_path(state_dir, job_id, restart);
+  auto fail = [&](std::string w) -> std::optional<AttemptReport> {
+    if (why) *why = path + ": " + w;
+    return std::nullopt;
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return fail(errno == ENOENT ? "no report" : std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail("not a regular file");
+  }
+  if (static_cast<std::int64_t>(st.st_uid) != owner_uid) {
+    ::close(fd);
+    return fail(fmt::format("owned by uid {}, not the job's user {}: ignored", st.st_uid, owner_uid));
+  }
+  if (st.st_size > 64 * 1024) {
+    ::close(fd);
+    return fail("larger than 64 KiB: ignored");
+  }
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  const ssize_t n = ::read(fd, text.data(), text.size());
+  ::close(fd);
+  if (n < 0) return fail(std::strerror(errno));
+  text.resize(static_cast<size_t>(n));
+  try {
+    const auto j = nlohmann::json::parse(text);
+    AttemptReport r;
+    r.job_id = j.at("job_id").get<std::uint64_t>();
+    r.restart = j.at("restart").get<int>();
+    if (r.job_id != job_id || r.restart != restart) return fail("names another attempt");
+    r.outcome = j.at("outcome").get<std::string>();
+    r.exit_code = j.at("exit_code").get<int>();
+    if (j.contains("peak_mib") && !j["peak_mib"].is_null()) {
+      const auto p = j["peak_mib"].get<std::int64_t>();
+      if (p < 0 || p > limits::kMaxGpuMiB) return fail("peak_mib out of range");
+      r.peak_mib = p;
+    }
+    r.oom_line = j.value("oom_line", std::string());
+    r.gpus = j.value("gpus", std::string());
+    r.tres = j.value("tres", std::string());
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    return fail(std::string("not a report: ") + e.what());
+  }
+}
+
+}  // namespace colo::slurm

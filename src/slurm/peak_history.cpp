@@ -1,0 +1,46 @@
+#include "slurm/peak_history.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/limits.h"
+#include "core/one_line.h"
+#include "slurm/atomic_file.h"
+
+namespace colo::slurm {
+
+std::string history_path(const std::string& state_dir) { return state_dir + "/history.json"; }
+
+PeakHistory PeakHistory::load(const std::string& path) {
+  PeakHistory h;
+  std::string text;
+  if (!read_small_file(path, text)) return h;
+  try {
+    const auto j = nlohmann::json::parse(text);
+    for (const auto& [fp, v] : j.at("peaks").items()) {
+      PeakRecord r{v.at("peak_mib").get<MiB>(), v.value("job_id", std::uint64_t{0})};
+      if (r.peak_mib < 0 || r.peak_mib > limits::kMaxGpuMiB)
+        throw UserError(fmt::format("{}: peak of '{}' out of range", path, one_line(fp)));
+      h.entries_[fp] = r;
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(fmt::format("{}: not a colo history file: {}", path, one_line(e.what())));
+  }
+  return h;
+}
+
+std::optional<PeakRecord> PeakHistory::find(const std::string& fingerprint) const {
+  auto it = entries_.find(fingerprint);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second;
+}
+
+void PeakHistory::save(const std::string& path) const {
+  nlohmann::ordered_json j;
+  j["peaks"] = nlohmann::ordered_json::object();
+  for (const auto& [fp, r] : entries_) j["peaks"][fp] = {{"peak_mib", r.peak_mib}, {"job_id", r.job_id}};
+  write_file_atomically(path, j.dump(1) + "\n", 0644);
+}
+
+}  // namespace colo::slurm

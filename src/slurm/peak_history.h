@@ -1,0 +1,35 @@
+#pragma once
+// The history estimator for Slurm jobs: the peak GPU memory the same job (same fingerprint:
+// user, directory, script, estimator inputs) reached in its last successful run on the cluster.
+// The recovery agent writes it (<state_dir>/history.json, world-readable, fingerprints only);
+// `colo sbatch` reads it before any other estimator.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "core/units.h"
+
+namespace colo::slurm {
+
+struct PeakRecord {
+  MiB peak_mib = 0;
+  std::uint64_t job_id = 0;  // the run it came from
+};
+
+class PeakHistory {
+ public:
+  // An absent file is an empty history; a corrupt one throws colo::UserError.
+  static PeakHistory load(const std::string& path);
+  std::optional<PeakRecord> find(const std::string& fingerprint) const;
+  void record(const std::string& fingerprint, const PeakRecord& r) { entries_[fingerprint] = r; }
+  void save(const std::string& path) const;
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  std::map<std::string, PeakRecord> entries_;
+};
+
+std::string history_path(const std::string& state_dir);
+
+}  // namespace colo::slurm

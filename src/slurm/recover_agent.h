@@ -1,0 +1,51 @@
+#pragma once
+// `colo slurm recover`: the cluster's OOM recovery service. Each pass reads the jobs from Slurm
+// and
+//  * for a job Slurm requeued and held because `colo run` exited with RequeueExitHold (an
+//    out-of-memory crash): plans the next request by the loose recovery rule (escalation.h),
+//    writes the plan to disk, applies it (scontrol update … StartTime=now) and releases the job;
+//    after max_retries OOMs, or an OOM on a whole GPU, it leaves the job held and says why;
+//  * for a finished colo job: records its observed peak in the history (peak_history.h).
+// Crash safety: the plan is on disk before Slurm is touched, and a plan is keyed by the job's
+// restart count, so an agent killed at any point re-applies the same plan after a restart and
+// never escalates one OOM twice.
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+
+#include "slurm/site_settings.h"
+#include "slurm/slurm_control.h"
+
+namespace colo::slurm {
+
+struct AgentJob {
+  int restart = 0;        // the restart count the entry is about
+  std::string phase;      // "planned", "released", "gave_up", "recorded"
+  std::string tres;       // the planned request
+  int ooms = 0;           // OOM requeues handled so far
+  std::string note;       // why it gave up, or what it did last
+};
+
+class RecoverAgent {
+ public:
+  // Loads <state_dir>/agent.json (creating state_dir and its reports/ drop box as needed).
+  RecoverAgent(SiteSettings site, SlurmControl& slurm, std::ostream& log);
+  // One pass over Slurm's jobs. Slurm errors on one job are logged and retried next pass.
+  void step();
+  const std::map<std::uint64_t, AgentJob>& jobs() const { return jobs_; }
+  static std::string state_path(const std::string& state_dir);
+
+ private:
+  void handle_held(const SlurmJob& j);
+  void handle_finished(const SlurmJob& j);
+  void apply(const SlurmJob& j, AgentJob& a);
+  void save() const;
+
+  SiteSettings site_;
+  SlurmControl& slurm_;
+  std::ostream& log_;
+  std::map<std::uint64_t, AgentJob> jobs_;
+};
+
+}  // namespace colo::slurm
