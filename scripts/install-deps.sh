@@ -7,7 +7,8 @@ pkgs=(g++ cmake ninja-build pkg-config
       clang-14 libclang-rt-14-dev   # libFuzzer for scripts/fuzz.sh (ctest's fuzz_smoke)
       python3-torch python3-torchvision   # the CPU-only probe (python/colo_probe) and its tests
       prometheus curl                     # promtool + a real server scraping colod's /metrics (tests)
-      chromium chromium-driver python3-selenium)  # headless browser tests of the dashboard and reports
+      chromium chromium-driver python3-selenium   # headless browser tests of the dashboard and reports
+      slurmctld slurmd slurm-client munge)        # a real Slurm 22.05 on localhost (tests/slurm)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

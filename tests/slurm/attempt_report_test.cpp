@@ -1,0 +1,74 @@
+#include "slurm/attempt_report.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace colo::slurm {
+namespace {
+
+using ::testing::HasSubstr;
+
+class AttemptReportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("colo-reports-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(reports_dir(dir_));
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(AttemptReportTest, WrittenOnceAndReadBackByTheOwner) {
+  AttemptReport r;
+  r.job_id = 42;
+  r.restart = 1;
+  r.outcome = "oom";
+  r.exit_code = 75;
+  r.peak_mib = 12288;
+  r.oom_line = "CUDA out of memory";
+  write_attempt_report(dir_, r);
+  EXPECT_THROW(write_attempt_report(dir_, r), UserError);  // never overwritten
+  const auto back = read_attempt_report(dir_, 42, 1, ::getuid());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->outcome, "oom");
+  EXPECT_EQ(back->peak_mib, 12288);
+  EXPECT_EQ(back->oom_line, "CUDA out of memory");
+}
+
+TEST_F(AttemptReportTest, AnotherUsersFileIsIgnored) {
+  AttemptReport r;
+  r.job_id = 5;
+  r.outcome = "ok";
+  write_attempt_report(dir_, r);
+  std::string why;
+  EXPECT_FALSE(read_attempt_report(dir_, 5, 0, static_cast<std::int64_t>(::getuid()) + 1, &why));
+  EXPECT_THAT(why, HasSubstr("not the job's user"));
+}
+
+TEST_F(AttemptReportTest, ForgedOrBrokenReportsAreIgnored) {
+  std::string why;
+  EXPECT_FALSE(read_attempt_report(dir_, 1, 0, ::getuid(), &why));
+  EXPECT_THAT(why, HasSubstr("no report"));
+  std::ofstream(report_path(dir_, 2, 0)) << R"({"job_id":3,"restart":0,"outcome":"ok","exit_code":0})";
+  EXPECT_FALSE(read_attempt_report(dir_, 2, 0, ::getuid(), &why));
+  EXPECT_THAT(why, HasSubstr("another attempt"));
+  std::ofstream(report_path(dir_, 4, 0)) << R"({"job_id":4,"restart":0,"outcome":"ok","exit_code":0,"peak_mib":-1})";
+  EXPECT_FALSE(read_attempt_report(dir_, 4, 0, ::getuid(), &why));
+  EXPECT_THAT(why, HasSubstr("out of range"));
+  std::ofstream(report_path(dir_, 6, 0)) << "{";
+  EXPECT_FALSE(read_attempt_report(dir_, 6, 0, ::getuid(), &why));
+  EXPECT_THAT(why, HasSubstr("not a report"));
+  std::filesystem::create_symlink("/etc/passwd", report_path(dir_, 8, 0));
+  EXPECT_FALSE(read_attempt_report(dir_, 8, 0, ::getuid(), &why));
+}
+
+}  // namespace
+}  // namespace colo::slurm

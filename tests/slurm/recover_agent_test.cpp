@@ -1,0 +1,196 @@
+// The recovery agent against an in-memory Slurm that behaves as slurmctld does for the calls the
+// agent makes (tests/slurm/test_slurm_e2e.py runs it against the real slurmctld).
+#include "slurm/recover_agent.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "slurm/attempt_report.h"
+#include "slurm/job_comment.h"
+#include "slurm/peak_history.h"
+
+namespace colo::slurm {
+namespace {
+
+using ::testing::HasSubstr;
+
+class MemorySlurm : public SlurmControl {
+ public:
+  std::vector<SlurmJob> jobs() override { return list; }
+  void set_request(std::uint64_t job, const std::string& tres) override {
+    calls.push_back(fmt("update", job, tres));
+    if (fail_updates > 0) {
+      --fail_updates;
+      throw UserError("scontrol: slurm_update error: Socket timed out");
+    }
+    find(job).tres_per_node = tres;
+  }
+  void release(std::uint64_t job) override {
+    calls.push_back(fmt("release", job, ""));
+    SlurmJob& j = find(job);
+    j.state = "PENDING";
+    j.state_reason = "None";
+  }
+  void set_admin_comment(std::uint64_t job, const std::string& text) override {
+    calls.push_back(fmt("admin", job, text));
+  }
+  SlurmJob& find(std::uint64_t id) {
+    for (auto& j : list)
+      if (j.job_id == id) return j;
+    throw UserError("no such job");
+  }
+  static std::string fmt(const char* what, std::uint64_t job, const std::string& arg) {
+    return std::string(what) + " " + std::to_string(job) + (arg.empty() ? "" : " " + arg);
+  }
+
+  std::vector<SlurmJob> list;
+  std::vector<std::string> calls;
+  int fail_updates = 0;
+};
+
+class RecoverAgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    site_.state_dir = std::filesystem::temp_directory_path() / ("colo-agent-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(site_.state_dir);
+    site_.shards_per_gpu = 40;
+    site_.max_retries = 2;
+  }
+  void TearDown() override { std::filesystem::remove_all(site_.state_dir); }
+
+  // Slurm's view after `colo run` exited 75 on attempt `restart_cnt - 1`.
+  SlurmJob held(std::uint64_t id, int restart_cnt, const std::string& tres) {
+    SlurmJob j;
+    j.job_id = id;
+    j.user_id = ::getuid();
+    j.state = "SPECIAL_EXIT";
+    j.state_reason = "JobHeldUser";
+    j.restart_cnt = restart_cnt;
+    j.exit_code = 75;
+    j.tres_per_node = tres;
+    j.comment = format_comment(JobComment{4096, "user", "u" + std::to_string(::getuid()) + "-abc"});
+    return j;
+  }
+  void report(std::uint64_t id, int restart, const std::string& outcome, std::optional<MiB> peak) {
+    AttemptReport r;
+    r.job_id = id;
+    r.restart = restart;
+    r.outcome = outcome;
+    r.peak_mib = peak;
+    write_attempt_report(site_.state_dir, r);
+  }
+
+  SiteSettings site_;
+  MemorySlurm slurm_;
+  std::ostringstream log_;
+};
+
+TEST_F(RecoverAgentTest, EscalatesAHeldOomJobAndReleasesIt) {
+  RecoverAgent agent(site_, slurm_, log_);
+  slurm_.list = {held(7, 1, "gres:shard:5")};
+  report(7, 0, "oom", 4000);
+  agent.step();
+  EXPECT_THAT(slurm_.calls, ::testing::ElementsAre("update 7 gres:shard:10", "release 7"));
+  EXPECT_EQ(agent.jobs().at(7).phase, "released");
+  // Slurm still shows the old state for a pass: nothing is done twice.
+  slurm_.list[0].state = "SPECIAL_EXIT";
+  agent.step();
+  EXPECT_EQ(slurm_.calls.size(), 2u);
+}
+
+TEST_F(RecoverAgentTest, AnInterruptedPlanIsReappliedNotRaisedAgain) {
+  slurm_.list = {held(7, 1, "gres:shard:5")};
+  report(7, 0, "oom", std::nullopt);
+  slurm_.fail_updates = 1;
+  {
+    RecoverAgent agent(site_, slurm_, log_);
+    agent.step();  // plan saved, scontrol fails
+    EXPECT_EQ(agent.jobs().at(7).phase, "planned");
+  }
+  EXPECT_THAT(log_.str(), HasSubstr("retrying next pass"));
+  RecoverAgent restarted(site_, slurm_, log_);  // as after kill -9
+  EXPECT_EQ(restarted.jobs().at(7).tres, "gres:shard:10");
+  restarted.step();
+  EXPECT_EQ(slurm_.list[0].tres_per_node, "gres:shard:10");
+  EXPECT_EQ(restarted.jobs().at(7).ooms, 1);
+  EXPECT_EQ(slurm_.calls.back(), "release 7");
+}
+
+TEST_F(RecoverAgentTest, GivesUpAfterMaxRetriesAndSaysWhy) {
+  RecoverAgent agent(site_, slurm_, log_);
+  slurm_.list = {held(7, 1, "gres:shard:5")};
+  agent.step();
+  slurm_.list[0] = held(7, 2, slurm_.list[0].tres_per_node);
+  agent.step();
+  EXPECT_EQ(slurm_.list[0].tres_per_node, "gres:shard:15");
+  slurm_.list[0] = held(7, 3, slurm_.list[0].tres_per_node);
+  agent.step();
+  EXPECT_EQ(agent.jobs().at(7).phase, "gave_up");
+  EXPECT_THAT(slurm_.calls.back(), HasSubstr("admin 7 colo: out of memory 3 times (max_retries 2)"));
+  EXPECT_EQ(slurm_.list[0].state, "SPECIAL_EXIT");  // left held for a person
+}
+
+TEST_F(RecoverAgentTest, OomOnAWholeGpuIsLeftHeld) {
+  RecoverAgent agent(site_, slurm_, log_);
+  slurm_.list = {held(9, 1, "gres:gpu:1")};
+  agent.step();
+  EXPECT_EQ(agent.jobs().at(9).phase, "gave_up");
+  EXPECT_THAT(agent.jobs().at(9).note, HasSubstr("whole GPU"));
+}
+
+TEST_F(RecoverAgentTest, IgnoresJobsColoDoesNotRunAndOtherExitCodes) {
+  RecoverAgent agent(site_, slurm_, log_);
+  SlurmJob plain = held(3, 1, "gres:shard:5");
+  plain.comment = "";
+  SlurmJob other = held(4, 1, "gres:shard:5");
+  other.exit_code = 1;
+  slurm_.list = {plain, other};
+  agent.step();
+  EXPECT_TRUE(slurm_.calls.empty());
+  EXPECT_TRUE(agent.jobs().empty());
+}
+
+TEST_F(RecoverAgentTest, RecordsThePeakOfAFinishedRunForItsOwnUserOnly) {
+  RecoverAgent agent(site_, slurm_, log_);
+  SlurmJob done = held(11, 0, "gres:shard:9");
+  done.state = "COMPLETED";
+  done.exit_code = 0;
+  SlurmJob forged = done;
+  forged.job_id = 12;
+  forged.comment = format_comment(JobComment{1, "user", "u99999-abc"});
+  slurm_.list = {done, forged};
+  report(11, 0, "ok", 7000);
+  report(12, 0, "ok", 1);
+  agent.step();
+  const auto h = PeakHistory::load(history_path(site_.state_dir));
+  ASSERT_TRUE(h.find("u" + std::to_string(::getuid()) + "-abc"));
+  EXPECT_EQ(h.find("u" + std::to_string(::getuid()) + "-abc")->peak_mib, 7000);
+  EXPECT_FALSE(h.find("u99999-abc"));
+  EXPECT_THAT(agent.jobs().at(12).note, HasSubstr("not user"));
+  // Jobs Slurm forgot are forgotten by the agent too.
+  slurm_.list.clear();
+  agent.step();
+  EXPECT_TRUE(agent.jobs().empty());
+}
+
+TEST_F(RecoverAgentTest, CorruptStateIsAClearError) {
+  std::filesystem::create_directories(site_.state_dir);
+  {
+    std::ofstream(RecoverAgent::state_path(site_.state_dir)) << "{\"jobs\":{\"x\":1}}";
+  }
+  try {
+    RecoverAgent agent(site_, slurm_, log_);
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("corrupt agent state"));
+  }
+}
+
+}  // namespace
+}  // namespace colo::slurm

@@ -1,0 +1,85 @@
+#include "slurm/sbatch_command.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace colo::slurm {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+SiteSettings site40(const std::string& oversize = "whole_gpu") {
+  SiteSettings s;
+  s.shards_per_gpu = 40;
+  s.oversize = oversize;
+  return s;
+}
+
+TEST(SbatchArgs, SplitsOptionsScriptAndItsArguments) {
+  const auto a = split_sbatch_args({"-J", "train", "--time=10", "--parsable", "-vv", "job.sh", "--lr", "0.1"});
+  EXPECT_THAT(a.options, ElementsAre("-J", "train", "--time=10", "--parsable", "-vv"));
+  EXPECT_EQ(a.script, "job.sh");
+  EXPECT_THAT(a.script_args, ElementsAre("--lr", "0.1"));
+}
+
+TEST(SbatchArgs, TakesTheCommentOutAndKeepsWrap) {
+  const auto a = split_sbatch_args({"--comment", "mine", "--wrap=python train.py"});
+  EXPECT_EQ(a.user_comment, "mine");
+  EXPECT_EQ(a.wrap, "python train.py");
+  EXPECT_TRUE(a.script.empty());
+  EXPECT_THAT(a.options, ElementsAre("--wrap=python train.py"));
+}
+
+TEST(SbatchArgs, RefusesTheUsersOwnGpuRequest) {
+  for (const char* opt : {"--gres=gpu:1", "--gpus=1", "--gpus-per-node=2"}) {
+    try {
+      split_sbatch_args({opt, "job.sh"});
+      ADD_FAILURE() << opt;
+    } catch (const UserError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("colo sbatch sizes the GPU share")) << opt;
+    }
+  }
+  EXPECT_THROW(split_sbatch_args({"-G", "1", "job.sh"}), UserError);
+}
+
+TEST(SbatchArgs, ClearErrorsForMissingPieces) {
+  EXPECT_THROW(split_sbatch_args({}), UserError);
+  EXPECT_THROW(split_sbatch_args({"-J"}), UserError);                    // no value
+  EXPECT_THROW(split_sbatch_args({"--wrap=x", "job.sh"}), UserError);    // both
+  const auto a = split_sbatch_args({"--", "-odd-name.sh"});
+  EXPECT_EQ(a.script, "-odd-name.sh");
+}
+
+TEST(SbatchPlan, EstimatePlusMarginBecomesShardsAndTheComment) {
+  const auto a = split_sbatch_args({"--comment=mine", "-J", "t", "job.sh", "x"});
+  const auto p = plan_sbatch(a, SbatchSizing{8192, "allocsim", "ResNet-50", "u0-ab"}, site40());
+  EXPECT_THAT(p.argv, ElementsAre("sbatch", "--gres=shard:9", "--comment=colo:mem_mib=8192,est=allocsim,fp=u0-ab mine",
+                                  "-J", "t", "job.sh", "x"));
+  EXPECT_THAT(p.summary, HasSubstr("9 shards"));
+}
+
+TEST(SbatchPlan, NoEstimateLeavesTheSizeToJobSubmitLua) {
+  const auto p = plan_sbatch(split_sbatch_args({"job.sh"}), SbatchSizing{std::nullopt, "none", "", "u0-ab"}, site40());
+  EXPECT_EQ(p.argv[1], "--gres=shard");
+  EXPECT_EQ(p.argv[2], "--comment=colo:est=none,fp=u0-ab");
+}
+
+TEST(SbatchPlan, MoreThanOneGpuIsAWholeGpuOrAClearRejection) {
+  const auto a = split_sbatch_args({"job.sh"});
+  const SbatchSizing big{50000, "user", "", "u0-ab"};
+  EXPECT_EQ(plan_sbatch(a, big, site40()).argv[1], "--gres=gpu:1");
+  try {
+    plan_sbatch(a, big, site40("reject"));
+    ADD_FAILURE();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("more than one GPU's 40"));
+  }
+  // Exactly one GPU still shares: 36 GiB + 10 % = 39.6 → 40 shards.
+  EXPECT_EQ(plan_sbatch(a, SbatchSizing{36864, "user", "", ""}, site40("reject")).argv[1], "--gres=shard:40");
+}
+
+}  // namespace
+}  // namespace colo::slurm

@@ -1,0 +1,89 @@
+#include "slurm/site_settings.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace colo::slurm {
+namespace {
+
+using ::testing::HasSubstr;
+
+class SiteSettingsTest : public ::testing::Test {
+ protected:
+  std::string write(const std::string& text) {
+    std::ofstream(path_) << text;
+    return path_;
+  }
+  std::string error_of(const std::string& text) {
+    try {
+      load_site_settings(write(text));
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  void TearDown() override { std::filesystem::remove(path_); }
+  std::string path_ = std::filesystem::temp_directory_path() / ("colo-site-" + std::to_string(::getpid()) + ".toml");
+};
+
+TEST_F(SiteSettingsTest, WhatConfWritesLoadsBack) {
+  SiteSettings s;
+  s.shards_per_gpu = 40;
+  s.shard_mib = 2048;
+  s.oversize = "reject";
+  s.state_dir = "/srv/colo \"state\"";
+  s.fake_gpus = "2x40GiB";
+  s.fake_gpu_dir = "/tmp/g";
+  s.mps = true;
+  const SiteSettings b = load_site_settings(write(s.to_toml()));
+  EXPECT_EQ(b.shards_per_gpu, 40);
+  EXPECT_EQ(b.shard_mib, 2048);
+  EXPECT_EQ(b.oversize, "reject");
+  EXPECT_EQ(b.state_dir, s.state_dir);
+  EXPECT_TRUE(b.mps);
+  EXPECT_EQ(b.effective_default_shards(), 10);
+}
+
+TEST_F(SiteSettingsTest, BadSettingsNameTheFileAndTheProblem) {
+  EXPECT_THAT(error_of("shard_mib = 1024\n"), HasSubstr("'shards_per_gpu' is missing"));
+  EXPECT_THAT(error_of("shards_per_gpu = 40\nfoo = 1\n"), HasSubstr("unknown setting 'foo'"));
+  EXPECT_THAT(error_of("shards_per_gpu = 40\noversize = \"queue\"\n"), HasSubstr("oversize"));
+  EXPECT_THAT(error_of("shards_per_gpu = 40\nhold_exit_code = 300\n"), HasSubstr("hold_exit_code"));
+  EXPECT_THAT(error_of("shards_per_gpu = 4000\n"), HasSubstr("shards_per_gpu"));
+  EXPECT_THAT(error_of("shards_per_gpu = 40\ndefault_shards = 41\n"), HasSubstr("more than one GPU's 40"));
+  EXPECT_THAT(error_of("shards_per_gpu = 40\nstate_dir = \"rel\"\n"), HasSubstr("absolute"));
+  EXPECT_THAT(error_of("shards_per_gpu = 40\nfake_gpus = \"1x40GiB\"\n"), HasSubstr("fake_gpu_dir"));
+  EXPECT_THAT(error_of("shards_per_gpu = [\n"), HasSubstr(path_));
+  EXPECT_THAT(error_of("shards_per_gpu = 40\nmargin = -1\n"), HasSubstr("margin"));
+  const std::string e = error_of("shards_per_gpu = 99999999999999999999\n");
+  EXPECT_THAT(e, HasSubstr(path_));
+  EXPECT_EQ(e.find('\n'), std::string::npos);
+}
+
+TEST_F(SiteSettingsTest, MissingFileSaysHowToMakeOne) {
+  try {
+    load_site_settings("/nonexistent/colo.toml");
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("colo slurm conf"));
+  }
+}
+
+TEST(SiteSettingsPath, FlagThenEnvironmentThenEtc) {
+  ::unsetenv("COLO_SLURM_SITE");
+  EXPECT_EQ(site_settings_path(""), "/etc/colo/slurm.toml");
+  ::setenv("COLO_SLURM_SITE", "/x.toml", 1);
+  EXPECT_EQ(site_settings_path(""), "/x.toml");
+  EXPECT_EQ(site_settings_path("/y.toml"), "/y.toml");
+  ::unsetenv("COLO_SLURM_SITE");
+}
+
+}  // namespace
+}  // namespace colo::slurm
