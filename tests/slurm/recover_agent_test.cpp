@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include <gmock/gmock.h>
@@ -83,6 +84,7 @@ class RecoverAgentTest : public ::testing::Test {
     r.restart = restart;
     r.outcome = outcome;
     r.peak_mib = peak;
+    std::filesystem::create_directories(reports_dir(site_.state_dir));  // as the agent makes it
     write_attempt_report(site_.state_dir, r);
   }
 
