@@ -1,7 +1,7 @@
 // colo sim: replay a submission trace on a simulated server, driving the real scheduler core.
 //   colo sim [--workloads F] [--trace F] [--gpus N] [--gpu-memory-mib M] [--policy P]
 //            [--estimator E] [--sharing streams|mps] [--no-conditions] [--smact-cap PCT]
-//            [--margin-mib M] [--recovery strict|loose] [--seed S] [--json] [--compare]
+//            [--margin-mib M] [--recovery strict|loose|none] [--nodes N] [--seed S] [--json] [--compare]
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -30,6 +30,7 @@ struct SimArgs {
   std::string workloads = data_path("carma/workloads.csv");
   std::string trace = data_path("carma/traces/philly_mix_90_tasks.csv");
   int gpus = 4;
+  int nodes = 1;
   long long gpu_memory_mib = 40960;
   std::string policy = "magm";
   std::string estimator = "oracle";
@@ -98,11 +99,16 @@ sim::ScenarioBase make_base(const SimArgs& a) {
   if (!(a.ramp_s >= 0 && std::isfinite(a.ramp_s))) throw UserError(fmt::format("--ramp-s must be ≥ 0, got {}", a.ramp_s));
   if (!(a.oom_detect_s >= 0 && std::isfinite(a.oom_detect_s)))
     throw UserError(fmt::format("--oom-detect-s must be ≥ 0, got {}", a.oom_detect_s));
-  const auto rec = recovery_mode_from_string(a.recovery);
-  if (!rec) throw UserError(fmt::format("--recovery must be strict or loose, got '{}'", a.recovery));
+  const auto rec = a.recovery == "none" ? std::optional<RecoveryMode>(RecoveryMode::Strict)
+                                        : recovery_mode_from_string(a.recovery);
+  if (!rec) throw UserError(fmt::format("--recovery must be strict, loose or none, got '{}'", a.recovery));
+  if (a.nodes < 1 || a.nodes > a.gpus || a.gpus % a.nodes != 0)
+    throw UserError(fmt::format("--nodes {} must divide --gpus {} (every server has as many GPUs)", a.nodes, a.gpus));
 
   sim::ScenarioBase b;
   b.config.gpus = a.gpus;
+  b.config.nodes = a.nodes;
+  b.config.recover_ooms = a.recovery != "none";
   b.config.gpu_memory_mib = a.gpu_memory_mib;
   b.config.scheduler.recovery = {*rec, a.recovery_step_mib};
   b.config.ramp_s = a.ramp_s;
@@ -196,8 +202,9 @@ void run_compare(const SimArgs& a, const sim::ScenarioBase& base, const sim::Tra
     std::cout << arr.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
-  std::cout << fmt::format("trace {} on {} GPU(s) × {} MiB, recovery {}, SMACT cap {}%, margin {} MiB\n", trace.path,
-                           a.gpus, a.gpu_memory_mib, a.recovery, a.smact_cap_pct, a.margin_mib);
+  std::cout << fmt::format("trace {} on {} GPU(s) × {} MiB{}, recovery {}, SMACT cap {}%, margin {} MiB\n", trace.path,
+                           a.gpus, a.gpu_memory_mib, a.nodes > 1 ? fmt::format(" in {} servers", a.nodes) : "",
+                           a.recovery, a.smact_cap_pct, a.margin_mib);
   std::cout << fmt::format("{:<8} {:<22} {:>6} {:>9} {:>7} {:>8} {:>8} {:>8} {:>9} {:>7} {:>4} {:>6} {:>6} {:>4}\n",
                            "sharing", "scenario", "done", "makespan", "Δ", "JCT", "wait", "exec", "energyMJ", "Δ",
                            "OOM", "SMACT", "mem", "max");
@@ -260,7 +267,9 @@ RegisterCommand reg([](CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("sim", "Replay a submission trace on a simulated server (the real scheduler core)");
   cmd->add_option("--workloads", args->workloads, "workload catalog CSV")->capture_default_str();
   cmd->add_option("--trace", args->trace, "submission trace CSV (submit_offset_s, workload)")->capture_default_str();
-  add_int_flag(cmd, "--gpus", args->gpus, 1, limits::kMaxServerGpus, "GPUs in the server");
+  add_int_flag(cmd, "--gpus", args->gpus, 1, limits::kMaxServerGpus, "GPUs in the server (or the cluster, with --nodes)");
+  add_int_flag(cmd, "--nodes", args->nodes, 1, limits::kMaxServerGpus,
+               "servers the GPUs are split into, evenly (default 1); a job's GPUs come from one");
   add_mib_flag(cmd, "--gpu-memory-mib", args->gpu_memory_mib, 1, limits::kMaxGpuMiB, "memory per GPU (MiB)");
   cmd->add_option("--policy", args->policy, "exclusive|round-robin|first-fit|best-fit|magm|lug")->capture_default_str();
   cmd->add_option("--estimator", args->estimator, "none|oracle|horus|faketensor|gpumemnet-csv (catalog columns), allocsim|gpumemnet (live, from the summaries), trace (live, the probe on each network)")
@@ -272,7 +281,8 @@ RegisterCommand reg([](CLI::App& app) {
                "margin on top of a known need (MiB; at most --gpu-memory-mib)");
   add_mib_flag(cmd, "--min-free-mib", args->min_free_mib, 0, limits::kMaxGpuMiB,
                "free memory required when the need is unknown (MiB; at most --gpu-memory-mib)");
-  cmd->add_option("--recovery", args->recovery, "strict|loose")->capture_default_str();
+  cmd->add_option("--recovery", args->recovery, "strict|loose|none (none: an OOM crash fails the job, as on plain Slurm)")
+      ->capture_default_str();
   add_mib_flag(cmd, "--recovery-step-mib", args->recovery_step_mib, 1, limits::kMaxGpuMiB, "loose recovery's step (MiB)");
   add_uint_flag(cmd, "--seed", args->seed, "seed for every random choice (only --duration-jitter uses one)");
   add_real_flag(cmd, "--duration-jitter", args->duration_jitter, 0, 1,

@@ -23,6 +23,7 @@ struct GpuSnapshot {
   SharingMode mode = SharingMode::Plain;
   bool healthy = true;
   bool drained = false;  // operator or daemon took it out of scheduling
+  int node = 0;  // the server it is in (the simulator's clusters): a job's GPUs come from one
 };
 
 }  // namespace colo

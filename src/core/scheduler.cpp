@@ -1,6 +1,7 @@
 #include "core/scheduler.h"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -14,6 +15,8 @@ struct Round {
   std::vector<Candidate> cands;
   std::vector<MiB> usable_totals;  // total memory of each healthy, undrained GPU
   int usable_count = 0;
+  int usable_on_one_node = 0;  // the most usable GPUs any one server has
+  bool many_nodes = false;
 
   int gpus_with_at_least(MiB mib) const {
     return static_cast<int>(std::count_if(usable_totals.begin(), usable_totals.end(),
@@ -37,6 +40,14 @@ Round make_round(const SchedulerInput& in) {
       r.usable_totals.push_back(g.total_mib);
       ++r.usable_count;
     }
+    r.many_nodes = r.many_nodes || g.node != in.gpus.front().node;
+  }
+  if (!r.many_nodes) {
+    r.usable_on_one_node = r.usable_count;
+  } else {
+    std::map<int, int> per_node;
+    for (const GpuSnapshot& g : in.gpus)
+      if (g.healthy && !g.drained) r.usable_on_one_node = std::max(r.usable_on_one_node, ++per_node[g.node]);
   }
   return r;
 }
@@ -95,9 +106,12 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
 
   // Places one job or returns false. Fills `out` and updates the round on success.
   auto try_place = [&](const Job& job, bool recovery) -> bool {
-    if (job.gpus < 1 || job.gpus > round.usable_count) {
-      out.rejections.push_back({job.id, fmt::format("needs {} GPU(s), this server has {} usable",
-                                                    job.gpus, round.usable_count)});
+    if (job.gpus < 1 || job.gpus > round.usable_on_one_node) {
+      out.rejections.push_back({job.id, round.many_nodes
+                                            ? fmt::format("needs {} GPU(s) on one server, the largest has {} usable",
+                                                          job.gpus, round.usable_on_one_node)
+                                            : fmt::format("needs {} GPU(s), this server has {} usable", job.gpus,
+                                                          round.usable_count)});
       return true;  // not blocking: the caller fails it
     }
     const PlacementRequest req = make_request(job, cfg_.policy, round, recovery);
@@ -124,10 +138,34 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
       if (in.explain) out.blocked->reason = explain(job, req, filters, round, static_cast<int>(ranked.size()));
       return false;
     }
-    // Only the best job.gpus candidates matter: a partial sort keeps large servers cheap.
-    std::partial_sort(ranked.begin(), ranked.begin() + job.gpus, ranked.end(), [](const auto& a, const auto& b) {
+    const auto better = [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first > b.first : a.second < b.second;
-    });
+    };
+    if (job.gpus > 1 && round.many_nodes) {
+      // All of a job's GPUs on one server: the server whose job.gpus-th best GPU ranks highest.
+      std::sort(ranked.begin(), ranked.end(), better);
+      std::map<int, std::vector<std::pair<double, int>>> by_node;
+      bool found = false;
+      for (const auto& r : ranked) {
+        auto& on = by_node[round.cands[static_cast<size_t>(r.second)].gpu->node];
+        on.push_back(r);
+        if (static_cast<int>(on.size()) == job.gpus) {
+          ranked = on;
+          found = true;
+          break;
+        }
+      }
+      if (!found) {
+        out.blocked = Blocked{job.id, recovery, {}};
+        if (in.explain)
+          out.blocked->reason = fmt::format("needs {} GPUs on one server, {} qualify but no server has {}", job.gpus,
+                                            ranked.size(), job.gpus);
+        return false;
+      }
+    } else {
+      // Only the best job.gpus candidates matter: a partial sort keeps large servers cheap.
+      std::partial_sort(ranked.begin(), ranked.begin() + job.gpus, ranked.end(), better);
+    }
 
     Placement p;
     p.job = job.id;

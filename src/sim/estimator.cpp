@@ -8,6 +8,8 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/limits.h"
+#include "core/parse_number.h"
 #include "estimate/estimator.h"
 #include "estimate/graph/summary_file.h"
 #include "estimate/optimizer.h"
@@ -129,6 +131,10 @@ std::vector<std::string> estimator_names() {
 }
 
 Estimator make_estimator(std::string_view name, const EstimatorContext& ctx) {
+  if (name.substr(0, 6) == "fixed:") {
+    const MiB m = parse_mib(name.substr(6), "estimator fixed:SIZE", 1, limits::kMaxGpuMiB);
+    return Estimator([m](const Workload&) { return MemoryNeed::of(m, "fixed"); });
+  }
   EstimatorFactory f;
   {
     Registry& r = registry();

@@ -36,6 +36,8 @@ using EstimatorFactory = std::function<Estimator(const EstimatorContext&)>;
 // faketensor, gpumemnet-csv (the prototype's published estimates; an empty cell = unknown).
 // Live, from each workload's summary file through src/estimate: allocsim, gpumemnet; and trace,
 // from the workload's own network probed on the CPU (others fall back to allocsim).
+// fixed:SIZE (e.g. fixed:10GiB): every job asks for SIZE whatever it needs — a user's guess or a
+// site's default request (plain Slurm's `--gres=shard:10` of 1 GiB shards).
 // Registering a name again replaces it.
 void register_estimator(std::string name, EstimatorFactory factory);
 // Throws colo::UserError naming the known estimators when `name` is not one of them.

@@ -89,6 +89,8 @@ class Engine {
   Engine(const SimConfig& cfg, std::span<const SimJobSpec> jobs)
       : cfg_(cfg), jobs_(jobs), sched_(cfg.scheduler), runs_(jobs.size()), out_(jobs.size()) {
     if (cfg.gpus < 1) throw std::invalid_argument("simulate: need at least one GPU");
+    if (cfg.nodes < 1 || cfg.gpus % cfg.nodes != 0)
+      throw std::invalid_argument("simulate: the GPUs must split evenly into the nodes");
     if (cfg.gpu_memory_mib < 1) throw std::invalid_argument("simulate: GPU memory must be positive");
     if (cfg.smact_window_s < 1) throw std::invalid_argument("simulate: SMACT window must be ≥ 1 s");
     for (size_t i = 1; i < jobs.size(); ++i)
@@ -101,6 +103,7 @@ class Engine {
       GpuSnapshot& s = snaps_[static_cast<size_t>(g)];
       s.index = g;
       s.uuid = fmt::format("SIM-GPU-{}", g);
+      s.node = g / (cfg.gpus / cfg.nodes);
       s.total_mib = cfg.gpu_memory_mib;
       s.mode = cfg.sharing == SharingKind::Mps ? SharingMode::Mps : SharingMode::Plain;
       s.smact = 0.0;
@@ -517,6 +520,9 @@ class Engine {
       // Alone on its GPU(s) and still out of memory: no placement will ever hold it.
       transition(a.core, JobState::Failed);
       fail(j, fmt::format("needs {} MiB, more than a whole GPU", jobs_[j].true_mib));
+    } else if (!cfg_.recover_ooms) {
+      transition(a.core, JobState::Failed);
+      fail(j, "out of memory (no recovery)");
     } else {
       plan_recovery(a.core, cfg_.scheduler.recovery, a.reserve, std::nullopt, cfg_.gpu_memory_mib);
       recq_.push_back(std::move(a.core));

@@ -47,7 +47,11 @@ struct AuditView {
 
 struct SimConfig {
   int gpus = 4;
+  int nodes = 1;  // servers the GPUs are split into (evenly); a job's GPUs come from one
   MiB gpu_memory_mib = 40960;
+  // false: an OOM crash fails the job (plain Slurm: no one re-runs it); true: the core's
+  // recovery rule (scheduler.recovery) re-queues it.
+  bool recover_ooms = true;
   SchedulerConfig scheduler;
   SharingKind sharing = SharingKind::Mps;
   MpsParams mps;

@@ -39,7 +39,11 @@ Policy make_policy(PolicyKind kind, const Conditions& c) {
     p.scorer = first();
     return p;
   }
-  if (c.enabled) p.filters = {fits_memory(c.margin_mib, c.min_free_unknown_mib), smact_below(c.smact_cap)};
+  if (c.enabled) {
+    p.filters = {fits_memory(c.margin_mib, c.min_free_unknown_mib)};
+    // A cap of 100 % or more is no SMACT condition (memory only, as Slurm's shards place).
+    if (c.smact_cap < 1.0) p.filters.push_back(smact_below(c.smact_cap));
+  }
   switch (kind) {
     case PolicyKind::RoundRobin: p.scorer = round_robin(); break;
     case PolicyKind::FirstFit: p.scorer = first(); break;

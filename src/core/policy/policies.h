@@ -29,7 +29,7 @@ std::optional<PolicyKind> policy_kind_from_string(std::string_view s);
 // The collocation conditions (thesis defaults).
 struct Conditions {
   bool enabled = true;
-  double smact_cap = 0.80;
+  double smact_cap = 0.80;               // ≥ 1.0: no SMACT condition (memory only)
   MiB margin_mib = 2 * kGiB;            // on top of a known or estimated need
   MiB min_free_unknown_mib = 5 * kGiB;  // when the need is unknown (smallest MIG slice)
 };
