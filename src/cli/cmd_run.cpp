@@ -15,10 +15,9 @@
 #include "core/error.h"
 #include "core/one_line.h"
 #include "core/parse_number.h"
-#include "gpu/fake_nvml_env.h"
-#include "gpu/nvml_backend.h"
 #include "slurm/attempt_report.h"
 #include "slurm/job_runner.h"
+#include "slurm/site_gpus.h"
 #include "slurm/site_settings.h"
 
 namespace {
@@ -30,31 +29,12 @@ struct Opts {
   std::vector<std::string> command;
 };
 
-// The GPUs as the site settings say to see them; null (no peak) when NVML cannot be opened.
-std::unique_ptr<colo::gpu::GpuBackend> open_backend(const slurm::SiteSettings& site) {
-  colo::gpu::NvmlOptions opts;
-  opts.dcgm_mode = "off";  // memory only: no SM activity needed here
-  if (!site.fake_gpus.empty()) {
-    // The fake GPUs' state directory exists already (colo slurm conf made it); the job's own
-    // fake CUDA finds it through these variables.
-    ::setenv("COLO_FAKE_NVML_GPUS", site.fake_gpus.c_str(), 1);
-    ::setenv("COLO_FAKE_NVML_DIR", site.fake_gpu_dir.c_str(), 1);
-    opts.library = colo::gpu::fake_nvml_library_path();
-  } else if (!site.nvml_library.empty()) {
-    opts.library = site.nvml_library;
-  }
-  try {
-    return colo::gpu::open_nvml_backend(opts);
-  } catch (const std::exception& e) {
-    std::cerr << "colo run: note: no GPU memory readings (" << colo::one_line(e.what()) << ")\n";
-    return nullptr;
-  }
-}
-
 void run(const Opts& o) {
   if (o.command.empty()) throw colo::UserError("colo run: no command (give it after --)");
   const slurm::SiteSettings site = slurm::load_site_settings(slurm::site_settings_path(o.site));
-  auto backend = open_backend(site);
+  std::string why;
+  auto backend = slurm::open_site_gpus(site, why);
+  if (!backend) std::cerr << "colo run: note: no GPU memory readings (" << why << ")\n";
   const auto gpus = slurm::job_gpu_indices(std::getenv("SLURM_JOB_GPUS"), std::getenv("CUDA_VISIBLE_DEVICES"));
   const slurm::RunResult r = slurm::run_and_watch(o.command, backend.get(), gpus, site.sample_seconds);
   const int code = slurm::exit_code_for(r, site.hold_exit_code);
