@@ -31,6 +31,7 @@ if(COLO_INSTALL_CARMA_DATA)
 endif()
 
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/colod.service ${PROJECT_SOURCE_DIR}/packaging/colo-slurm-recover.service
+        ${PROJECT_SOURCE_DIR}/packaging/colo-slurm-node-weight.service
         DESTINATION /lib/systemd/system)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/colod.toml DESTINATION /etc/colo)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})

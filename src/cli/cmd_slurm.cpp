@@ -4,6 +4,7 @@
 //       writes gres.conf, slurm.conf.colo (lines to merge), job_submit.lua, colo-slurm.toml
 //       (and colo-task-prolog with --mps) for this node's GPUs
 //   colo slurm recover [--site FILE] [--interval 5] [--once]   the OOM recovery service
+//   colo slurm node-weight [--site FILE] [--node NAME] [--interval 10] [--once]   the node's Weight from its GPUs
 //   colo slurm task-prolog [--site FILE]   (Slurm TaskProlog on MPS nodes: the job's memory limit)
 #include <signal.h>
 #include <sys/stat.h>
@@ -30,7 +31,10 @@
 #include "estimate/input_file.h"
 #include "gpu/fake_nvml_env.h"
 #include "gpu/nvml_backend.h"
+#include "slurm/node_weight.h"
 #include "slurm/recover_agent.h"
+#include "slurm/site_gpus.h"
+#include "slurm/slurm_control.h"
 #include "slurm/shard_plan.h"
 #include "slurm/site_settings.h"
 #include "slurm/slurm_conf.h"
@@ -56,6 +60,14 @@ void write(const std::filesystem::path& p, const std::string& text, std::filesys
   std::filesystem::permissions(p, perms);
 }
 
+// Slurm's default NodeName: the host name up to its first dot.
+std::string short_host_name() {
+  char host[HOST_NAME_MAX + 1] = {};
+  ::gethostname(host, sizeof host);
+  const std::string h = host;
+  return h.substr(0, h.find('.'));
+}
+
 void conf(const ConfOpts& o) {
   if (o.out.empty()) throw colo::UserError("slurm conf: --out DIR is required");
   if (!o.fake_gpus.empty() && o.fake_gpu_dir.empty()) throw colo::UserError("--fake-gpus needs --fake-gpu-dir DIR (their state)");
@@ -71,13 +83,7 @@ void conf(const ConfOpts& o) {
   s.state_dir = o.state_dir;
   s.nvml_library = o.nvml_library;
   slurm::NodeConf n;
-  n.node = o.node;
-  if (n.node.empty()) {
-    char host[HOST_NAME_MAX + 1] = {};
-    ::gethostname(host, sizeof host);
-    n.node = host;
-    n.node = n.node.substr(0, n.node.find('.'));
-  }
+  n.node = o.node.empty() ? short_host_name() : o.node;
   n.device_prefix = o.dev_prefix;
   n.site_path = o.site_path;
   n.colo_binary = std::filesystem::canonical("/proc/self/exe").string();
@@ -152,6 +158,70 @@ void recover(const std::string& site_flag, double interval, bool once) {
   }
 }
 
+// One GPU node's Weight kept at colo's ranking (node_weight.h); applied when it changes, and
+// every minute regardless (scontrol's weights do not survive a slurmctld restart).
+void node_weight(const std::string& site_flag, std::string node, double interval, bool once) {
+  const slurm::SiteSettings site = slurm::load_site_settings(slurm::site_settings_path(site_flag));
+  if (node.empty()) node = short_host_name();
+  if (node.empty() || node.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+                          std::string::npos)
+    throw colo::UserError(fmt::format("--node '{}': not a Slurm node name", colo::one_line(node)));
+  std::string why;
+  auto gpus = slurm::open_site_gpus(site, why);
+  if (!gpus) throw colo::UserError("colo slurm node-weight: cannot read the GPUs: " + why);
+  const auto devices = gpus->discover();
+  struct sigaction sa {};
+  sa.sa_handler = on_stop;
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+  slurm::SlurmCommands cmds;
+  int applied = -1;
+  auto last_applied = std::chrono::steady_clock::now();
+  // The first sample of a GPM device has no SMACT yet (a rate needs two): prime every device once.
+  for (const auto& d : devices) {
+    try {
+      (void)gpus->sample(d.index);
+    } catch (const std::exception&) {
+    }
+  }
+  while (!g_stop) {
+    const double wait = once ? 0.2 : interval;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait);
+    while (!g_stop && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::vector<slurm::GpuLoad> loads;
+    std::string seen;
+    for (const auto& d : devices) {
+      slurm::GpuLoad l;
+      try {
+        const auto s = gpus->sample(d.index);
+        l.total_mib = s.memory.total_mib;
+        l.used_mib = s.memory.used_mib;
+        l.smact = s.smact;
+        seen += fmt::format("{}GPU {} {}/{} MiB, SMACT {}", seen.empty() ? "" : "; ", d.index, l.used_mib, l.total_mib,
+                            l.smact ? fmt::format("{:.0f} %", 100 * *l.smact) : std::string("n/a"));
+      } catch (const std::exception& e) {
+        l.healthy = false;
+        seen += fmt::format("{}GPU {} unreadable ({})", seen.empty() ? "" : "; ", d.index, colo::one_line(e.what()));
+      }
+      loads.push_back(l);
+    }
+    const int w = slurm::node_weight(loads, site.smact_cap);
+    const auto now = std::chrono::steady_clock::now();
+    if (w != applied || now - last_applied > std::chrono::minutes(1)) {
+      try {
+        cmds.set_node_weight(node, w);
+        if (w != applied) std::cout << fmt::format("node {}: Weight={} ({})\n", node, w, seen) << std::flush;
+        applied = w;
+        last_applied = now;
+      } catch (const colo::UserError& e) {
+        if (once) throw;
+        std::cout << "colo slurm node-weight: " << colo::one_line(e.what()) << " (retrying)\n" << std::flush;
+      }
+    }
+    if (once) return;
+  }
+}
+
 // Slurm runs the TaskProlog as the job's user with its environment; lines "export K=V" on
 // stdout become the task's environment. On MPS nodes the limit is the job's shards in MiB, on
 // its one visible device (ordinal 0: all of a job's shards come from one GPU).
@@ -171,7 +241,7 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   CLI::App* c = s->add_subcommand("conf", "write gres.conf, slurm.conf lines, job_submit.lua and colo's settings for this node");
   c->add_option("--out", o->out, "directory to write into")->required();
   c->add_option("--node", o->node, "NodeName (default: the short host name)");
-  c->add_option("--fake-gpus", o->fake_gpus, "fake GPUs instead of NVML (tests, demos), e.g. 4xa100-40gb");
+  c->add_option("--fake-gpus", o->fake_gpus, "fake GPUs instead of NVML (tests, demos), e.g. 4x40GiB");
   c->add_option("--fake-gpu-dir", o->fake_gpu_dir, "state directory of the fake GPUs");
   c->add_option("--nvml-library", o->nvml_library, "NVML library (default libnvidia-ml.so.1)");
   c->add_option("--shard-mib", o->shard, "GPU memory per shard (default 1GiB; doubled while a node would pass 1024 shards)");
@@ -196,6 +266,17 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   colo::cli::add_real_flag(r, "--interval", *interval, 0.1, 3600, "seconds between passes (default 5)");
   r->add_flag("--once", *once, "one pass, then exit");
   r->callback([site, interval, once] { recover(*site, *interval, *once); });
+
+  auto wsite = std::make_shared<std::string>();
+  auto wnode = std::make_shared<std::string>();
+  auto winterval = std::make_shared<double>(10.0);
+  auto wonce = std::make_shared<bool>(false);
+  CLI::App* w = s->add_subcommand("node-weight", "keep this GPU node's Slurm Weight at colo's ranking (free memory, SMACT cap)");
+  w->add_option("--site", *wsite, "colo's Slurm settings (default $COLO_SLURM_SITE or /etc/colo/slurm.toml)");
+  w->add_option("--node", *wnode, "this node's NodeName (default: the short host name)");
+  colo::cli::add_real_flag(w, "--interval", *winterval, 1, 3600, "seconds between updates (default 10)");
+  w->add_flag("--once", *wonce, "measure, set the weight once, exit");
+  w->callback([wsite, wnode, winterval, wonce] { node_weight(*wsite, *wnode, *winterval, *wonce); });
 
   auto psite = std::make_shared<std::string>();
   CLI::App* t = s->add_subcommand("task-prolog", "Slurm TaskProlog: print the job's MPS memory limit (MPS nodes)");

@@ -39,12 +39,13 @@ std::string SiteSettings::to_toml() const {
       "step_mib = {}         # loose recovery: each OOM adds this much\n"
       "max_retries = {}\n"
       "mps = {}\n"
+      "smact_cap = {}        # node weights: a GPU at or above this SM activity has no headroom\n"
       "nvml_library = {}\n"
       "fake_gpus = {}\n"
       "fake_gpu_dir = {}\n"
       "sample_seconds = {}\n",
       shard_mib, shards_per_gpu, margin, default_shards, quoted(oversize), hold_exit_code, quoted(state_dir), step_mib,
-      max_retries, mps ? "true" : "false", quoted(nvml_library), quoted(fake_gpus), quoted(fake_gpu_dir), sample_seconds);
+      max_retries, mps ? "true" : "false", smact_cap, quoted(nvml_library), quoted(fake_gpus), quoted(fake_gpu_dir), sample_seconds);
 }
 
 SiteSettings load_site_settings(const std::string& path) {
@@ -73,6 +74,7 @@ SiteSettings load_site_settings(const std::string& path) {
     else if (key == "step_mib") s.step_mib = r.memory(v, key, 1);
     else if (key == "max_retries") s.max_retries = static_cast<int>(r.integer(v, key, 0, 100));
     else if (key == "mps") s.mps = r.boolean(v, key);
+    else if (key == "smact_cap") s.smact_cap = r.number(v, key, 0.01, 1.0);
     else if (key == "nvml_library") s.nvml_library = r.str(v, key);
     else if (key == "fake_gpus") s.fake_gpus = r.str(v, key);
     else if (key == "fake_gpu_dir") s.fake_gpu_dir = r.str(v, key);

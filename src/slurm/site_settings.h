@@ -20,6 +20,7 @@ struct SiteSettings {
   MiB step_mib = 5 * kGiB;  // loose recovery (thesis §7.2): each OOM adds this much
   int max_retries = 3;      // OOM requeues before the agent gives up and leaves the job held
   bool mps = false;         // nodes run MPS: the task prolog pins each job's memory limit
+  double smact_cap = 0.80;  // colo slurm node-weight: GPUs at or above it have no SM headroom (thesis)
   // colo run's view of the GPUs (the job's peak memory): NVML library, or the in-tree fake.
   std::string nvml_library;  // "" = libnvidia-ml.so.1
   std::string fake_gpus;     // a fake GPU spec (tests, demos); "" = real NVML

@@ -144,6 +144,10 @@ void SlurmCommands::set_request(std::uint64_t job, const std::string& tres) {
 
 void SlurmCommands::release(std::uint64_t job) { run_checked({"scontrol", "release", std::to_string(job)}); }
 
+void SlurmCommands::set_node_weight(const std::string& node, int weight) {
+  run_checked({"scontrol", "update", "NodeName=" + node, fmt::format("Weight={}", weight)});
+}
+
 void SlurmCommands::set_admin_comment(std::uint64_t job, const std::string& text) {
   run_checked({"scontrol", "update", fmt::format("jobid={}", job), "AdminComment=" + text});
 }

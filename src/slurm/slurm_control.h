@@ -39,6 +39,8 @@ class SlurmCommands : public SlurmControl {
   void set_request(std::uint64_t job, const std::string& tres) override;
   void release(std::uint64_t job) override;
   void set_admin_comment(std::uint64_t job, const std::string& text) override;
+  // scontrol update NodeName=N Weight=W (node-weight.h). Throws colo::UserError.
+  void set_node_weight(const std::string& node, int weight);
 };
 
 struct CommandResult {

@@ -135,9 +135,9 @@ MinJobAge=600
                 p.wait()
 
     def _spawn(self, name, argv):
-        log = open(os.path.join(self.root, "log", f"{name}.out"), "wb")
-        self.procs[name] = subprocess.Popen(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+        with open(os.path.join(self.root, "log", f"{name}.out"), "wb") as log:  # the child keeps its copy
+            self.procs[name] = subprocess.Popen(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                                start_new_session=True)
 
     # -- helpers -----------------------------------------------------------------------------
     def run(self, argv, check=True, as_user=False, input=None):

@@ -176,6 +176,31 @@ class SlurmEndToEnd(unittest.TestCase):
         self.assertEqual(done["tres_per_node"], "gres:shard:10")
         self.assertEqual(done["restart_cnt"], 1)  # one OOM, one retry: the plan was applied once
 
+    def node_weight(self):
+        self.cluster.run([self.colo, "slurm", "node-weight", "--once", "--node", "colo0"])
+        out = self.cluster.run(["scontrol", "show", "node", "colo0"]).stdout
+        return int(re.search(r"Weight=(\d+)", out).group(1))
+
+    def test_node_weight_follows_the_gpus(self):
+        self.assertEqual(self.node_weight(), 1)  # an empty GPU under the SMACT cap
+        until = os.path.join(self.root, "jobs", "weight.release")
+        env = dict(self.cluster.env, COLO_FAKE_NVML_GPUS=self.cluster.gpus, COLO_FAKE_NVML_DIR=self.cluster.fake_dir)
+        jobs = []
+        try:
+            # Every GPU 30 of 40 GiB full and 90 % busy: no SM headroom under the 80 % cap.
+            for i in range(4):
+                p = subprocess.Popen([self.fake_job, "--mem", "30GiB", "--sm-activity", "0.9", "--until-file", until],
+                                     env=dict(env, CUDA_VISIBLE_DEVICES=str(i)), stdout=subprocess.PIPE, text=True)
+                jobs.append(p)
+                self.assertIn("holds 30720 MiB", p.stdout.readline())  # allocated: the fake GPU shows it
+            self.assertEqual(self.node_weight(), 1001 + 750)  # busy + 1000 × (1 − 10/40)
+        finally:
+            open(until, "w").close()
+            for p in jobs:
+                p.wait(timeout=60)
+                p.stdout.close()
+        self.assertEqual(self.node_weight(), 1)
+
     def test_job_submit_sizes_a_sizeless_request_from_the_comment_or_the_default(self):
         s = self.job_script("plain.sh", "true\n")
         r = self.cluster.run(["sbatch", "--parsable", "--hold", "--gres=shard", "--comment=colo:mem_mib=8192",
