@@ -11,6 +11,8 @@ Replays two traces on a cluster of identical servers through `colo sim --nodes`,
   slurm+colo    shards sized by colo's estimate + margin (colo sbatch), Slurm's placement
                 (first fit by memory, no SM activity), OOM requeue with loose escalation
                 (colo run + colo slurm recover);
+  slurm+colo+weights  the same, with `colo slurm node-weight` on every node: Slurm takes the
+                server colo ranks best (MAGM order under the SMACT cap), first fit inside it;
   colo          colo's own per-server policy: MAGM with the SMACT cap, the same estimate and
                 recovery.
 Traces: the 90-task Philly-derived trace scaled up (K copies submitted at the same offsets on K
@@ -43,6 +45,9 @@ def scenarios(estimator):
                                    "--estimator", "fixed:10GiB", "--recovery", "strict", "--oom-detect-s", "3600"]),
         ("slurm+colo", ["--policy", "first-fit", "--smact-cap", "100", "--estimator", estimator,
                         "--recovery", "loose"]),
+        # The same, with colo slurm node-weight on every node: Slurm takes the best-ranked
+        # server (MAGM order, SMACT cap) and first fit inside it.
+        ("slurm+colo+weights", ["--policy", "node-weight", "--estimator", estimator, "--recovery", "loose"]),
         ("colo", ["--policy", "magm", "--estimator", estimator, "--recovery", "loose"]),
     ]
 
@@ -158,7 +163,7 @@ def main():
             problems.append(f"{where}: {r['completed']} completed + {r['failed']} failed != {r['jobs']} jobs")
         if r["scenario"] == "slurm-whole" and r["oom_crashes"] != 0:
             problems.append(f"{where}: {r['oom_crashes']} OOM crashes on whole GPUs")
-        if r["scenario"] in ("slurm-shards+resubmit", "slurm+colo", "colo") and r["failed"] != 0:
+        if r["scenario"] in ("slurm-shards+resubmit", "slurm+colo", "slurm+colo+weights", "colo") and r["failed"] != 0:
             problems.append(f"{where}: {r['failed']} jobs lost although OOMs are recovered")
         if r["scenario"] == "slurm-shards" and r["failed"] != r["oom_crashes"]:
             problems.append(f"{where}: {r['oom_crashes']} OOM crashes but {r['failed']} failed jobs without recovery")

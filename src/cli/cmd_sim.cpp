@@ -271,7 +271,7 @@ RegisterCommand reg([](CLI::App& app) {
   add_int_flag(cmd, "--nodes", args->nodes, 1, limits::kMaxServerGpus,
                "servers the GPUs are split into, evenly (default 1); a job's GPUs come from one");
   add_mib_flag(cmd, "--gpu-memory-mib", args->gpu_memory_mib, 1, limits::kMaxGpuMiB, "memory per GPU (MiB)");
-  cmd->add_option("--policy", args->policy, "exclusive|round-robin|first-fit|best-fit|magm|lug")->capture_default_str();
+  cmd->add_option("--policy", args->policy, "exclusive|round-robin|first-fit|best-fit|magm|lug|node-weight (Slurm with colo slurm node-weight)")->capture_default_str();
   cmd->add_option("--estimator", args->estimator, "none|oracle|horus|faketensor|gpumemnet-csv (catalog columns), allocsim|gpumemnet (live, from the summaries), trace (live, the probe on each network)")
       ->capture_default_str();
   cmd->add_option("--sharing", args->sharing, "streams|mps")->capture_default_str();

@@ -28,10 +28,10 @@
 #include "core/limits.h"
 #include "core/one_line.h"
 #include "core/parse_number.h"
+#include "core/policy/node_weight.h"
 #include "estimate/input_file.h"
 #include "gpu/fake_nvml_env.h"
 #include "gpu/nvml_backend.h"
-#include "slurm/node_weight.h"
 #include "slurm/recover_agent.h"
 #include "slurm/site_gpus.h"
 #include "slurm/slurm_control.h"
@@ -188,10 +188,10 @@ void node_weight(const std::string& site_flag, std::string node, double interval
     const double wait = once ? 0.2 : interval;
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait);
     while (!g_stop && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::vector<slurm::GpuLoad> loads;
+    std::vector<colo::GpuLoad> loads;
     std::string seen;
     for (const auto& d : devices) {
-      slurm::GpuLoad l;
+      colo::GpuLoad l;
       try {
         const auto s = gpus->sample(d.index);
         l.total_mib = s.memory.total_mib;
@@ -205,7 +205,7 @@ void node_weight(const std::string& site_flag, std::string node, double interval
       }
       loads.push_back(l);
     }
-    const int w = slurm::node_weight(loads, site.smact_cap);
+    const int w = colo::node_weight(loads, site.smact_cap);
     const auto now = std::chrono::steady_clock::now();
     if (w != applied || now - last_applied > std::chrono::minutes(1)) {
       try {

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "core/policy/node_weight.h"
+
 namespace colo {
 
 namespace {
@@ -23,6 +25,17 @@ struct Round {
                                           [&](MiB t) { return t >= mib; }));
   }
 };
+
+// Each candidate's server rank (node-weight policy): from what colo slurm node-weight reads on
+// the node, the GPUs' used memory and windowed SMACT.
+void rank_nodes(Round& r, const SchedulerInput& in, double smact_cap) {
+  std::map<int, std::vector<GpuLoad>> loads;
+  for (const GpuSnapshot& g : in.gpus)
+    loads[g.node].push_back(GpuLoad{g.total_mib, g.used_mib, g.smact, g.healthy && !g.drained});
+  std::map<int, int> weight;
+  for (const auto& [node, l] : loads) weight[node] = node_weight(l, smact_cap);
+  for (Candidate& c : r.cands) c.node_weight = weight[c.gpu->node];
+}
 
 Round make_round(const SchedulerInput& in) {
   Round r;
@@ -100,6 +113,7 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
   if (!in.ledger) throw std::invalid_argument("scheduler: no ledger");
   Decision out;
   Round round = make_round(in);
+  if (cfg_.policy.kind == PolicyKind::NodeWeight) rank_nodes(round, in, cfg_.policy.conditions.smact_cap);
   const FilterPtr base = usable();
   const FilterPtr idle = idle_only();
   const int n = static_cast<int>(round.cands.size());

@@ -75,3 +75,29 @@ TEST(Policies, ACapOfAHundredPercentIsNoSmactCondition) {
 
 }  // namespace
 }  // namespace colo
+
+namespace colo {
+namespace {
+
+// Slurm with `colo slurm node-weight`: the server whose emptiest GPU under the SMACT cap has the
+// most free memory first, first fit inside it; memory alone decides whether a GPU qualifies.
+TEST(SchedulerNodes, NodeWeightPolicyRanksServersThenFirstFit) {
+  World w = two_by_two();
+  w.gpus[0].used_mib = 30000;  // node 0: GPU 0 busy in memory, GPU 1 saturated in SM
+  w.gpus[1].used_mib = 1000;
+  w.gpus[1].smact = 0.95;
+  w.gpus[2].used_mib = 8000;   // node 1: its emptiest GPU under the cap has 8000 MiB used
+  w.gpus[3].used_mib = 9000;
+  const auto d = w.decide(sched(PolicyKind::NodeWeight), {test::job(1, 4000), test::job(2, 4000)});
+  ASSERT_EQ(d.placements.size(), 2u);
+  // Node 0's best GPU under the cap (GPU 0) has 10960 MiB free, node 1's (GPU 2) 32960: node 1,
+  // and its first GPU with room (GPU 2), for both (the weights are the round's, as Slurm's are
+  // until the next update).
+  EXPECT_EQ(d.placements[0].gpu_indices, std::vector<int>{2});
+  EXPECT_EQ(d.placements[1].gpu_indices, std::vector<int>{2});
+  EXPECT_EQ(make_policy(PolicyKind::NodeWeight).describe(), "node-weight: fits_memory -> lowest_node_weight");
+  EXPECT_EQ(policy_kind_from_string("node-weight"), PolicyKind::NodeWeight);
+}
+
+}  // namespace
+}  // namespace colo

@@ -35,7 +35,9 @@ for f in ./usr/bin/colo ./usr/bin/colod ./usr/lib/colo/colo-fake-job ./usr/lib/c
          ./lib/systemd/system/colod.service ./etc/colo/colod.toml ./usr/share/colo/web/index.html \
          ./usr/share/colo/web/static/vendor/uplot/LICENSE ./usr/share/colo/data/carma/workloads.csv \
          ./usr/share/colo/data/gpumemnet/LICENSE ./usr/share/colo/models/gpumemnet/mlp-1gib.json \
-         ./usr/share/colo/calibration/a100-40gb.json ./usr/share/colo/python/colo_probe/__main__.py; do
+         ./usr/share/colo/calibration/a100-40gb.json ./usr/share/colo/python/colo_probe/__main__.py \
+         ./usr/share/colo/slurm/job_submit.lua ./lib/systemd/system/colo-slurm-recover.service \
+         ./lib/systemd/system/colo-slurm-node-weight.service; do
   grep -q " $f\$" <<<"$contents" || grep -q " $f -> " <<<"$contents" || fail "the package lacks $f"
 done
 grep -q "__pycache__" <<<"$contents" && fail "the package carries __pycache__"

@@ -14,6 +14,7 @@ struct Candidate {
   MiB available_mib = 0;   // total − max(Σ reserved, used), after this round's placements
   int jobs = 0;            // colo jobs on it (running + reserved this round)
   bool held_exclusively = false;
+  int node_weight = 0;     // its server's rank (node_weight.h), for the node-weight policy only
 };
 
 // What the job being placed asks for, after recovery rules were applied.

@@ -6,7 +6,7 @@
 namespace colo {
 
 namespace {
-constexpr std::array<std::pair<std::string_view, PolicyKind>, 16> kNames = {{
+constexpr std::array<std::pair<std::string_view, PolicyKind>, 17> kNames = {{
     {"exclusive", PolicyKind::Exclusive}, {"round-robin", PolicyKind::RoundRobin},
     {"first-fit", PolicyKind::FirstFit},  {"best-fit", PolicyKind::BestFit},
     {"magm", PolicyKind::Magm},           {"lug", PolicyKind::Lug},
@@ -15,6 +15,7 @@ constexpr std::array<std::pair<std::string_view, PolicyKind>, 16> kNames = {{
     {"owf", PolicyKind::Magm},            {"worst-fit", PolicyKind::Magm},
     {"olug", PolicyKind::Lug},            {"round_robin", PolicyKind::RoundRobin},
     {"first_fit", PolicyKind::FirstFit},  {"best_fit", PolicyKind::BestFit},
+    {"node-weight", PolicyKind::NodeWeight},
 }};
 }  // namespace
 
@@ -50,6 +51,11 @@ Policy make_policy(PolicyKind kind, const Conditions& c) {
     case PolicyKind::BestFit: p.scorer = least_free_mem(); break;
     case PolicyKind::Magm: p.scorer = most_free_mem(); break;
     case PolicyKind::Lug: p.scorer = least_smact(); break;
+    case PolicyKind::NodeWeight:
+      // Slurm places by memory; SM activity reaches it only through the servers' weights.
+      p.scorer = lowest_node_weight();
+      if (c.enabled) p.filters = {fits_memory(c.margin_mib, c.min_free_unknown_mib)};
+      break;
     case PolicyKind::Exclusive: break;
   }
   return p;

@@ -10,6 +10,7 @@
 // | best-fit (OBF/MUG)| fits_memory, smact_below      | least_free_mem |
 // | magm (OWF)        | fits_memory, smact_below      | most_free_mem  |
 // | lug (OLUG)        | fits_memory, smact_below      | least_smact    |
+// | node-weight       | fits_memory                   | lowest_node_weight (Slurm + colo slurm node-weight) |
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,7 +21,7 @@
 
 namespace colo {
 
-enum class PolicyKind { Exclusive, RoundRobin, FirstFit, BestFit, Magm, Lug };
+enum class PolicyKind { Exclusive, RoundRobin, FirstFit, BestFit, Magm, Lug, NodeWeight };
 std::string_view to_string(PolicyKind k);
 // Accepts the CLI names (exclusive, round-robin, first-fit, best-fit, magm, lug) and the
 // thesis' aliases (rr, off, obf, mug, owf, worst-fit, olug).

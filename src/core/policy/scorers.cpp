@@ -48,6 +48,14 @@ class LeastSmact final : public Scorer {
   }
 };
 
+class LowestNodeWeight final : public Scorer {
+ public:
+  std::string_view name() const override { return "lowest_node_weight"; }
+  double score(const Candidate& c, const PlacementRequest&, const ScoreContext&) const override {
+    return -static_cast<double>(c.node_weight);  // ties (one server's GPUs): lower position, as Slurm's first fit
+  }
+};
+
 }  // namespace
 
 ScorerPtr first() { return std::make_shared<First>(); }
@@ -55,5 +63,6 @@ ScorerPtr round_robin() { return std::make_shared<RoundRobin>(); }
 ScorerPtr most_free_mem() { return std::make_shared<MostFreeMem>(); }
 ScorerPtr least_free_mem() { return std::make_shared<LeastFreeMem>(); }
 ScorerPtr least_smact() { return std::make_shared<LeastSmact>(); }
+ScorerPtr lowest_node_weight() { return std::make_shared<LowestNodeWeight>(); }
 
 }  // namespace colo

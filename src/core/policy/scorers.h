@@ -26,5 +26,6 @@ ScorerPtr round_robin();     // next position after the last one used, cyclicall
 ScorerPtr most_free_mem();   // worst fit / MAGM: most available memory
 ScorerPtr least_free_mem();  // best fit / MUG: least available memory that still fits
 ScorerPtr least_smact();     // LUG: lowest SMACT (unmeasurable counts as busy), then most free memory
+ScorerPtr lowest_node_weight();  // Slurm with colo's node weights: the best-ranked server, first fit in it
 
 }  // namespace colo

@@ -1,9 +1,9 @@
-#include "slurm/node_weight.h"
+#include "core/policy/node_weight.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace colo::slurm {
+namespace colo {
 
 int node_weight(const std::vector<GpuLoad>& gpus, double smact_cap) {
   double best_under_cap = -1, best_any = -1;  // the largest free fraction of one GPU
@@ -19,4 +19,4 @@ int node_weight(const std::vector<GpuLoad>& gpus, double smact_cap) {
   return kBusyNodeWeight + memory_term(best_any);
 }
 
-}  // namespace colo::slurm
+}  // namespace colo

@@ -1,8 +1,8 @@
-#include "slurm/node_weight.h"
+#include "core/policy/node_weight.h"
 
 #include <gtest/gtest.h>
 
-namespace colo::slurm {
+namespace colo {
 namespace {
 
 GpuLoad gpu(MiB used, std::optional<double> smact, bool healthy = true) { return GpuLoad{40960, used, smact, healthy}; }
@@ -34,4 +34,4 @@ TEST(NodeWeight, UnmeasuredSmactCountsAsHeadroomAndBrokenGpusDoNotCount) {
 }
 
 }  // namespace
-}  // namespace colo::slurm
+}  // namespace colo

@@ -1,15 +1,15 @@
 #pragma once
-// colo's placement reaching Slurm, at node granularity (docs/SLURM.md, "Collocation quality"):
-// Slurm allocates the lowest-Weight nodes first, so `colo slurm node-weight` keeps each GPU
-// node's Weight at what MAGM and the SMACT precondition would rank it: nodes whose emptiest GPU
-// (among those under the SMACT cap) has the most free memory first; nodes with no GPU under the
-// cap after every node that has one.
+// A server's rank for placement at node granularity: nodes whose emptiest GPU (among those under
+// the SMACT cap) has the most free memory first (MAGM's order), nodes with no GPU under the cap
+// after every node that has one. `colo slurm node-weight` publishes it as the node's Slurm
+// Weight (lowest first; docs/SLURM.md); the `node-weight` policy ranks by it in the simulator,
+// so what Slurm does with the weights is what the simulator measures.
 #include <optional>
 #include <vector>
 
 #include "core/units.h"
 
-namespace colo::slurm {
+namespace colo {
 
 struct GpuLoad {
   MiB total_mib = 0;
@@ -24,4 +24,4 @@ constexpr int kNoGpuNodeWeight = 2001;  // no healthy GPU at all
 
 int node_weight(const std::vector<GpuLoad>& gpus, double smact_cap);
 
-}  // namespace colo::slurm
+}  // namespace colo
