@@ -80,8 +80,9 @@ local function colo_size(tres, comment)
   return nil, nil
 end
 
-function slurm_job_submit(job_desc, part_list, submit_uid)
-  local tres, err = colo_size(job_desc.tres_per_node, job_desc.comment)
+-- Sizes job_desc's request in place; the Slurm return code.
+local function colo_apply(job_desc, comment)
+  local tres, err = colo_size(job_desc.tres_per_node, comment)
   if err then
     slurm.log_user("%s", err)
     return slurm.ERROR
@@ -90,15 +91,13 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
   return slurm.SUCCESS
 end
 
+function slurm_job_submit(job_desc, part_list, submit_uid)
+  return colo_apply(job_desc, job_desc.comment)
+end
+
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
   if job_desc.tres_per_node == nil then return slurm.SUCCESS end
-  local tres, err = colo_size(job_desc.tres_per_node, job_desc.comment or job_rec.comment)
-  if err then
-    slurm.log_user("%s", err)
-    return slurm.ERROR
-  end
-  if tres then job_desc.tres_per_node = tres end
-  return slurm.SUCCESS
+  return colo_apply(job_desc, job_desc.comment or job_rec.comment)
 end
 
 slurm.log_info("colo job_submit.lua loaded: shard %d MiB, %d shards per GPU", colo.shard_mib, colo.shards_per_gpu)
