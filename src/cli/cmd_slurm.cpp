@@ -148,8 +148,9 @@ void recover(const std::string& site_flag, double interval, bool once) {
   while (!g_stop) {
     try {
       agent.step();
-    } catch (const colo::UserError& e) {
-      // Slurm unreachable, say: nothing is lost, the next pass tries again.
+    } catch (const std::exception& e) {
+      // Slurm unreachable, a full disk, …: nothing is lost (plans are on disk before Slurm
+      // changes), the next pass tries again.
       std::cout << "colo slurm recover: " << colo::one_line(e.what()) << " (retrying)\n" << std::flush;
     }
     if (once) return;

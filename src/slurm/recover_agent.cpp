@@ -88,7 +88,8 @@ void RecoverAgent::step() {
     try {
       if (j.state == "SPECIAL_EXIT" && j.exit_code == site_.hold_exit_code) handle_held(j);
       else if (j.state == "COMPLETED") handle_finished(j);
-    } catch (const UserError& e) {
+    } catch (const std::exception& e) {
+      // One job's trouble (Slurm refusing an update, a full disk) must not hold up the others.
       log_ << fmt::format("job {}: {} (retrying next pass)\n", j.job_id, one_line(e.what())) << std::flush;
     }
   }
