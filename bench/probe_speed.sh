@@ -4,6 +4,7 @@
 # write the trace: the footer's "seconds") and the whole process' wall time (Python start-up and
 # `import torch, torchvision` included), then the medians.
 #   bash bench/probe_speed.sh [RUNS] [MODEL] [BATCH]
+# MODEL `script` probes bench/resnet50_train.py, an ordinary training script, through --script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-5}
@@ -14,7 +15,11 @@ trap 'rm -f "$out"' EXIT
 probe=() wall=()
 for _ in $(seq "$runs"); do
   t0=$(date +%s.%N)
-  PYTHONPATH=python /usr/bin/python3 -m colo_probe --model "$model" --batch "$batch" --optimizer adam --out "$out"
+  if [[ $model == script ]]; then
+    PYTHONPATH=python /usr/bin/python3 -m colo_probe --out "$out" --script bench/resnet50_train.py --batch-size "$batch" 2>/dev/null
+  else
+    PYTHONPATH=python /usr/bin/python3 -m colo_probe --model "$model" --batch "$batch" --optimizer adam --out "$out"
+  fi
   t1=$(date +%s.%N)
   probe+=("$(tail -1 "$out" | /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.stdin.read()[2:])["seconds"])')")
   wall+=("$(echo "$t1 - $t0" | bc -l)")

@@ -1,5 +1,12 @@
 """python3 -m colo_probe --model torchvision:resnet50 --input 3x224x224 --batch 128 --optimizer adam
    [--amp fp16|bf16] [--checkpointing] [--data-parallel N] [--out trace.txt]
+python3 -m colo_probe [--out trace.txt] [--steps 2] [--gpus N] [--gpu-name NAME] [--gpu-memory-mib MIB]
+   --script train.py [ARGS...]
+
+--script: the user's unmodified training script, with every word after its path passed to it as
+its own arguments; it runs on the CPU with its CUDA device redirected to the probe (script.py) and
+is stopped after --steps optimizer steps. The target GPU (--gpus, --gpu-name, --gpu-memory-mib;
+default one A100 40 GB) is what torch.cuda answers.
 
 --input: the per-sample shape of the default input, and what a model file's input_fn(batch,
 input_shape) receives (e.g. `--input 512`: sequence length 512; None when not given).
@@ -7,6 +14,7 @@ input_shape) receives (e.g. `--input 512`: sequence length 512; None when not gi
 
 Exit status: 0 trace written; 2 bad arguments or model spec; 1 the probe failed (message on one line)."""
 import argparse
+import json
 import os
 import sys
 import time
@@ -75,9 +83,68 @@ def parse(argv):
     return p.parse_args(argv)
 
 
+def parse_script(argv):
+    """[probe options] --script PATH [ARGS...] -> (options, PATH, ARGS)."""
+    i = argv.index("--script")
+    if i + 1 >= len(argv) or not argv[i + 1]:
+        _fail(2, "--script: give the training script's path (then its own arguments)")
+    p = _Parser(prog="python3 -m colo_probe --script", description="Probe a training script.")
+    p.add_argument("--steps", type=_positive, default=2, help="optimizer steps to record (default 2)")
+    p.add_argument("--out", default="-", help="trace file ('-' = stdout)")
+    p.add_argument("--gpus", type=_gpus, default=1, help="GPUs the script sees (torch.cuda.device_count)")
+    p.add_argument("--gpu-name", default="NVIDIA A100-SXM4-40GB")
+    p.add_argument("--gpu-memory-mib", type=_positive, default=40960)
+    opts = p.parse_args(argv[:i])
+    return opts, argv[i + 1], argv[i + 2:]
+
+
+def main_script(argv, t0):
+    opts, path, script_args = parse_script(argv)
+    if opts.steps > 8:
+        _fail(2, "--steps above 8 records nothing new (the steady state is reached at step 2)")
+    try:
+        import torch
+    except ImportError as e:
+        _fail(1, f"PyTorch is not importable by {sys.executable} ({e}); on Debian: apt install python3-torch python3-torchvision")
+    torch.set_num_threads(1)
+    from . import TRACE_VERSION, __version__
+    from . import tensor as pt
+    from .script import ScriptError, ScriptSpecError, TargetGpu, run_script
+    from .trace import TraceWriter
+    rec = TraceWriter(opts.out)
+    rec.header({"model": "script:" + path, "script": path, "args": script_args, "steps": opts.steps,
+                "gpus": opts.gpus, "gpu_name": opts.gpu_name, "gpu_memory_mib": opts.gpu_memory_mib,
+                "torch": torch.__version__, "probe": __version__, "trace_version": TRACE_VERSION})
+    gpu = TargetGpu(opts.gpu_name, opts.gpu_memory_mib, opts.gpus)
+    try:
+        run = run_script(path, script_args, rec, opts.steps, gpu)
+    except ScriptSpecError as e:
+        _fail(2, e)
+    except ScriptError as e:
+        _fail(1, e)
+    header = json.loads(rec.lines[1][2:])  # the optimizers are known only now
+    header["optimizer"] = ",".join(sorted({type(e[0]).__name__.lower() for e in run.optimizers}))
+    rec.lines[1] = "H " + json.dumps(header, sort_keys=True)
+    rec.footer({"seconds": round(time.perf_counter() - t0, 3), "peak_live_bytes": rec.peak,
+                "peak_phase": rec.peak_at[0], "peak_op": rec.peak_at[1], "allocations": rec.allocs,
+                "cpu_fallbacks": dict(pt.CPU_FALLBACKS)})
+    rec.write()
+    if os.environ.get("COLO_PROBE_VERBOSE"):
+        sys.stderr.write(f"colo_probe: {rec.allocs} allocations, peak live {rec.peak / 2**20:.0f} MiB, "
+                         f"{time.perf_counter() - t0:.2f} s\n")
+    # The script was stopped mid-loop: its remaining frames, data loader workers and exit handlers
+    # are not run on (the probe's process group is reaped by the caller).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 def main(argv=None):
     t0 = time.perf_counter()
-    args = parse(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if "--script" in argv and ("--model" not in argv or argv.index("--script") < argv.index("--model")):
+        return main_script(argv, t0)
+    args = parse(argv)
     try:
         import torch
     except ImportError as e:

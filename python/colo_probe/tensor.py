@@ -3,6 +3,7 @@ below autograd (what would really run on the GPU), and every storage has a token
 the storage's: views, in-place results and autograd's saved copies (detach) share their source's
 token; everything else an operator returns is a fresh storage = one allocation in the trace."""
 import torch
+from torch.utils._mode_utils import no_dispatch
 from torch.utils._pytree import tree_map, tree_flatten
 
 from . import meta_kernels
@@ -71,6 +72,11 @@ class ProbeTensor(torch.Tensor):
         except NotImplementedError:
             out = meta_kernels.cpu_fallback(func, uargs, ukwargs)
             CPU_FALLBACKS[name] = CPU_FALLBACKS.get(name, 0) + 1
+        if name in _METADATA_INPLACE and isinstance(args[0], ProbeTensor):
+            # squeeze_, t_, ...: the operator changed the inner tensor's shape and strides; the
+            # wrapper autograd sees must change alike (its meta kernel does that, no memory moves).
+            with no_dispatch():
+                func(*args, **kwargs)
         if RECORDER is not None:
             if name in _CONV_OPS:
                 _hint_conv(name, args, kwargs, out)
@@ -83,6 +89,9 @@ class ProbeTensor(torch.Tensor):
             _current_op[0] = _BATCH_NORM_OPS[name]
         return _wrap_outputs(func, schema, args, kwargs, out)
 
+
+_METADATA_INPLACE = {"aten::squeeze_", "aten::unsqueeze_", "aten::t_", "aten::transpose_", "aten::swapdims_",
+                     "aten::swapaxes_", "aten::as_strided_"}
 
 _BATCH_NORM_OPS = {"aten::native_batch_norm": "cudnn_batch_norm",
                    "aten::native_batch_norm_backward": "cudnn_batch_norm_backward"}

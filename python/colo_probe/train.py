@@ -346,10 +346,14 @@ class DataParallel:
         return obj
 
     def __call__(self, batch, user_input):
+        return self.run(batch, lambda module, local: _call(module, local, user_input))
+
+    def run(self, batch, call):
+        """call(module, batch) on the whole batch (one replica) or on replica 0's chunk, gathered."""
         total = _batch_rows(batch)
         sizes = chunk_sizes(total, self.n)
         if len(sizes) == 1:
-            return _call(self.module, batch, user_input)
+            return call(self.module, batch)
         local = self._scatter(batch, sizes[0])
         params = list(self.module.parameters())
         views = _Broadcast.apply(*params)
@@ -358,9 +362,28 @@ class DataParallel:
             _broadcast_temporaries(buffers)
         replica = _replica0(self.module, params, views)
         del views
-        out = _call(replica, local, user_input)
+        out = call(replica, local)
         del replica, local
         return self._gather(out, sizes[0], total, len(sizes))
+
+
+class ScriptDataParallel(torch.nn.Module):
+    """torch.nn.DataParallel as a user's script builds it (--script): over `gpus` GPUs (the probe's
+    target; device_ids narrows them), positional and keyword inputs scattered, recorded on GPU 0."""
+
+    gpus = 1
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0):
+        super().__init__()
+        if dim != 0:
+            raise ValueError("the probe's DataParallel scatters along dim 0 only")
+        self.module = module
+        self.device_ids = list(range(self.gpus)) if device_ids is None else list(device_ids)
+        self.dim = dim
+
+    def forward(self, *inputs, **kwargs):
+        dp = DataParallel(self.module, max(1, len(self.device_ids)))
+        return dp.run((inputs, kwargs), lambda module, local: module(*local[0], **local[1]))
 
 
 def _batch_rows(batch):

@@ -3,6 +3,7 @@
 //   colo estimate --probe torchvision:resnet50 --input 3x224x224 --batch 128 --optimizer adam
 //                 [--amp bf16] [--checkpointing] --estimator trace|faketensor [--json]
 //   colo estimate --trace FILE --estimator trace|faketensor   (a trace the probe wrote before)
+//   colo estimate --script train.py [--data-parallel N] -- ARGS   (the user's own script, unmodified)
 //   colo estimate eval --dataset FILE --format gpumemnet-cnn|gpumemnet-mlp|carma-workloads
 //                      --estimator NAME [--split all|train|test] [--json]
 //   colo estimate calibrate --dataset FILE --format gpumemnet-cnn --split train --gpu a100-40gb
@@ -24,6 +25,7 @@
 #include "cli/probe_options.h"
 #include "cli/progress.h"
 #include "core/error.h"
+#include "core/one_line.h"
 #include "core/limits.h"
 #include "estimate/calibration/calibration_fit.h"
 #include "estimate/calibration/trace_fit.h"
@@ -75,6 +77,8 @@ void print(const Opts& o, const Estimate& e, nlohmann::ordered_json j) {
 void run_traced(const Opts& o) {
   if (!o.summary.empty()) throw colo::UserError("estimate: give --probe/--trace or --summary, not both");
   if (!o.probe.model.empty() && !o.trace.empty()) throw colo::UserError("estimate: give --probe or --trace, not both");
+  if (!o.probe.script.empty() && !o.trace.empty()) throw colo::UserError("estimate: give --script or --trace, not both");
+  if (!o.probe.script.empty() && !o.probe.model.empty()) throw colo::UserError("estimate: give --probe or --script, not both");
   if (o.estimator != "trace" && o.estimator != "faketensor" && o.estimator != "auto")
     throw colo::UserError("estimate: --estimator " + o.estimator + " reads --summary; with --probe/--trace use trace, faketensor or auto");
   const auto t0 = std::chrono::steady_clock::now();
@@ -84,8 +88,12 @@ void run_traced(const Opts& o) {
     trace = load_probe_trace(o.trace);
   } else {
     ProbeRequest req = o.probe;
-    req.batch = o.batch;
-    req.optimizer = o.optimizer;
+    if (req.script.empty()) {
+      req.batch = o.batch;
+      req.optimizer = o.optimizer;
+    } else if (o.batch > 0) {
+      throw colo::UserError("estimate: --batch is the script's own choice when a script is probed (pass it in the script's arguments)");
+    }
     ProbeLimits lim;
     lim.timeout_seconds = o.probe_timeout;
     auto run = run_probe(req, lim);
@@ -101,6 +109,7 @@ void run_traced(const Opts& o) {
   j["model"] = trace.header.value("model", std::string());
   j["batch"] = req.batch;
   j["optimizer"] = trace.header.value("optimizer", std::string());
+  if (trace.header.contains("script")) j["script"] = trace.header.value("script", std::string());
   j["probe_seconds"] = std::round(probe_seconds * 1000) / 1000;
   j["probe_torch"] = trace.header.value("torch", std::string());
   j["seconds"] = std::round(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1000) / 1000;
@@ -108,7 +117,10 @@ void run_traced(const Opts& o) {
 }
 
 void run_single(const Opts& o) {
-  if (!o.probe.model.empty() || !o.trace.empty()) return run_traced(o);
+  if (!o.probe.script_args.empty() && o.probe.script.empty())
+    throw colo::UserError(fmt::format("estimate: unexpected argument '{}' (script arguments follow --script FILE --)",
+                                      colo::one_line(o.probe.script_args.front())));
+  if (!o.probe.model.empty() || !o.probe.script.empty() || !o.trace.empty()) return run_traced(o);
   if (o.summary.empty() && !o.stated) throw colo::UserError("estimate: --summary is required (or --stated-mib for oracle)");
   Estimate e;
   if (o.summary.empty()) {
@@ -312,6 +324,11 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   cmd->add_option("--gpu", o->gpu, "calibration profile (calibration/<gpu>.json)")->capture_default_str();
   colo::cli::add_probe_flags(cmd, o->probe);
   cmd->add_option("--trace", o->trace, "estimate from a probe trace file (python3 -m colo_probe --out FILE)");
+  cmd->add_option("--script", o->probe.script,
+                  "estimate from the user's unmodified training script, run on the CPU for two optimizer steps "
+                  "(its own arguments after --)");
+  cmd->add_option("script_args", o->probe.script_args, "--script: the script's own arguments (after --)");
+  cmd->positionals_at_end();
   cmd->add_option_function<std::string>("--probe-timeout", [o](const std::string& s) {
     o->probe_timeout = colo::parse_real(s, "--probe-timeout", 1, 86400);
   }, "seconds the probe may take [1..86400] (default 300)");

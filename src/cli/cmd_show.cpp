@@ -54,8 +54,11 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
     if (j.contains("probe") && j.at("probe").is_object()) {
       const json& p = j.at("probe");
       const json& rq = p.at("request");
-      std::cout << fmt::format("  probe      {} batch {} {} [{}]: {}{}{}\n", rq.value("model", std::string("?")),
-                               rq.value("batch", std::int64_t{0}), rq.value("optimizer", std::string("?")),
+      const std::string what = rq.contains("script")
+                                   ? "script " + rq.value("script", std::string("?"))
+                                   : fmt::format("{} batch {} {}", rq.value("model", std::string("?")),
+                                                 rq.value("batch", std::int64_t{0}), rq.value("optimizer", std::string("?")));
+      std::cout << fmt::format("  probe      {} [{}]: {}{}{}\n", what,
                                p.at("estimator").get<std::string>(), p.at("status").get<std::string>(),
                                p.at("seconds").is_null() ? "" : fmt::format(" in {:.1f} s", p.at("seconds").get<double>()),
                                // a success's explanation is the need's, printed above

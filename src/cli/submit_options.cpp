@@ -12,6 +12,7 @@
 #include "daemon/client/rad_file.h"
 #include "estimate/estimator.h"
 #include "estimate/input_file.h"
+#include "estimate/trace/script_command.h"
 
 namespace colo::cli {
 
@@ -59,6 +60,9 @@ void add_submit_options(CLI::App* c, SubmitOptions& o) {
   c->add_option("--rad-memory", o.rad_memory, "which .rad figure is the need: measured, horus, faketensor, gpumemnet, none");
   c->add_flag("--json", o.json, "print the queued job as JSON");
   add_probe_flags(c, o.probe);
+  c->add_flag("--probe-script", o.probe_script,
+              "estimate from the Python training script the command runs (python3 train.py ARGS), probed by colod "
+              "on the CPU for two optimizer steps");
   c->add_option("args", o.args, "the command (after --), or one .toml job file");
 }
 
@@ -94,16 +98,34 @@ SubmitRequest build_submit_request(const SubmitOptions& o) {
     if (o.args.empty()) throw UserError("nothing to run: give `-- command …`, a job file (.toml) or --rad FILE");
     r.argv = o.args;
   }
-  if (!o.probe.model.empty()) {
+  if (!o.probe.model.empty() || o.probe_script) {
     // colod runs the probe, as the submitter, before the job queues; --mem is the fallback.
-    if (!o.summary.empty()) throw UserError("give either --probe or --summary, not both");
+    const char* flag = o.probe_script ? "--probe-script" : "--probe";
+    if (o.probe_script && !o.probe.model.empty()) throw UserError("give either --probe or --probe-script, not both");
+    if (!o.summary.empty()) throw UserError(fmt::format("give either {} or --summary, not both", flag));
     const std::string est = o.estimator.empty() ? "trace" : o.estimator;
     if (est != "trace" && est != "faketensor")
-      throw UserError(fmt::format("--estimate '{}' does not use --probe (use trace or faketensor)", est));
-    if (o.batch <= 0) throw UserError("--probe needs --batch N (N ≥ 1)");
+      throw UserError(fmt::format("--estimate '{}' does not use {} (use trace or faketensor)", est, flag));
     estimate::ProbeRequest p = o.probe;
-    p.batch = o.batch;
-    p.optimizer = o.optimizer;
+    std::string script_digest;
+    if (o.probe_script) {
+      // The script and its arguments are the job's own; the GPUs it sees are the job's.
+      if (o.batch > 0) throw UserError("--batch is the script's own choice when a script is probed (pass it in the script's arguments)");
+      const estimate::ScriptCommand sc = estimate::script_of_command(r.argv);
+      p.script = sc.script;
+      p.script_args = sc.args;
+      p.data_parallel = o.gpus > 0 ? o.gpus : r.gpus;
+      namespace fs = std::filesystem;
+      const fs::path file = fs::path(sc.script).is_absolute() ? fs::path(sc.script)
+                          : (o.workdir.empty() ? fs::current_path() : fs::path(o.workdir)) / sc.script;
+      if (!fs::is_regular_file(file))
+        throw UserError(fmt::format("--probe-script: the script '{}' is not a file", file.string()));
+      script_digest = digest_file(file.string(), "training script");
+    } else {
+      if (o.batch <= 0) throw UserError("--probe needs --batch N (N ≥ 1)");
+      p.batch = o.batch;
+      p.optimizer = o.optimizer;
+    }
     p.arguments();  // the probe's own checks, with colo's flag names
     r.probe = p;
     r.probe_estimator = est;
@@ -113,6 +135,7 @@ SubmitRequest build_submit_request(const SubmitOptions& o) {
       r.mem_source = "user";
     }
     r.fingerprint_inputs = {{"estimator", est}, {"probe", p.to_json()}};
+    if (!script_digest.empty()) r.fingerprint_inputs["script"] = script_digest;
   } else if (!o.estimator.empty() && o.rad.empty()) {
     if (o.summary.empty()) throw UserError("--estimate needs --summary FILE (a model summary)");
     if (o.batch <= 0) throw UserError("--estimate needs --batch N (N ≥ 1)");

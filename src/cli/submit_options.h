@@ -19,6 +19,7 @@ struct SubmitOptions {
   std::vector<std::string> env, args;
   bool json = false;
   estimate::ProbeRequest probe;  // --probe MODEL and its flags (model empty = not given)
+  bool probe_script = false;     // --probe-script: probe the Python script the command runs
 };
 
 // Adds submit's flags to `c`, writing into `o` (which must outlive parsing).

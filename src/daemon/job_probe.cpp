@@ -103,17 +103,17 @@ JobProbe::Outcome JobProbe::finish(int wait_status, double now_mono) {
   estimate::ProbeLimits limits;
   limits.address_space_bytes = settings_.address_space_bytes;
   if (timed_out_) {
-    o.failure = fmt::format("probe of {} timed out after {:.0f} s", one_line(req_.model), settings_.timeout_seconds);
+    o.failure = fmt::format("probe of {} timed out after {:.0f} s", one_line(req_.subject()), settings_.timeout_seconds);
     return o;
   }
   o.failure = estimate::probe_failure(req_, wait_status, read_fd(err_fd_, 64 << 10, true), limits);
   if (!o.failure.empty()) return o;
   try {
     auto trace = estimate::parse_probe_trace(read_fd(out_fd_, kMaxTraceFileBytes, false), "probe trace");
-    trace.source = "probe " + req_.model;
+    trace.source = "probe " + req_.subject();
     o.trace = std::move(trace);
   } catch (const UserError& e) {
-    o.failure = fmt::format("probe of {} wrote no usable trace: {}", one_line(req_.model), one_line(e.what()));
+    o.failure = fmt::format("probe of {} wrote no usable trace: {}", one_line(req_.subject()), one_line(e.what()));
   }
   return o;
 }

@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,58 @@ TEST(SubmitOptions, ProbeConflictsAreNamed) {
               HasSubstr("--optimizer 'lamb'"));
   EXPECT_THAT(err({"--probe", "torchvision:resnet50", "--batch", "8", "--input", "3x0", "--", "x"}),
               HasSubstr("--input '3x0'"));
+}
+
+// --probe-script: colod probes the Python script the job's command runs, with the job's arguments
+// and GPUs; the script's content is part of the job's fingerprint.
+TEST(SubmitOptions, ProbeScriptTakesTheScriptAndArgumentsFromTheCommand) {
+  const std::string dir = ::testing::TempDir();
+  const std::string script = dir + "/submit_options_test_train.py";
+  std::ofstream(script) << "print('train')\n";
+  auto r = build_submit_request(parse({"--probe-script", "--gpus", "2", "--workdir", dir, "--mem", "8GiB", "--",
+                                       "python3", "-u", "submit_options_test_train.py", "--lr", "0.1"}));
+  ASSERT_TRUE(r.probe);
+  EXPECT_EQ(r.probe->script, "submit_options_test_train.py");
+  EXPECT_EQ(r.probe->script_args, (std::vector<std::string>{"--lr", "0.1"}));
+  EXPECT_EQ(r.probe->data_parallel, 2);
+  EXPECT_TRUE(r.probe->model.empty());
+  EXPECT_EQ(r.probe_estimator, "trace");
+  EXPECT_EQ(r.mem_mib, 8192);
+  EXPECT_EQ(r.fingerprint_inputs.at("probe").at("script"), "submit_options_test_train.py");
+  const std::string digest = r.fingerprint_inputs.at("script");
+  std::ofstream(script) << "print('changed')\n";
+  r = build_submit_request(parse({"--probe-script", "--workdir", dir, "--", "python3", "-u", "submit_options_test_train.py",
+                                  "--lr", "0.1"}));
+  EXPECT_NE(r.fingerprint_inputs.at("script"), digest) << "an edited script is another job";
+  EXPECT_EQ(r.probe->data_parallel, 1);
+  // The request round-trips through colod's JSON.
+  const auto back = estimate::ProbeRequest::from_json(r.probe->to_json(), "request");
+  EXPECT_EQ(back.script, r.probe->script);
+  EXPECT_EQ(back.script_args, r.probe->script_args);
+}
+
+TEST(SubmitOptions, ProbeScriptConflictsAreNamed) {
+  auto err = [](std::vector<std::string> a) {
+    try {
+      build_submit_request(parse(std::move(a)));
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/submit_options_test_t.py") << "\n";
+  EXPECT_EQ(err({"--probe-script", "--probe", "torchvision:resnet50", "--batch", "8", "--", "python3", "t.py"}),
+            "give either --probe or --probe-script, not both");
+  EXPECT_EQ(err({"--probe-script", "--workdir", dir, "--batch", "8", "--", "python3", "submit_options_test_t.py"}),
+            "--batch is the script's own choice when a script is probed (pass it in the script's arguments)");
+  EXPECT_EQ(err({"--probe-script", "--workdir", dir, "--amp", "fp16", "--", "python3", "submit_options_test_t.py"}),
+            "--amp is the script's own choice when a script is probed (pass it in the script's arguments)");
+  EXPECT_THAT(err({"--probe-script", "--", "python3", "-m", "trainer"}), HasSubstr("runs no script file"));
+  EXPECT_THAT(err({"--probe-script", "--workdir", dir, "--", "python3", "missing.py"}), HasSubstr("missing.py' is not a file"));
+  EXPECT_EQ(err({"--probe-script", "--estimate", "allocsim", "--", "python3", "t.py"}),
+            "--estimate 'allocsim' does not use --probe-script (use trace or faketensor)");
+  EXPECT_THAT(err({"--probe-script", "--", "/bin/true"}), HasSubstr("not a Python training script"));
 }
 
 }  // namespace

@@ -123,6 +123,50 @@ TEST(ColodProbe, ProbeRunsAsTheSubmitterAndTheJobPlansWithItsTraceEstimate) {
   EXPECT_NE(show.out.find("probe      models.py:not_root batch 32 adamw [trace]: done"), std::string::npos) << show.out;
 }
 
+// --probe-script: colod probes the job's own training script (its arguments, its working
+// directory) as the submitter; the job then runs that same script for real.
+TEST(ColodProbe, ProbeScriptRunsTheJobsOwnScriptAsTheSubmitter) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to submit as another user";
+  const std::string pkg = estimate::probe_package_dir() + "/colo_probe/__main__.py";
+  if (run_process({"/usr/bin/test", "-r", pkg}, 65534, 65534).rc != 0)
+    GTEST_SKIP() << pkg << " is not readable by nobody (uid 65534)";
+  TempDir dir;
+  const std::string work = write_models(dir.path() + "/models", dir.path());
+  std::ofstream(work + "/train.py") << R"(import os, sys, torch, torch.nn as nn
+if os.getuid() == 0:
+    raise RuntimeError("runs as root")
+hidden = int(sys.argv[sys.argv.index("--hidden") + 1])
+device = "cuda" if torch.cuda.is_available() else "cpu"
+model = nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10)).to(device)
+opt = torch.optim.Adam(model.parameters())
+for step in range(3):
+    x = torch.randn(32, 64, device=device)
+    loss = model(x).logsumexp(1).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+)";
+  ::chmod((work + "/train.py").c_str(), 0644);
+  ColodProcess d(dir.path(), "1x40GiB");
+  const RunResult sub = d.colo({"submit", "--workdir", work, "--probe-script", "--", "/usr/bin/python3", "train.py",
+                                "--hidden", "4096"},
+                               65534);
+  ASSERT_EQ(sub.rc, 0) << sub.err;
+  const std::uint64_t id = std::stoull(sub.out);
+  const json j = d.wait_terminal(id, 180s);
+  EXPECT_EQ(j.at("state"), "done") << j.dump(2);
+  EXPECT_EQ(j.at("need_source"), "trace") << j.dump(2);
+  const json& p = j.at("probe");
+  EXPECT_EQ(p.at("status"), "done") << j.dump(2);
+  EXPECT_EQ(p.at("request").at("script"), "train.py");
+  EXPECT_EQ(p.at("request").at("script_args"), json::array({"--hidden", "4096"}));
+  // The context (~1.4 GiB) + a 4096-wide MLP with Adam: a few MiB more than the 256-wide one.
+  EXPECT_GT(j.at("need_mib").get<std::int64_t>(), 1000);
+  EXPECT_LT(j.at("need_mib").get<std::int64_t>(), 2000);
+  const RunResult show = d.colo({"show", std::to_string(id)});
+  EXPECT_NE(show.out.find("probe      script train.py [trace]: done"), std::string::npos) << show.out;
+}
+
 TEST(ColodProbe, FailingProbeFallsBackToTheSubmittedMemoryWithItsReason) {
   TempDir dir;
   const std::string models = write_models(dir.path() + "/models", dir.path());

@@ -102,6 +102,16 @@ class TargetGpuKernels(unittest.TestCase):
         self.assertTrue([a for a in t.allocs.values() if a[0] == batch * 2 * seq * 4], "the log-sum-exp")
 
 
+class InPlaceViews(unittest.TestCase):
+    def test_metadata_changing_inplace_ops_keep_autograd_shapes_right(self):
+        # nn.Linear on a 1-D input runs mm(input.unsqueeze(0), w.t()).squeeze_(0): the wrapper autograd
+        # sees must take the squeezed shape, or backward rejects the gradient's shape.
+        m = meta_module(lambda: nn.Linear(8, 4))
+        t, _ = probe(m, input_shape=(), batch=8, input_fn=lambda b: (torch.empty(b, device="meta"),),
+                     loss_fn=lambda out, batch: out.sum(), optimizer="sgd")
+        self.assertTrue(t.by_op("param"))
+
+
 class Checkpointing(unittest.TestCase):
     def test_checkpointing_lowers_the_live_peak(self):
         def build():

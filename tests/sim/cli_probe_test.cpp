@@ -60,6 +60,50 @@ TEST(CliProbe, ATraceFileFromThePythonProbeIsReadBack) {
   EXPECT_EQ(j["batch"], 8);
 }
 
+// --script: the user's own training script, unmodified, gives the same estimate as --probe with the
+// network, batch and optimizer the script uses.
+TEST(CliProbe, AnUnmodifiedTrainingScriptEstimatesLikeTheEquivalentProbe) {
+  const std::string script = std::string(COLO_BINARY_DIR) + "/cli_probe_test_train.py";
+  std::ofstream(script) << R"(import argparse
+import torch, torch.nn as nn, torchvision
+ap = argparse.ArgumentParser()
+ap.add_argument("--batch-size", type=int, required=True)
+args = ap.parse_args()
+device = "cuda" if torch.cuda.is_available() else "cpu"
+model = torchvision.models.resnet18(num_classes=100).to(device)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+for epoch in range(100):
+    for _ in range(100):
+        x, y = torch.randn(args.batch_size, 3, 32, 32).to(device), torch.randint(0, 100, (args.batch_size,)).to(device)
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        print(f"loss {loss.item():.3f}")
+)";
+  const auto s = run_json("estimate --script " + script + " --estimator trace --json -- --batch-size 32");
+  const auto p = run_json("estimate --probe torchvision:resnet18 --input 3x32x32 --num-classes 100 --batch 32 "
+                          "--optimizer adamw --estimator trace --json");
+  ASSERT_TRUE(s.is_object() && p.is_object());
+  EXPECT_EQ(s["script"], script);
+  EXPECT_EQ(s["optimizer"], "adamw");
+  const double a = s["estimate_mib"].get<double>(), b = p["estimate_mib"].get<double>();
+  EXPECT_LT(std::abs(a - b) / b, 0.02) << s.dump() << "\n" << p.dump();
+
+  auto r = run_colo_args("estimate --script " + script + " --batch 8");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "colo: error: estimate: --batch is the script's own choice when a script is probed (pass it in the script's arguments)\n");
+  r = run_colo_args("estimate --script " + script + " --estimator trace");  // the script requires --batch-size
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("the script exited (status 2) before building an optimizer"), std::string::npos) << r.out;
+  r = run_colo_args("estimate --script /nonexistent/train.py");
+  EXPECT_EQ(r.out, "colo: error: probe of /nonexistent/train.py failed: --script /nonexistent/train.py: no such file\n");
+  r = run_colo_args("estimate --probe torchvision:resnet18 --script " + script);
+  EXPECT_EQ(r.out, "colo: error: estimate: give --probe or --script, not both\n");
+  r = run_colo_args("estimate stray words");
+  EXPECT_EQ(r.out, "colo: error: estimate: unexpected argument 'stray' (script arguments follow --script FILE --)\n");
+}
+
 TEST(CliProbe, BadProbeRequestsGetOneLineErrors) {
   auto r = run_colo_args("estimate --probe torchvision:no_such_net --batch 8 --estimator trace");
   EXPECT_EQ(r.status, 2) << r.out;

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "core/limits.h"
@@ -71,7 +72,45 @@ std::string last_error_line(const std::string& err) {
 
 }  // namespace
 
+namespace {
+
+// A word handed to the probe's command line: bounded, no NUL (execve could not pass it).
+void check_word(const std::string& w, const char* what) {
+  if (w.size() > 4096) throw UserError(fmt::format("{}: an argument longer than 4096 bytes", what));
+  if (w.find('\0') != std::string::npos) throw UserError(fmt::format("{}: an argument contains a NUL byte", what));
+}
+
+// --script: the script's own arguments follow its path; what --probe would take from colo's flags
+// the script decides itself, so giving those flags too is a mistake worth naming.
+std::vector<std::string> script_arguments(const ProbeRequest& r) {
+  if (!r.model.empty()) throw UserError("give --probe MODEL or --script FILE, not both");
+  if (r.script.empty()) throw UserError("--script: give the training script's path");
+  check_word(r.script, "--script");
+  if (r.script_args.size() > 4096) throw UserError("--script: more than 4096 script arguments");
+  for (const auto& a : r.script_args) check_word(a, "--script");
+  std::vector<std::string> own;
+  if (r.batch > 0) own.emplace_back("--batch");
+  if (r.amp != "none") own.emplace_back("--amp");
+  if (r.checkpointing) own.emplace_back("--checkpointing");
+  if (!r.set_to_none) own.emplace_back("--no-set-to-none");
+  if (!r.input.empty()) own.emplace_back("--input");
+  if (!r.dtype.empty()) own.emplace_back("--input-dtype");
+  if (r.num_classes > 0) own.emplace_back("--num-classes");
+  if (r.foreach != "auto") own.emplace_back("--foreach");
+  if (!own.empty())
+    throw UserError(fmt::format("{} {} the script's own choice when a script is probed (pass it in the script's arguments)",
+                                fmt::join(own, ", "), own.size() == 1 ? "is" : "are"));
+  if (r.data_parallel < 1 || r.data_parallel > 256)
+    throw UserError(fmt::format("--data-parallel {} is out of range (1..256 GPUs)", r.data_parallel));
+  std::vector<std::string> a = {"--gpus", std::to_string(r.data_parallel), "--script", r.script};
+  a.insert(a.end(), r.script_args.begin(), r.script_args.end());
+  return a;
+}
+
+}  // namespace
+
 std::vector<std::string> ProbeRequest::arguments() const {
+  if (!script.empty()) return script_arguments(*this);
   if (model.empty()) throw UserError("--probe: give a model (torchvision:NAME or path/to/file.py:function)");
   if (model.size() > 4096 || model.find('\0') != std::string::npos) throw UserError("--probe: model name too long");
   if (batch <= 0 || batch > limits::kMaxBatch)
@@ -118,6 +157,7 @@ std::vector<std::string> ProbeRequest::arguments() const {
 }
 
 nlohmann::json ProbeRequest::to_json() const {
+  if (!script.empty()) return {{"script", script}, {"script_args", script_args}, {"data_parallel", data_parallel}};
   return {{"model", model}, {"input", input}, {"dtype", dtype}, {"num_classes", num_classes},
           {"batch", batch}, {"optimizer", optimizer}, {"amp", amp}, {"checkpointing", checkpointing},
           {"set_to_none", set_to_none}, {"foreach", foreach}, {"data_parallel", data_parallel}};
@@ -127,9 +167,23 @@ ProbeRequest ProbeRequest::from_json(const nlohmann::json& j, const std::string&
   if (!j.is_object()) throw UserError(where + ": probe request must be an object");
   for (const auto& [key, value] : j.items())
     if (!one_of(key, {"model", "input", "dtype", "num_classes", "batch", "optimizer", "amp", "checkpointing",
-                      "set_to_none", "foreach", "data_parallel"}))
+                      "set_to_none", "foreach", "data_parallel", "script", "script_args"}))
       throw UserError(fmt::format("{}: unknown probe field '{}'", where, one_line(key)));
   ProbeRequest r;
+  if (j.contains("script")) {
+    try {
+      r.script = j.at("script").get<std::string>();
+      r.script_args = j.value("script_args", std::vector<std::string>{});
+      r.data_parallel = j.value("data_parallel", std::int64_t{1});
+    } catch (const nlohmann::json::exception&) {
+      throw UserError(where + ": malformed probe request (script: a string, script_args: strings, data_parallel: an integer)");
+    }
+    if (r.script.empty()) throw UserError(where + ": probe request has an empty script");
+    for (const char* k : {"model", "input", "dtype", "num_classes", "batch", "optimizer", "amp", "checkpointing", "set_to_none", "foreach"})
+      if (j.contains(k)) throw UserError(fmt::format("{}: probe field '{}' does not go with 'script'", where, k));
+    r.arguments();
+    return r;
+  }
   try {
     r.model = j.at("model").get<std::string>();
     r.input = j.value("input", std::string());
@@ -172,9 +226,9 @@ struct ProbeCommand {
 ProbeCommand probe_command(const ProbeRequest& req, const std::string& out_path, const ProbeIdentity* who) {
   const auto args = req.arguments();
   ProbeCommand c;
-  c.argv = {probe_python(), "-m", "colo_probe"};
+  // --out first: in script mode every word after the script's path is the script's own.
+  c.argv = {probe_python(), "-m", "colo_probe", "--out", out_path};
   c.argv.insert(c.argv.end(), args.begin(), args.end());
-  c.argv.insert(c.argv.end(), {"--out", out_path});
   if (who) {
     c.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + (who->home.empty() ? std::string("/") : who->home),
              "USER=" + who->user, "LOGNAME=" + who->user, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"};
@@ -253,14 +307,14 @@ int spawn_probe(const ProbeRequest& req, const ProbeLimits& limits, const ProbeS
 
 std::string probe_failure(const ProbeRequest& req, int status, const std::string& err, const ProbeLimits& limits) {
   if (WIFSIGNALED(status))
-    return fmt::format("probe of {} was killed by signal {}{}", one_line(req.model), WTERMSIG(status),
+    return fmt::format("probe of {} was killed by signal {}{}", one_line(req.subject()), WTERMSIG(status),
                        WTERMSIG(status) == SIGKILL ? " (out of memory?)" : "");
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
   std::string why = last_error_line(err);
   if (why.empty()) why = fmt::format("exit status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   if (why.find("MemoryError") != std::string::npos || why.find("std::bad_alloc") != std::string::npos)
     why += fmt::format(" (the probe's address-space limit is {} GiB)", limits.address_space_bytes >> 30);
-  return fmt::format("probe of {} failed: {}", one_line(req.model), one_line(why));
+  return fmt::format("probe of {} failed: {}", one_line(req.subject()), one_line(why));
 }
 
 ProbeRun run_probe(const ProbeRequest& req, const ProbeLimits& limits) {
@@ -314,10 +368,10 @@ ProbeRun run_probe(const ProbeRequest& req, const ProbeLimits& limits) {
   ProbeRun run;
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (timed_out)
-    throw UserError(fmt::format("probe of {} timed out after {:.0f} s", one_line(req.model), limits.timeout_seconds));
+    throw UserError(fmt::format("probe of {} timed out after {:.0f} s", one_line(req.subject()), limits.timeout_seconds));
   if (const std::string why = probe_failure(req, status, err, limits); !why.empty()) throw UserError(why);
   run.trace = load_probe_trace(out_path);
-  run.trace.source = "probe " + req.model;
+  run.trace.source = "probe " + req.subject();
   return run;
 }
 

@@ -27,6 +27,14 @@ struct ProbeRequest {
   bool set_to_none = true;
   std::string foreach = "auto"; // auto, on, off
   std::int64_t data_parallel = 1;  // torch.nn.DataParallel over this many GPUs (the trace is GPU 0's)
+  // Script mode (model empty): the user's unmodified training script and its own arguments, run
+  // with its CUDA device redirected to the probe (python/colo_probe/script.py). The script picks
+  // its batch, optimizer and precision; data_parallel is the GPUs it sees.
+  std::string script;
+  std::vector<std::string> script_args;
+
+  // What is probed, for messages: the model spec or the script's path.
+  std::string subject() const { return script.empty() ? model : script; }
 
   // The probe's own command-line arguments (after `python3 -m colo_probe`). Throws colo::UserError
   // for a value the probe would refuse (checked here so the error names the colo flag).

@@ -1,0 +1,424 @@
+"""--script: a user's unmodified training script, run on the CPU with its CUDA device redirected to
+the probe, stopped once it has taken `steps` optimizer steps.
+
+What the script sees (TargetGpu): torch.cuda.is_available() is True; device_count,
+get_device_name, get_device_properties (total_memory, compute capability, SMs), mem_get_info
+and the memory statistics (memory_allocated, max_memory_allocated, memory_reserved: the live
+and peak bytes recorded so far) answer as the target GPU would; a probe tensor's .device is
+cuda:0 and .is_cuda is True. Whatever the script puts on "cuda" (model.to(device), .cuda(),
+device="cuda" factories, batches) is a probe tensor and recorded, with everything its training
+step makes from it; what it keeps alive between steps (the last logits, a list of losses that
+still hold their graphs, DataParallel's gathered outputs) is in the trace because it is really kept.
+
+Replaced while the script runs, as they would behave on the GPU: torch.cuda.amp.autocast and
+torch.autocast("cuda") (amp.Autocast), torch.cuda.amp.GradScaler (ScriptGradScaler),
+torch.nn.DataParallel (train.DataParallel over the target's GPUs; the trace is GPU 0's),
+Tensor.pin_memory (a no-op), torch.compile (eager: the trace is the eager step's), CUDA
+streams and events (no-ops). An optimizer built with foreach=None gets foreach=True, PyTorch 2's
+choice for CUDA tensors. Not supported: DistributedDataParallel / torch.distributed (one process
+per GPU: probe one rank's script with its own batch), CUDA graphs, custom CUDA extensions.
+
+Phases: load until the first module call; forward from a module call; backward inside
+Tensor.backward / torch.autograd.backward; optimizer in zero_grad, between backward and step
+(gradient clipping, unscaling) and in step. The run stops after the `steps`-th step of every
+optimizer the script built (a GAN's two optimizers each step twice); the trace is written at that
+moment, with recording off, so what the script frees while it unwinds (its `finally` blocks run)
+is not in it; the probe then exits without running the script's exit handlers."""
+import contextlib
+import os
+import runpy
+import sys
+import types
+
+import torch
+
+from . import tensor as pt
+from .amp import Autocast
+
+
+class ProbeStop(BaseException):
+    """Raised out of the script's optimizer step once the trace is complete. A BaseException, so a
+    script's `except Exception` does not swallow it."""
+
+
+class TargetGpu:
+    """The GPU the script believes it runs on. Default: the calibration profile's A100 40 GB."""
+
+    def __init__(self, name="NVIDIA A100-SXM4-40GB", memory_mib=40960, count=1, capability=(8, 0), sms=108):
+        self.name = name
+        self.total = memory_mib << 20
+        self.count = count
+        self.capability = capability
+        self.sms = sms
+
+
+class _Properties:
+    def __init__(self, gpu):
+        self.name = gpu.name
+        self.total_memory = gpu.total
+        self.major, self.minor = gpu.capability
+        self.multi_processor_count = gpu.sms
+        self.is_integrated = 0
+        self.is_multi_gpu_board = 0
+
+    def __repr__(self):
+        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+                f"total_memory={self.total_memory >> 20}MB, multi_processor_count={self.multi_processor_count})")
+
+
+class _Event:
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def record(self, *args, **kwargs):
+        pass
+
+    def synchronize(self):
+        pass
+
+    def wait(self, *args, **kwargs):
+        pass
+
+    def query(self):
+        return True
+
+    def elapsed_time(self, other):
+        return 0.0
+
+
+class _Stream(_Event):
+    def wait_stream(self, *args, **kwargs):
+        pass
+
+    def wait_event(self, *args, **kwargs):
+        pass
+
+    def record_event(self, event=None):
+        return event or _Event()
+
+
+class ScriptGradScaler:
+    """torch.cuda.amp.GradScaler's GPU memory as amp.GradScalerModel, with the full user-facing API
+    (scale, unscale_, step, update, get_scale, state_dict, is_enabled)."""
+
+    def __init__(self, init_scale=65536.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000, enabled=True):
+        self.enabled = enabled
+        self.init_scale = float(init_scale)
+        self.scale_t = None
+        self.unscaled = set()
+
+    def is_enabled(self):
+        return self.enabled
+
+    def scale(self, outputs):
+        if not self.enabled:
+            return outputs
+        if isinstance(outputs, (list, tuple)):
+            return type(outputs)(self.scale(o) for o in outputs)
+        if self.scale_t is None:
+            self.scale_t = torch.full((), self.init_scale, dtype=torch.float32, device="cuda")
+        return outputs * self.scale_t
+
+    def unscale_(self, optimizer):
+        if not self.enabled or id(optimizer) in self.unscaled or self.scale_t is None:
+            return
+        self.unscaled.add(id(optimizer))
+        found_inf = torch.zeros((1,), dtype=torch.float32, device="cuda")
+        inv = self.scale_t.reciprocal()
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.grad.mul_(inv)
+        del found_inf, inv
+
+    def step(self, optimizer, *args, **kwargs):
+        if not self.enabled:
+            return optimizer.step(*args, **kwargs)
+        self.unscale_(optimizer)
+        return optimizer.step(*args, **kwargs)
+
+    def update(self, new_scale=None):
+        self.unscaled.clear()
+        if self.enabled and self.scale_t is not None:
+            self.scale_t.mul_(1.0)
+
+    def get_scale(self):
+        return self.init_scale if self.enabled else 1.0
+
+    def state_dict(self):
+        return {"scale": self.get_scale()} if self.enabled else {}
+
+    def load_state_dict(self, state):
+        pass
+
+
+def _autocast_factory(real):
+    def autocast(device_type="cuda", dtype=None, enabled=True, cache_enabled=None):
+        if device_type != "cuda":
+            return real(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+        if not enabled:
+            return contextlib.nullcontext()
+        return Autocast("bf16" if dtype == torch.bfloat16 else "fp16")
+    return autocast
+
+
+def _cuda_autocast(enabled=True, dtype=torch.float16, cache_enabled=True):
+    if not enabled:
+        return contextlib.nullcontext()
+    return Autocast("bf16" if dtype == torch.bfloat16 else "fp16")
+
+
+class _Patches:
+    """Attribute replacements, undone in reverse order."""
+
+    def __init__(self):
+        self.saved = []
+
+    def set(self, owner, name, value):
+        self.saved.append((owner, name, owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else
+                           getattr(owner, name, _MISSING)))
+        setattr(owner, name, value)
+
+    def undo(self):
+        for owner, name, old in reversed(self.saved):
+            if old is _MISSING:
+                try:
+                    delattr(owner, name)
+                except AttributeError:
+                    pass
+            else:
+                setattr(owner, name, old)
+        self.saved.clear()
+
+
+_MISSING = object()
+
+
+class ScriptRun:
+    """The state of one probed script: the recorder, the optimizers it built and their steps."""
+
+    def __init__(self, rec, steps, gpu):
+        self.rec = rec
+        self.steps = steps
+        self.gpu = gpu
+        self.optimizers = []   # [optimizer, steps taken]
+        self.recorded = 0      # the last S record written
+        self.done = False
+        self.patches = _Patches()
+
+    # --- the optimizer step: counts, labels, and ends the run --------------------------------------
+    def _adopt(self, opt):
+        """Called when the script builds an optimizer: its step is counted from now on."""
+        for group in opt.param_groups:
+            if group.get("foreach", False) is None and not group.get("fused", False):
+                group["foreach"] = True  # PyTorch 2's default for CUDA tensors
+        entry = [opt, 0]
+        self.optimizers.append(entry)
+        run = self
+        orig = opt.step
+
+        def step(self_opt, *args, **kwargs):
+            before = run.rec.phase
+            run.rec.phase = "optimizer"
+            result = orig(*args, **kwargs)
+            entry[1] += 1
+            done = min(e[1] for e in run.optimizers)  # iterations every optimizer has finished
+            if done > run.recorded:
+                run.recorded = done
+                run.rec.step(done)
+            run.rec.phase = "forward" if before == "load" else before
+            if all(e[1] >= run.steps for e in run.optimizers):
+                run.finish()
+                raise ProbeStop()
+            return result
+        opt.step = types.MethodType(step, opt)  # a bound method, as LR schedulers expect
+
+    def finish(self):
+        """The trace is complete: stop recording (what the script frees while unwinding is not its
+        steady state) and write it."""
+        if self.done:
+            return
+        self.done = True
+        pt.RECORDER = None
+
+    # --- the environment the script runs in --------------------------------------------------------
+    def install(self):
+        p = self.patches
+        gpu = self.gpu
+        run = self
+        rec = self.rec
+
+        def device_index(device=None):
+            if device is None:
+                return 0
+            if isinstance(device, int):
+                index = device
+            else:
+                d = torch.device(device) if not isinstance(device, torch.device) else device
+                index = d.index or 0
+            if index < 0 or index >= gpu.count:
+                raise RuntimeError(f"CUDA error: invalid device ordinal {index} (the probe's target has {gpu.count} GPU(s))")
+            return index
+
+        cuda = torch.cuda
+        p.set(cuda, "is_available", lambda: True)
+        p.set(cuda, "device_count", lambda: gpu.count)
+        p.set(cuda, "current_device", lambda: 0)
+        p.set(cuda, "set_device", lambda device: device_index(device) and None)
+        p.set(cuda, "get_device_name", lambda device=None: (device_index(device), gpu.name)[1])
+        p.set(cuda, "get_device_properties", lambda device=None: (device_index(device), _Properties(gpu))[1])
+        p.set(cuda, "get_device_capability", lambda device=None: (device_index(device), gpu.capability)[1])
+        p.set(cuda, "is_bf16_supported", lambda *a, **k: gpu.capability[0] >= 8)
+        p.set(cuda, "is_initialized", lambda: True)
+        p.set(cuda, "init", lambda: None)
+        for name in ("synchronize", "empty_cache", "reset_peak_memory_stats", "reset_max_memory_allocated",
+                     "reset_max_memory_cached", "reset_accumulated_memory_stats", "manual_seed", "manual_seed_all",
+                     "seed", "seed_all", "ipc_collect", "set_per_process_memory_fraction", "set_sync_debug_mode"):
+            if hasattr(cuda, name):
+                p.set(cuda, name, lambda *a, **k: None)
+        live = lambda device=None: rec.live  # noqa: E731
+        peak = lambda device=None: rec.peak  # noqa: E731
+        for name, fn in (("memory_allocated", live), ("memory_reserved", live), ("memory_cached", live),
+                         ("max_memory_allocated", peak), ("max_memory_reserved", peak), ("max_memory_cached", peak)):
+            if hasattr(cuda, name):
+                p.set(cuda, name, fn)
+        p.set(cuda, "mem_get_info", lambda device=None: (max(0, gpu.total - rec.live), gpu.total))
+        p.set(cuda, "memory_summary", lambda *a, **k: f"colo probe: {rec.live >> 20} MiB live, peak {rec.peak >> 20} MiB")
+        p.set(cuda, "Event", _Event)
+        p.set(cuda, "Stream", _Stream)
+        p.set(cuda, "current_stream", lambda device=None: _Stream())
+        p.set(cuda, "default_stream", lambda device=None: _Stream())
+        p.set(cuda, "stream", lambda s=None: contextlib.nullcontext())
+        p.set(cuda, "get_rng_state", lambda device="cuda": torch.zeros(16, dtype=torch.uint8))
+        p.set(cuda, "set_rng_state", lambda *a, **k: None)
+        # Autocast and the gradient scaler, as CUDA runs them.
+        p.set(cuda.amp, "autocast", _cuda_autocast)
+        p.set(cuda.amp, "GradScaler", ScriptGradScaler)
+        p.set(torch, "autocast", _autocast_factory(torch.autocast))
+        if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+            p.set(torch.amp, "GradScaler", lambda device="cuda", *a, **k: ScriptGradScaler(*a, **k))
+        if hasattr(torch, "compile"):
+            p.set(torch, "compile", lambda model=None, *a, **k: model if model is not None else (lambda m: m))
+        # Host-side pinned buffers need a CUDA driver; they are not GPU memory.
+        p.set(torch.Tensor, "pin_memory", lambda self, *a, **k: self)
+        p.set(torch.Tensor, "is_pinned", lambda self, *a, **k: False)
+        # The probe's tensors are the target GPU's.
+        p.set(pt.ProbeTensor, "device", property(lambda self: torch.device("cuda", 0)))
+        p.set(pt.ProbeTensor, "is_cuda", property(lambda self: True))
+        p.set(pt.ProbeTensor, "get_device", lambda self: 0)
+        # DataParallel over the target's GPUs.
+        from .train import ScriptDataParallel
+        ScriptDataParallel.gpus = gpu.count
+        p.set(torch.nn, "DataParallel", ScriptDataParallel)
+        p.set(torch.nn.parallel, "DataParallel", ScriptDataParallel)
+        # Optimizers: counted steps; phases around zero_grad and backward.
+        init = torch.optim.Optimizer.__init__
+
+        def optimizer_init(self_opt, *args, **kwargs):
+            init(self_opt, *args, **kwargs)
+            run._adopt(self_opt)
+        p.set(torch.optim.Optimizer, "__init__", optimizer_init)
+        for owner in (torch.optim.Optimizer, torch.nn.Module):
+            p.set(owner, "zero_grad", self._in_phase(owner.zero_grad, "optimizer", after="forward"))
+        p.set(torch.Tensor, "backward", self._in_phase(torch.Tensor.backward, "backward", after="optimizer"))
+        p.set(torch.autograd, "backward", self._in_phase(torch.autograd.backward, "backward", after="optimizer"))
+        for name in ("clip_grad_norm_", "clip_grad_value_"):
+            fn = getattr(torch.nn.utils, name)
+            p.set(torch.nn.utils, name, self._in_phase(fn, "optimizer", after=None))
+        hooks = torch.nn.modules.module
+
+        def forward_pre_hook(module, inputs):
+            if rec.phase in ("load", "optimizer"):
+                rec.phase = "forward"
+        self.hook = hooks.register_module_forward_pre_hook(forward_pre_hook)
+
+    def _in_phase(self, fn, phase, after):
+        rec = self.rec
+
+        def wrapped(*args, **kwargs):
+            rec.phase = phase
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if after is not None:
+                    rec.phase = after
+        wrapped.__wrapped__ = fn
+        wrapped.__name__ = getattr(fn, "__name__", "wrapped")
+        return wrapped
+
+    def uninstall(self):
+        self.hook.remove()
+        self.patches.undo()
+
+
+def run_script(path, args, rec, steps, gpu):
+    """Runs `path` as __main__ with sys.argv = [path] + args under the probe; returns the ScriptRun.
+    Raises ScriptError when the script ends (or fails) before the trace is complete."""
+    from . import meta_kernels
+    from .factories import ProbeDevice
+    from .optim2 import pytorch2_optimizers
+    from .target_kernels import target_gpu_kernels
+
+    if not os.path.isfile(path):
+        raise ScriptSpecError(f"--script {path}: no such file")
+    run = ScriptRun(rec, steps, gpu)
+    meta_kernels.register()
+    saved_argv, saved_path, saved_stdout = sys.argv, list(sys.path), sys.stdout
+    sys.argv = [path] + list(args)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    sys.stdout = sys.stderr  # the script's prints must not mix with a trace written to stdout
+    pt.RECORDER = rec
+    rec.phase = "load"
+    run.install()
+    failure = None
+    from . import train
+    device = ProbeDevice()
+    train._DEVICE[0] = device  # DataParallel's GPU-0 buffers are named through it
+    try:
+        with target_gpu_kernels(), pytorch2_optimizers(), device:
+            runpy.run_path(path, run_name="__main__")
+    except ProbeStop:
+        pass
+    except SystemExit as e:
+        if not run.done:
+            failure = f"the script exited (status {e.code}) {_progress(run)}"
+    except BaseException as e:  # noqa: B902 - the script's own failure, reported on one line
+        if not run.done:
+            where = _script_frame(e, path)
+            failure = f"the script raised {type(e).__name__}: {e}{where} {_progress(run)}"
+    finally:
+        pt.RECORDER = None
+        train._DEVICE[0] = None
+        run.uninstall()
+        sys.argv, sys.path[:], sys.stdout = saved_argv, saved_path, saved_stdout
+    if failure is None and not run.done:
+        failure = f"the script finished {_progress(run)}"
+    if failure is not None:
+        raise ScriptError(f"{failure}; the probe needs {steps} optimizer steps")
+    return run
+
+
+def _progress(run):
+    if not run.optimizers:
+        return "before building an optimizer (torch.optim)"
+    taken = min(e[1] for e in run.optimizers)
+    return f"after {taken} optimizer step{'s' if taken != 1 else ''}"
+
+
+def _script_frame(exc, path):
+    """' (train.py:42)': the innermost frame of the user's script in the traceback."""
+    tb, where = exc.__traceback__, ""
+    target = os.path.abspath(path)
+    while tb is not None:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename) == target:
+            where = f" ({os.path.basename(path)}:{tb.tb_lineno})"
+        tb = tb.tb_next
+    return where
+
+
+class ScriptError(Exception):
+    """The script ended or failed before the trace was complete."""
+
+
+class ScriptSpecError(Exception):
+    """--script names nothing runnable."""

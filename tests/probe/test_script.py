@@ -1,0 +1,237 @@
+"""--script: a user's unmodified training script probed as it stands. Each test writes a script the
+way users write them and runs `python3 -m colo_probe --script` as a subprocess (the real entry
+point: argv handling, the stop after two steps, the exit status and the one-line errors)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+from probe_util import Trace
+
+PYTHON_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "python")
+_DIRS = []
+
+
+def tearDownModule():
+    for d in _DIRS:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def run_probe(script_text, script_args=(), probe_args=(), name="train.py"):
+    """(exit status, trace text or None, stderr, the script's directory)."""
+    d = tempfile.mkdtemp(prefix="colo-script-")
+    _DIRS.append(d)
+    path = os.path.join(d, name)
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(script_text))
+    out = os.path.join(d, "out.trace")
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(PYTHON_DIR), CUDA_VISIBLE_DEVICES="")
+    p = subprocess.run([sys.executable, "-m", "colo_probe", "--out", out, *probe_args, "--script", path, *script_args],
+                       capture_output=True, text=True, env=env, cwd=d, timeout=600)
+    text = _read(out) if os.path.exists(out) and p.returncode == 0 else None
+    return p.returncode, text, p.stderr, d
+
+
+def footer(text):
+    return json.loads([line for line in text.splitlines() if line.startswith("E ")][0][2:])
+
+
+def header(text):
+    return json.loads([line for line in text.splitlines() if line.startswith("H ")][0][2:])
+
+
+RESNET_SCRIPT = """
+    import argparse
+    import torch, torch.nn as nn, torchvision
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batch-size", type=int, default=8)
+    args = ap.parse_args()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = torchvision.models.resnet18(num_classes=10).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    crit = nn.CrossEntropyLoss()
+    step = 0
+    while True:  # never ends by itself: the probe stops it
+        x = torch.randn(args.batch_size, 3, 64, 64).to(device, non_blocking=True)
+        y = torch.randint(0, 10, (args.batch_size,)).to(device)
+        opt.zero_grad(set_to_none=True)
+        out = model(x)
+        loss = crit(out, y)
+        loss.backward()
+        opt.step()
+        print(f"step {step} loss {loss.item():.3f} acc {(out.argmax(1) == y).float().mean().item():.2f}")
+        step += 1
+"""
+
+
+class Script(unittest.TestCase):
+    def test_an_endless_loop_is_stopped_after_two_steps_and_matches_the_model_probe(self):
+        rc, text, err, _ = run_probe(RESNET_SCRIPT, ["--batch-size", "16"])
+        self.assertEqual(rc, 0, err)
+        self.assertEqual([line for line in text.splitlines() if line.startswith("S ")], ["S 1", "S 2"])
+        self.assertEqual(header(text)["args"], ["--batch-size", "16"])
+        self.assertEqual(header(text)["optimizer"], "adam")
+        self.assertIn("step 0 loss", err, "the script's own prints go to stderr, not into the trace")
+        self.assertNotIn("step 1 loss", err, "the run stops inside the second optimizer step")
+        # The same network, batch and optimizer through --model: the same storages at the peak.
+        with tempfile.NamedTemporaryFile("r", suffix=".trace") as f:
+            env = dict(os.environ, PYTHONPATH=os.path.abspath(PYTHON_DIR))
+            subprocess.run([sys.executable, "-m", "colo_probe", "--model", "torchvision:resnet18", "--num-classes", "10",
+                            "--input", "3x64x64", "--batch", "16", "--optimizer", "adam", "--out", f.name],
+                           check=True, env=env, timeout=600)
+            model_peak = footer(f.read())["peak_live_bytes"]
+        script_peak = footer(text)["peak_live_bytes"]
+        self.assertLess(abs(script_peak - model_peak), 0.01 * model_peak, (script_peak, model_peak))
+        t = Trace(text)
+        self.assertTrue(t.by_op("to_cuda"), "the script's model.to(device) and batches are recorded")
+
+    def test_the_script_sees_the_target_gpu(self):
+        rc, text, err, d = run_probe("""
+            import json, sys, torch
+            x = torch.zeros(4, device="cuda")
+            m = torch.nn.Linear(4, 4).cuda()
+            seen = {"available": torch.cuda.is_available(), "count": torch.cuda.device_count(),
+                    "name": torch.cuda.get_device_name(0),
+                    "total": torch.cuda.get_device_properties(0).total_memory,
+                    "is_cuda": x.is_cuda, "device": str(m.weight.device), "bf16": torch.cuda.is_bf16_supported(),
+                    "allocated": torch.cuda.memory_allocated(), "argv": sys.argv[1:]}
+            json.dump(seen, open("seen.json", "w"))
+            opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            for _ in range(5):
+                m(x).sum().backward(); opt.step(); opt.zero_grad()
+        """, ["--flag", "value"], ["--gpus", "2", "--gpu-name", "NVIDIA H100 80GB HBM3", "--gpu-memory-mib", "81559"])
+        self.assertEqual(rc, 0, err)
+        seen = json.loads(_read(os.path.join(d, "seen.json")))
+        self.assertEqual(seen, {"available": True, "count": 2, "name": "NVIDIA H100 80GB HBM3", "total": 81559 << 20,
+                                "is_cuda": True, "device": "cuda:0", "bf16": True, "argv": ["--flag", "value"],
+                                "allocated": 16 + 64 + 16})
+
+    def test_amp_scaler_clipping_scheduler_and_a_pinned_loader(self):
+        script = """
+            import sys, torch, torch.nn as nn
+            from torch.utils.data import DataLoader, TensorDataset
+            amp = sys.argv[1]
+            model = nn.Sequential(nn.Linear(256, 2048), nn.ReLU(), nn.Linear(2048, 2048), nn.ReLU(), nn.Linear(2048, 10)).cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            sched = torch.optim.lr_scheduler.StepLR(opt, 10)
+            scaler = torch.cuda.amp.GradScaler(enabled=(amp == "fp16"))
+            loader = DataLoader(TensorDataset(torch.randn(2048, 256), torch.randint(0, 10, (2048,))),
+                                batch_size=512, shuffle=True, pin_memory=True)
+            for epoch in range(10):
+                for x, y in loader:
+                    x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+                    with torch.autocast(device_type="cuda", dtype=torch.float16, enabled=(amp != "none")):
+                        loss = nn.functional.cross_entropy(model(x), y)
+                    scaler.scale(loss).backward()
+                    scaler.unscale_(opt)
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    scaler.step(opt)
+                    scaler.update()
+                    sched.step()
+                    opt.zero_grad()
+        """
+        peaks = {}
+        for amp in ("none", "fp16"):
+            rc, text, err, _ = run_probe(script, [amp])
+            self.assertEqual(rc, 0, err)
+            peaks[amp] = footer(text)["peak_live_bytes"]
+            if amp == "fp16":
+                t = Trace(text)
+                self.assertTrue([a for _, a in t.allocs.items() if a[2] == "_to_copy" and a[0] == 2048 * 2048 * 2],
+                                "autocast casts the weights to fp16")
+        self.assertNotEqual(peaks["none"], peaks["fp16"])
+
+    def test_data_parallel_over_the_target_gpus_gathers_on_gpu0(self):
+        script = """
+            import torch, torch.nn as nn
+            model = nn.DataParallel(nn.Sequential(nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 10))).cuda()
+            opt = torch.optim.Adam(model.parameters())
+            for _ in range(3):
+                x = torch.randn(64, 128).cuda()
+                model(x).sum().backward()
+                opt.step()
+                opt.zero_grad()
+        """
+        rc, text, err, _ = run_probe(script, probe_args=["--gpus", "2"])
+        self.assertEqual(rc, 0, err)
+        gathered = Trace(text).by_op("gather")
+        self.assertTrue(gathered, "DataParallel's outputs are gathered on GPU 0")
+        self.assertEqual(gathered[0][1][0], 64 * 10 * 4, "the whole batch's output")
+        rc, text, err, _ = run_probe(script)
+        self.assertEqual(rc, 0, err)
+        self.assertFalse(Trace(text).by_op("gather"), "one GPU: DataParallel just calls the module")
+
+    def test_what_the_script_keeps_between_steps_is_in_the_trace(self):
+        script = """
+            import sys, torch, torch.nn as nn
+            keep = sys.argv[1] == "keep"
+            model = nn.Linear(1024, 65536).cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            kept = []
+            for _ in range(4):
+                out = model(torch.randn(64, 1024, device="cuda"))
+                out.float().mean().backward()
+                opt.step()
+                opt.zero_grad()
+                if keep:
+                    kept.append(out.detach())  # e.g. logits kept for an epoch-end metric
+                del out
+        """
+        peaks = {}
+        for mode in ("keep", "drop"):
+            rc, text, err, _ = run_probe(script, [mode])
+            self.assertEqual(rc, 0, err)
+            peaks[mode] = footer(text)["peak_live_bytes"]
+        self.assertGreaterEqual(peaks["keep"] - peaks["drop"], 64 * 65536 * 4, peaks)
+
+    def test_two_optimizers_each_step_twice(self):
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            g, d = nn.Linear(16, 16).cuda(), nn.Linear(16, 1).cuda()
+            og, od = torch.optim.Adam(g.parameters()), torch.optim.Adam(d.parameters())
+            while True:
+                z = torch.randn(8, 16, device="cuda")
+                d(g(z).detach()).mean().backward(); od.step(); od.zero_grad()
+                d(g(z)).mean().backward(); og.step(); og.zero_grad()
+        """)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual([line for line in text.splitlines() if line.startswith("S ")], ["S 1", "S 2"])
+
+    def test_failures_are_one_line_and_name_the_cause(self):
+        cases = [
+            ("import torch\nm = torch.nn.Linear(4, 4).cuda()\no = torch.optim.SGD(m.parameters(), lr=1)\n"
+             "m(torch.zeros(2, 4, device='cuda')).sum().backward()\no.step()\n",
+             "the script finished after 1 optimizer step"),
+            ("import torch\n\ndef build():\n    raise KeyError('lr')\n\nbuild()\n",
+             "the script raised KeyError: 'lr' (train.py:4) before building an optimizer"),
+            ("import sys\nsys.exit(3)\n", "the script exited (status 3)"),
+            ("try:\n    import torch\n    m = torch.nn.Linear(4, 4).cuda()\n    o = torch.optim.SGD(m.parameters(), lr=1)\n"
+             "    while True:\n        m(torch.zeros(2, 4, device='cuda')).sum().backward(); o.step()\n"
+             "except Exception:\n    pass\n", None),  # a script's `except Exception` cannot swallow the stop
+        ]
+        for text, message in cases:
+            rc, trace, err, _ = run_probe(text)
+            if message is None:
+                self.assertEqual(rc, 0, err)
+                continue
+            self.assertEqual(rc, 1, err)
+            last = err.strip().splitlines()[-1]
+            self.assertTrue(last.startswith("colo_probe: error: "), last)
+            self.assertIn(message, last)
+        p = subprocess.run([sys.executable, "-m", "colo_probe", "--script", "/nonexistent/train.py"], capture_output=True,
+                           text=True, env=dict(os.environ, PYTHONPATH=os.path.abspath(PYTHON_DIR)), timeout=300)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no such file", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
