@@ -10,7 +10,8 @@ local colo = @COLO_SETTINGS@
 local function colo_mem_mib(comment)
   if comment == nil then return nil end
   local m = string.match(" " .. comment, " colo:mem_mib=(%d+)")
-  if m then return tonumber(m) end
+  -- at most 9 digits (colo writes at most its GPU-memory limit): longer would become a float
+  if m and #m <= 9 then return tonumber(m) end
   return nil
 end
 

@@ -47,7 +47,8 @@ std::optional<AttemptReport> read_attempt_report(const std::string& state_dir, s
     if (why) *why = path + ": " + w;
     return std::nullopt;
   };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  // O_NONBLOCK: a FIFO planted under the report's name must not block the agent in open().
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return fail(errno == ENOENT ? "no report" : std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -69,16 +70,34 @@ std::optional<AttemptReport> read_attempt_report(const std::string& state_dir, s
   text.resize(static_cast<size_t>(n));
   try {
     const auto j = nlohmann::json::parse(text);
+    // Integers only, range-checked before narrowing: 1e300 or 4294967296 is not a restart count.
+    auto integer = [&](const char* key, std::int64_t lo, std::int64_t hi) -> std::optional<std::int64_t> {
+      const auto& v = j.at(key);
+      if (!v.is_number_integer()) return std::nullopt;
+      if (v.is_number_unsigned()) {
+        const auto u = v.get<std::uint64_t>();
+        if (u > static_cast<std::uint64_t>(hi)) return std::nullopt;
+        return static_cast<std::int64_t>(u);
+      }
+      const auto x = v.get<std::int64_t>();
+      if (x < lo || x > hi) return std::nullopt;
+      return x;
+    };
     AttemptReport r;
-    r.job_id = j.at("job_id").get<std::uint64_t>();
-    r.restart = j.at("restart").get<int>();
+    const auto& id = j.at("job_id");
+    if (!id.is_number_unsigned()) return fail("job_id is not a job id");
+    r.job_id = id.get<std::uint64_t>();
+    const auto rs = integer("restart", 0, 1 << 20);
+    const auto ec = integer("exit_code", -(1ll << 31), (1ll << 31) - 1);
+    if (!rs || !ec) return fail("restart or exit_code is not an integer in range");
+    r.restart = static_cast<int>(*rs);
     if (r.job_id != job_id || r.restart != restart) return fail("names another attempt");
     r.outcome = j.at("outcome").get<std::string>();
-    r.exit_code = j.at("exit_code").get<int>();
+    r.exit_code = static_cast<int>(*ec);
     if (j.contains("peak_mib") && !j["peak_mib"].is_null()) {
-      const auto p = j["peak_mib"].get<std::int64_t>();
-      if (p < 0 || p > limits::kMaxGpuMiB) return fail("peak_mib out of range");
-      r.peak_mib = p;
+      const auto p = integer("peak_mib", 0, limits::kMaxGpuMiB);
+      if (!p) return fail("peak_mib out of range");
+      r.peak_mib = *p;
     }
     r.oom_line = j.value("oom_line", std::string());
     r.gpus = j.value("gpus", std::string());

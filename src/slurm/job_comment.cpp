@@ -1,5 +1,7 @@
 #include "slurm/job_comment.h"
 
+#include <regex>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -51,8 +53,14 @@ std::optional<JobComment> parse_comment(const std::string& comment) {
         return std::nullopt;
       }
     } else if (k == "est") {
+      // The comment is the user's to write: only what colo writes is taken, bounded, so the
+      // recovery agent never copies unbounded or control text into its state and log.
+      static const std::regex est(R"([A-Za-z0-9_:.()-]{1,40})");
+      if (!std::regex_match(v, est)) return std::nullopt;
       c.estimator = v;
     } else if (k == "fp") {
+      static const std::regex fp(R"(u[0-9]{1,10}-[0-9a-f]{1,16})");  // job_fingerprint's u<uid>-<hex>
+      if (!std::regex_match(v, fp)) return std::nullopt;
       c.fingerprint = v;
     }
   }

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/one_line.h"
+#include "core/utf8.h"
 
 extern char** environ;
 
@@ -101,7 +102,7 @@ std::string text(const nlohmann::json& j, const char* key) {
 std::vector<SlurmJob> parse_squeue_json(const std::string& out) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(out);
+    j = nlohmann::json::parse(is_valid_utf8(out) ? out : replace_invalid_utf8(out));
   } catch (const nlohmann::json::exception& e) {
     throw UserError(fmt::format("squeue --json: not JSON: {}", one_line(e.what())));
   }

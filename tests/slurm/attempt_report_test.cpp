@@ -68,6 +68,25 @@ TEST_F(AttemptReportTest, ForgedOrBrokenReportsAreIgnored) {
   EXPECT_THAT(why, HasSubstr("not a report"));
   std::filesystem::create_symlink("/etc/passwd", report_path(dir_, 8, 0));
   EXPECT_FALSE(read_attempt_report(dir_, 8, 0, ::getuid(), &why));
+  // Numbers that would narrow or are not integers at all.
+  std::ofstream(report_path(dir_, 10, 0)) << R"({"job_id":10,"restart":4294967296,"outcome":"ok","exit_code":0})";
+  EXPECT_FALSE(read_attempt_report(dir_, 10, 0, ::getuid(), &why));
+  EXPECT_THAT(why, HasSubstr("not an integer in range"));
+  std::ofstream(report_path(dir_, 11, 0)) << R"({"job_id":11,"restart":0,"outcome":"ok","exit_code":1e300})";
+  EXPECT_FALSE(read_attempt_report(dir_, 11, 0, ::getuid(), &why));
+  EXPECT_THAT(why, HasSubstr("not an integer in range"));
+  std::ofstream(report_path(dir_, 12, 0)) << R"({"job_id":12,"restart":0,"outcome":"ok","exit_code":0,"peak_mib":2.5})";
+  EXPECT_FALSE(read_attempt_report(dir_, 12, 0, ::getuid(), &why));
+  EXPECT_THAT(why, HasSubstr("peak_mib"));
+}
+
+// A FIFO planted under a report's name (the reports folder is writable by every user) is refused
+// at once: opening it must not wait for a writer, which would stall the agent for every job.
+TEST_F(AttemptReportTest, AFifoIsRefusedWithoutBlocking) {
+  ASSERT_EQ(::mkfifo(report_path(dir_, 9, 0).c_str(), 0644), 0);
+  std::string why;
+  EXPECT_FALSE(read_attempt_report(dir_, 9, 0, ::getuid(), &why));
+  EXPECT_THAT(why, HasSubstr("not a regular file"));
 }
 
 }  // namespace

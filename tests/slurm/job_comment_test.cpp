@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace colo::slurm {
 namespace {
 
@@ -36,6 +38,13 @@ TEST(JobComment, IgnoresCommentsWithoutAValidRecord) {
   EXPECT_FALSE(parse_comment("colo:mem_mib=-5"));              // out of range
   EXPECT_FALSE(parse_comment("colo:mem_mib=99999999999999"));  // more than any GPU
   EXPECT_FALSE(parse_comment("colo:garbage"));
+  // Only what colo writes: a fingerprint u<uid>-<hex> and a short estimator name, so a user's
+  // comment cannot put unbounded or control text into the recovery agent's state and log.
+  EXPECT_FALSE(parse_comment("colo:fp=u0-" + std::string(70000, 'a')));
+  EXPECT_FALSE(parse_comment("colo:fp=u1000-abc\nforged log line"));
+  EXPECT_FALSE(parse_comment("colo:fp=x"));
+  EXPECT_FALSE(parse_comment("colo:mem_mib=5,est=" + std::string(41, 'a')));
+  EXPECT_TRUE(parse_comment("colo:mem_mib=5,est=auto(trace),fp=u4294967295-0123456789abcdef"));
   const auto later = parse_comment("note colo:mem_mib=2048");
   ASSERT_TRUE(later);
   EXPECT_EQ(later->mem_mib, 2048);

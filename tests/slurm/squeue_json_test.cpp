@@ -1,6 +1,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "core/error.h"
 #include "slurm/slurm_control.h"
 
@@ -52,6 +54,16 @@ TEST(SqueueJson, RejectsWhatIsNotAJobList) {
   EXPECT_THROW(parse_squeue_json(R"({"jobs":{}})"), UserError);
   // Entries without a usable id are skipped, not guessed at.
   EXPECT_TRUE(parse_squeue_json(R"({"jobs":[1,{"job_id":-3},{"job_id":"x"}]})").empty());
+}
+
+// squeue passes users' bytes through: a job named "\xff" must not make every other job unreadable.
+TEST(SqueueJson, InvalidUtf8InOneJobLeavesTheListReadable) {
+  const std::string out = std::string(R"({"jobs":[{"job_id":3,"user_id":5,"job_state":"RUNNING","name":")") +
+                          "\xff\xc0" "bad" + R"(","comment":"colo:mem_mib=10"},{"job_id":4,"user_id":5,"job_state":"PENDING"}]})";
+  const auto jobs = parse_squeue_json(out);
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].comment, "colo:mem_mib=10");
+  EXPECT_EQ(jobs[1].job_id, 4u);
 }
 
 }  // namespace
