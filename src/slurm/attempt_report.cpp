@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
+#include <filesystem>
+#include <random>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -23,7 +26,7 @@ std::string report_path(const std::string& state_dir, std::uint64_t job_id, int 
   return fmt::format("{}/{}.{}.json", reports_dir(state_dir), job_id, restart);
 }
 
-void write_attempt_report(const std::string& state_dir, const AttemptReport& r) {
+std::string write_attempt_report(const std::string& state_dir, const AttemptReport& r) {
   nlohmann::ordered_json j = {{"job_id", r.job_id}, {"restart", r.restart}, {"outcome", r.outcome},
                               {"exit_code", r.exit_code}};
   j["peak_mib"] = r.peak_mib ? nlohmann::ordered_json(*r.peak_mib) : nlohmann::ordered_json();
@@ -31,18 +34,44 @@ void write_attempt_report(const std::string& state_dir, const AttemptReport& r) 
   j["gpus"] = r.gpus;
   j["tres"] = r.tres;
   const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  const std::string path = report_path(state_dir, r.job_id, r.restart);
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  std::string path = report_path(state_dir, r.job_id, r.restart);
+  // 0600: the OOM line and the GPUs are the user's business; the agent reads as root.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  std::random_device rd;
+  if (fd < 0 && errno == EEXIST) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && st.st_uid == ::geteuid())
+      throw UserError(fmt::format("{}: the attempt report exists already (never rewritten)", path));
+    errno = EEXIST;
+  }
+  for (int tries = 0; fd < 0 && errno == EEXIST && tries < 8; ++tries) {
+    // The plain name is taken (another user may create it before us): a name nobody can guess.
+    path = fmt::format("{}/{}.{}.{:08x}{:08x}.json", reports_dir(state_dir), r.job_id, r.restart, rd(), rd());
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  }
   if (fd < 0) throw UserError(fmt::format("{}: cannot create the attempt report: {}", path, std::strerror(errno)));
   const ssize_t n = ::write(fd, text.data(), text.size());
   const bool ok = n == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
   ::close(fd);
   if (!ok) throw UserError(fmt::format("{}: cannot write the attempt report", path));
+  return path;
 }
 
-std::optional<AttemptReport> read_attempt_report(const std::string& state_dir, std::uint64_t job_id, int restart,
-                                                 std::int64_t owner_uid, std::string* why) {
-  const std::string path = report_path(state_dir, job_id, restart);
+namespace {
+
+// Reads one candidate file; nullopt with `why` when it is not the job's user's report.
+std::optional<AttemptReport> read_report_file(const std::string& path, std::uint64_t job_id, int restart,
+                                              std::int64_t owner_uid, std::string* why);
+
+// "<job>.<restart>." — the prefix of every candidate name for that attempt.
+std::string attempt_prefix(std::uint64_t job_id, int restart) { return fmt::format("{}.{}.", job_id, restart); }
+
+}  // namespace
+
+namespace {
+
+std::optional<AttemptReport> read_report_file(const std::string& path, std::uint64_t job_id, int restart,
+                                              std::int64_t owner_uid, std::string* why) {
   auto fail = [&](std::string w) -> std::optional<AttemptReport> {
     if (why) *why = path + ": " + w;
     return std::nullopt;
@@ -106,6 +135,56 @@ std::optional<AttemptReport> read_attempt_report(const std::string& state_dir, s
   } catch (const nlohmann::json::exception& e) {
     return fail(std::string("not a report: ") + e.what());
   }
+}
+
+}  // namespace
+
+std::optional<AttemptReport> read_attempt_report(const std::string& state_dir, std::uint64_t job_id, int restart,
+                                                 std::int64_t owner_uid, std::string* why) {
+  std::string first_why;
+  if (auto r = read_report_file(report_path(state_dir, job_id, restart), job_id, restart, owner_uid, &first_why)) return r;
+  if (first_why.size() < 9 || first_why.compare(first_why.size() - 9, 9, "no report") != 0) {
+    // The plain name exists but is not the user's report: look for the suffixed one it wrote.
+    const std::string prefix = attempt_prefix(job_id, restart);
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(reports_dir(state_dir), ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.size() <= prefix.size() + 5 || name.compare(0, prefix.size(), prefix) != 0 ||
+          name.compare(name.size() - 5, 5, ".json") != 0 || name == prefix + "json")
+        continue;
+      std::string ignored;
+      if (auto r = read_report_file(e.path().string(), job_id, restart, owner_uid, &ignored)) return r;
+    }
+  }
+  if (why) *why = first_why;
+  return std::nullopt;
+}
+
+int remove_stale_reports(const std::string& state_dir, const std::set<std::uint64_t>& listed, std::int64_t min_age_s) {
+  const std::string dir = reports_dir(state_dir);
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (dfd < 0) return 0;
+  const std::int64_t now = static_cast<std::int64_t>(::time(nullptr));
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const std::size_t dot = name.find('.');
+    if (dot == 0 || dot == std::string::npos || dot > 20 || name.find_first_not_of("0123456789") != dot) continue;
+    std::uint64_t job = 0;
+    try {
+      job = std::stoull(name.substr(0, dot));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (listed.count(job)) continue;
+    struct stat st {};
+    if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode)) continue;
+    if (now - static_cast<std::int64_t>(st.st_ctime) < min_age_s) continue;
+    if (::unlinkat(dfd, name.c_str(), 0) == 0) ++removed;  // the link itself, never what it points to
+  }
+  ::close(dfd);
+  return removed;
 }
 
 }  // namespace colo::slurm

@@ -3,8 +3,12 @@
 // attempt's outcome and observed peak: <state_dir>/reports/<job>.<restart>.json, created by the
 // job's user in a drop-box directory (mode 1733: anyone may add, nobody may list or replace
 // another's file). The agent trusts a report only when its owner is the job's user.
+// Job ids are predictable, so another user may have created that name first: the writer then
+// takes <job>.<restart>.<random>.json and the reader looks at every <job>.<restart>.* file for the
+// one the job's user owns. The agent removes reports of jobs Slurm no longer lists.
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "core/units.h"
@@ -24,11 +28,17 @@ struct AttemptReport {
 
 std::string reports_dir(const std::string& state_dir);
 std::string report_path(const std::string& state_dir, std::uint64_t job_id, int restart);
-// Creates the file exclusively (an existing one is never overwritten); throws colo::UserError.
-void write_attempt_report(const std::string& state_dir, const AttemptReport& r);
+// Creates the file exclusively (an existing one is never overwritten; a name taken by someone
+// else gets a random suffix); returns its path; throws colo::UserError.
+std::string write_attempt_report(const std::string& state_dir, const AttemptReport& r);
 // The report of (job, restart) when it exists, parses, and is owned by `owner_uid`; nullopt
 // otherwise (`why`, when given, says which).
 std::optional<AttemptReport> read_attempt_report(const std::string& state_dir, std::uint64_t job_id, int restart,
                                                  std::int64_t owner_uid, std::string* why = nullptr);
+// Removes the reports (and anything else named <job>.…) of jobs not in `listed` whose inode last
+// changed at least `min_age_s` seconds ago (ctime, which a user cannot set back): Slurm has
+// forgotten those jobs, and a name squatted for a future job id is gone before it is used.
+// Returns how many were removed. Directories and unparsable names are left alone.
+int remove_stale_reports(const std::string& state_dir, const std::set<std::uint64_t>& listed, std::int64_t min_age_s);
 
 }  // namespace colo::slurm

@@ -48,8 +48,8 @@ void pause_for_tests() {
 
 std::string RecoverAgent::state_path(const std::string& state_dir) { return state_dir + "/agent.json"; }
 
-RecoverAgent::RecoverAgent(SiteSettings site, SlurmControl& slurm, std::ostream& log)
-    : site_(std::move(site)), slurm_(slurm), log_(log) {
+RecoverAgent::RecoverAgent(SiteSettings site, SlurmControl& slurm, std::ostream& log, std::int64_t report_min_age_s)
+    : site_(std::move(site)), slurm_(slurm), log_(log), report_min_age_s_(report_min_age_s) {
   std::filesystem::create_directories(site_.state_dir);
   ensure_dir(site_.state_dir, 0755);
   ensure_dir(reports_dir(site_.state_dir), 01733);  // a drop box: anyone adds, nobody lists
@@ -104,6 +104,10 @@ void RecoverAgent::step() {
     }
   }
   if (pruned) save();
+  // The drop box holds only reports of jobs Slurm still knows (and, for a while, just-finished
+  // ones): stale files and names squatted for future job ids go.
+  if (const int n = remove_stale_reports(site_.state_dir, seen, report_min_age_s_); n > 0)
+    log_ << fmt::format("removed {} stale attempt report(s)\n", n) << std::flush;
 }
 
 void RecoverAgent::handle_held(const SlurmJob& j) {

@@ -30,7 +30,9 @@ struct AgentJob {
 class RecoverAgent {
  public:
   // Loads <state_dir>/agent.json (creating state_dir and its reports/ drop box as needed).
-  RecoverAgent(SiteSettings site, SlurmControl& slurm, std::ostream& log);
+  // Reports of jobs Slurm no longer lists are removed once report_min_age_s old (by ctime): the
+  // age covers a job that finished between the agent's squeue and its sweep.
+  RecoverAgent(SiteSettings site, SlurmControl& slurm, std::ostream& log, std::int64_t report_min_age_s = 3600);
   // One pass over Slurm's jobs. Slurm errors on one job are logged and retried next pass.
   void step();
   const std::map<std::uint64_t, AgentJob>& jobs() const { return jobs_; }
@@ -46,6 +48,7 @@ class RecoverAgent {
   SlurmControl& slurm_;
   std::ostream& log_;
   std::map<std::uint64_t, AgentJob> jobs_;
+  std::int64_t report_min_age_s_;
 };
 
 }  // namespace colo::slurm

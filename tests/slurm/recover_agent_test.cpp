@@ -181,6 +181,50 @@ TEST_F(RecoverAgentTest, RecordsThePeakOfAFinishedRunForItsOwnUserOnly) {
   EXPECT_TRUE(agent.jobs().empty());
 }
 
+// Job ids are predictable: another user may create a report under the name a job will use. The
+// job's own report then takes a random name, the agent still finds it, and the squatter's file
+// goes once Slurm no longer lists that job.
+TEST_F(RecoverAgentTest, ASquattedReportNameNeitherHidesTheRealReportNorStays) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a file as another user";
+  RecoverAgent agent(site_, slurm_, log_, 0);
+  const std::string squat = report_path(site_.state_dir, 11, 0);
+  std::ofstream(squat) << R"({"job_id":11,"restart":0,"outcome":"ok","exit_code":0,"peak_mib":1})";
+  ASSERT_EQ(::chown(squat.c_str(), 65534, 65534), 0);
+  SlurmJob done = held(11, 0, "gres:shard:9");
+  done.state = "COMPLETED";
+  done.exit_code = 0;
+  slurm_.list = {done};
+  AttemptReport r;
+  r.job_id = 11;
+  r.outcome = "ok";
+  r.peak_mib = 7000;
+  const std::string real = write_attempt_report(site_.state_dir, r);
+  EXPECT_NE(real, squat);
+  agent.step();
+  const auto h = PeakHistory::load(history_path(site_.state_dir));
+  ASSERT_TRUE(h.find("u" + std::to_string(::getuid()) + "-abc")) << agent.jobs().at(11).note;
+  EXPECT_EQ(h.find("u" + std::to_string(::getuid()) + "-abc")->peak_mib, 7000);
+  EXPECT_TRUE(std::filesystem::exists(squat)) << "listed jobs keep their files";
+  // A name squatted for a job id Slurm has not handed out yet, and the finished job's files, go
+  // once Slurm no longer lists them; a directory in the drop box is left alone.
+  std::ofstream(report_path(site_.state_dir, 99, 0)) << "{}";
+  std::filesystem::create_directory(reports_dir(site_.state_dir) + "/12.0.d");
+  slurm_.list.clear();
+  agent.step();
+  EXPECT_FALSE(std::filesystem::exists(squat));
+  EXPECT_FALSE(std::filesystem::exists(real));
+  EXPECT_FALSE(std::filesystem::exists(report_path(site_.state_dir, 99, 0)));
+  EXPECT_TRUE(std::filesystem::exists(reports_dir(site_.state_dir) + "/12.0.d"));
+  EXPECT_THAT(log_.str(), HasSubstr("removed 3 stale attempt report(s)"));
+}
+
+TEST_F(RecoverAgentTest, ReportsOfListedOrYoungJobsAreKept) {
+  RecoverAgent agent(site_, slurm_, log_);  // the default age: an hour
+  report(5, 0, "ok", 100);
+  agent.step();  // job 5 is not listed, but its report was written just now
+  EXPECT_TRUE(std::filesystem::exists(report_path(site_.state_dir, 5, 0)));
+}
+
 TEST_F(RecoverAgentTest, CorruptStateIsAClearError) {
   std::filesystem::create_directories(site_.state_dir);
   {
