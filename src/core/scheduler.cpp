@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -58,9 +59,23 @@ Round make_round(const SchedulerInput& in) {
   if (!r.many_nodes) {
     r.usable_on_one_node = r.usable_count;
   } else {
-    std::map<int, int> per_node;
-    for (const GpuSnapshot& g : in.gpus)
-      if (g.healthy && !g.drained) r.usable_on_one_node = std::max(r.usable_on_one_node, ++per_node[g.node]);
+    // Per-server counts; a cluster's GPUs come grouped by server, so a run of one node is counted
+    // without a lookup and the map sees one entry per run (this runs on every decision).
+    std::unordered_map<int, int> per_node;
+    int run_node = 0, run = 0;
+    auto flush = [&] {
+      if (run > 0) r.usable_on_one_node = std::max(r.usable_on_one_node, per_node[run_node] += run);
+    };
+    for (const GpuSnapshot& g : in.gpus) {
+      if (!g.healthy || g.drained) continue;
+      if (run > 0 && g.node != run_node) {
+        flush();
+        run = 0;
+      }
+      run_node = g.node;
+      ++run;
+    }
+    flush();
   }
   return r;
 }
@@ -156,18 +171,22 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
       return a.first != b.first ? a.first > b.first : a.second < b.second;
     };
     if (job.gpus > 1 && round.many_nodes) {
-      // All of a job's GPUs on one server: the server whose job.gpus-th best GPU ranks highest.
-      std::sort(ranked.begin(), ranked.end(), better);
-      std::map<int, std::vector<std::pair<double, int>>> by_node;
-      bool found = false;
-      for (const auto& r : ranked) {
-        auto& on = by_node[round.cands[static_cast<size_t>(r.second)].gpu->node];
-        on.push_back(r);
-        if (static_cast<int>(on.size()) == job.gpus) {
-          ranked = on;
-          found = true;
-          break;
-        }
+      // All of a job's GPUs on one server: the server whose job.gpus-th best GPU ranks highest
+      // (found per server with nth_element: linear in the candidates, no global sort).
+      std::unordered_map<int, std::vector<std::pair<double, int>>> by_node;
+      for (const auto& r : ranked) by_node[round.cands[static_cast<size_t>(r.second)].gpu->node].push_back(r);
+      const auto k = static_cast<std::ptrdiff_t>(job.gpus);
+      std::vector<std::pair<double, int>>* best = nullptr;
+      for (auto& [node, on] : by_node) {
+        if (static_cast<std::ptrdiff_t>(on.size()) < k) continue;
+        std::nth_element(on.begin(), on.begin() + (k - 1), on.end(), better);
+        if (!best || better(on[static_cast<size_t>(k - 1)], (*best)[static_cast<size_t>(k - 1)])) best = &on;
+      }
+      const bool found = best != nullptr;
+      if (found) {
+        std::partial_sort(best->begin(), best->begin() + k, best->end(), better);
+        best->resize(static_cast<size_t>(k));
+        ranked = std::move(*best);
       }
       if (!found) {
         out.blocked = Blocked{job.id, recovery, {}};
