@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.h"
+#include "cli/estimate_smact.h"
 #include "cli/number_option.h"
 #include "cli/probe_options.h"
 #include "cli/progress.h"
@@ -372,6 +373,8 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
     (void)cal;
     run_calibrate(*c, line);
   });
+
+  colo::cli::add_smact_subcommand(cmd);
 
   cmd->callback([o, cmd] {
     if (cmd->get_subcommands().empty()) run_single(*o);

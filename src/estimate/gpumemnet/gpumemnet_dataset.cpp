@@ -154,6 +154,11 @@ GpuMemNetDataset load_gpumemnet_dataset(const std::string& path, GpuMemNetFamily
       else if (status != "SUCCESSFUL")
         throw UserError(fmt::format("{}: Status '{}' is neither SUCCESSFUL nor OOM_CRASH", where, status));
     }
+    for (auto [name, out] : {std::pair{"Avg SMACT", &row.smact}, std::pair{"Avg SMOCC", &row.smocc}}) {
+      if (!col.count(name)) continue;
+      const double v = parse_real(field(name), fmt::format("{}: column '{}'", where, name), -1, 1);
+      if (v >= 0) *out = v;  // -1: the sampler recorded nothing
+    }
     if (row.measured_mib < 0) throw UserError(fmt::format("{}: negative measured memory", where));
     if (!row.oom && row.measured_mib == 0) {
       ++ds.unmeasured;

@@ -8,6 +8,7 @@
 // Filename, 80/20), so it never depends on row order and `colo estimate eval --split test` scores
 // GPUMemNet on exactly the rows it never saw.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,9 @@ struct GpuMemNetRow {
   GpuMemNetInputs inputs;
   double measured_mib = 0;    // "Max GPU Memory (MiB)"
   bool oom = false;           // Status OOM_CRASH: did not fit in the 40 GB A100
+  // The run's measured GPU activity ("Avg SMACT", "Avg SMOCC": DCGM's SM activity and occupancy,
+  // 0..1, averaged over the run); none where the column is absent or the sampler recorded -1.
+  std::optional<double> smact, smocc;
 };
 
 struct GpuMemNetDataset {

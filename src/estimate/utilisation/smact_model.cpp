@@ -1,0 +1,208 @@
+#include "estimate/utilisation/smact_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/resource_path.h"
+#include "core/error.h"
+
+namespace colo::estimate {
+
+namespace {
+
+constexpr int kFolds = 5;
+constexpr double kLambdas[] = {0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 100};
+
+// [1, z_i, z_i·z_j (i ≤ j)] of one standardised feature vector.
+Eigen::VectorXd expand(const Eigen::VectorXd& z) {
+  const Eigen::Index n = z.size();
+  Eigen::VectorXd out(1 + n + n * (n + 1) / 2);
+  Eigen::Index k = 0;
+  out(k++) = 1;
+  for (Eigen::Index i = 0; i < n; ++i) out(k++) = z(i);
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index j = i; j < n; ++j) out(k++) = z(i) * z(j);
+  return out;
+}
+
+// Ridge solution with the intercept (column 0) unpenalised.
+Eigen::VectorXd ridge(const Eigen::MatrixXd& a, const Eigen::VectorXd& y, double lambda) {
+  Eigen::MatrixXd g = a.transpose() * a;
+  for (Eigen::Index i = 1; i < g.rows(); ++i) g(i, i) += lambda;
+  return g.ldlt().solve(a.transpose() * y);
+}
+
+double clamp01(double v) { return std::clamp(v, 0.0, 1.0); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(std::min<double>(static_cast<double>(v.size() - 1), std::floor(q * static_cast<double>(v.size()))))];
+}
+
+Eigen::VectorXd vector_from(const nlohmann::json& j, const std::string& where, const char* key, Eigen::Index n) {
+  const auto v = j.at(key).get<std::vector<double>>();
+  if (static_cast<Eigen::Index>(v.size()) != n)
+    throw UserError(fmt::format("{}: '{}' has {} values, expected {}", where, key, v.size(), n));
+  Eigen::VectorXd out(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    if (!std::isfinite(v[static_cast<size_t>(i)])) throw UserError(fmt::format("{}: '{}' holds a non-finite value", where, key));
+    out(i) = v[static_cast<size_t>(i)];
+  }
+  return out;
+}
+
+std::vector<double> to_vec(const Eigen::VectorXd& v) { return std::vector<double>(v.data(), v.data() + v.size()); }
+
+}  // namespace
+
+bool has_activity_label(const GpuMemNetRow& r) { return !r.oom && r.smact && r.smocc; }
+
+ActivityModel ActivityModel::fit(const std::vector<GpuMemNetRow>& all, GpuMemNetFamily family) {
+  std::vector<const GpuMemNetRow*> rows;
+  for (const auto& r : all)
+    if (has_activity_label(r)) rows.push_back(&r);
+  if (rows.size() < 20)
+    throw UserError(fmt::format("smact fit: {} rows with a measured SMACT and SMOCC; at least 20 are needed", rows.size()));
+  const Eigen::Index n = static_cast<Eigen::Index>(rows.size());
+  Eigen::MatrixXd x(kGpuMemNetFeatureCount, n);
+  Eigen::VectorXd ys(n), yo(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    x.col(i) = gpumemnet_features(rows[static_cast<size_t>(i)]->inputs);
+    ys(i) = *rows[static_cast<size_t>(i)]->smact;
+    yo(i) = *rows[static_cast<size_t>(i)]->smocc;
+  }
+  ActivityModel m;
+  m.family_ = family;
+  m.rows_ = static_cast<int>(n);
+  m.standardizer_ = Standardizer::fit(x);
+  const Eigen::MatrixXd z = m.standardizer_.apply(x);
+  Eigen::MatrixXd a(n, expand(z.col(0)).size());
+  for (Eigen::Index i = 0; i < n; ++i) a.row(i) = expand(z.col(i)).transpose();
+  // Ridge strength: the lowest mean absolute SMACT error over 5 folds (fold = row index mod 5).
+  double best = std::numeric_limits<double>::infinity();
+  for (double lambda : kLambdas) {
+    double err = 0;
+    for (int f = 0; f < kFolds; ++f) {
+      std::vector<Eigen::Index> tr, te;
+      for (Eigen::Index i = 0; i < n; ++i) (i % kFolds == f ? te : tr).push_back(i);
+      const Eigen::VectorXd w = ridge(a(tr, Eigen::all), ys(tr), lambda);
+      for (Eigen::Index i : te) err += std::abs(clamp01(a.row(i).dot(w)) - ys(i));
+    }
+    if (err < best) {
+      best = err;
+      m.lambda_ = lambda;
+    }
+  }
+  m.w_smact_ = ridge(a, ys, m.lambda_);
+  m.w_smocc_ = ridge(a, yo, m.lambda_);
+  return m;
+}
+
+ActivityPrediction ActivityModel::predict(const GpuMemNetInputs& in) const {
+  const Eigen::VectorXd z = standardizer_.apply(gpumemnet_features(in));
+  const Eigen::VectorXd e = expand(z);
+  ActivityPrediction p{clamp01(e.dot(w_smact_)), clamp01(e.dot(w_smocc_)), true, {}};
+  Eigen::Index worst = 0;
+  const double far = z.cwiseAbs().maxCoeff(&worst);
+  if (!(far <= kActivityDomainSigma)) {
+    p.in_domain = false;
+    p.outside = fmt::format("{} at {:.1f} σ from the {} training rows", gpumemnet_feature_names()[static_cast<size_t>(worst)],
+                            far, to_string(family_));
+  }
+  return p;
+}
+
+nlohmann::json ActivityModel::to_json() const {
+  return {{"family", std::string(to_string(family_))}, {"lambda", lambda_}, {"fitted_rows", rows_},
+          {"feature_mean", to_vec(standardizer_.mean)}, {"feature_scale", to_vec(standardizer_.scale)},
+          {"w_smact", to_vec(w_smact_)}, {"w_smocc", to_vec(w_smocc_)}};
+}
+
+ActivityModel ActivityModel::from_json(const nlohmann::json& j, const std::string& where) {
+  ActivityModel m;
+  try {
+    m.family_ = parse_gpumemnet_family("gpumemnet-" + j.at("family").get<std::string>());
+    m.lambda_ = j.at("lambda").get<double>();
+    m.rows_ = j.at("fitted_rows").get<int>();
+    m.standardizer_.mean = vector_from(j, where, "feature_mean", kGpuMemNetFeatureCount);
+    m.standardizer_.scale = vector_from(j, where, "feature_scale", kGpuMemNetFeatureCount);
+    const Eigen::Index cols = expand(Eigen::VectorXd::Zero(kGpuMemNetFeatureCount)).size();
+    m.w_smact_ = vector_from(j, where, "w_smact", cols);
+    m.w_smocc_ = vector_from(j, where, "w_smocc", cols);
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(fmt::format("{}: malformed activity model: {}", where, e.what()));
+  }
+  for (Eigen::Index i = 0; i < m.standardizer_.scale.size(); ++i)
+    if (!(m.standardizer_.scale(i) > 0)) throw UserError(fmt::format("{}: feature_scale must be positive", where));
+  return m;
+}
+
+nlohmann::json ActivityModels::to_json() const {
+  return {{"format", "colo-activity-model 1"}, {"source", source}, {"mlp", mlp.to_json()}, {"cnn", cnn.to_json()}};
+}
+
+ActivityModels ActivityModels::from_json(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object() || j.value("format", std::string()) != "colo-activity-model 1")
+    throw UserError(fmt::format("{}: not a colo activity model (format 'colo-activity-model 1')", where));
+  ActivityModels m;
+  m.source = j.value("source", std::string());
+  if (!j.contains("mlp") || !j.contains("cnn")) throw UserError(fmt::format("{}: needs both an 'mlp' and a 'cnn' model", where));
+  m.mlp = ActivityModel::from_json(j.at("mlp"), where + ": mlp");
+  m.cnn = ActivityModel::from_json(j.at("cnn"), where + ": cnn");
+  if (m.mlp.family() != GpuMemNetFamily::MLP || m.cnn.family() != GpuMemNetFamily::CNN)
+    throw UserError(fmt::format("{}: the 'mlp' and 'cnn' entries name the other family", where));
+  return m;
+}
+
+ActivityModels load_activity_models(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UserError(fmt::format("{}: cannot read the activity model", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(fmt::format("{}: not JSON: {}", path, e.what()));
+  }
+  return ActivityModels::from_json(j, path);
+}
+
+std::string default_activity_model_path() {
+  if (const char* p = std::getenv("COLO_SMACT_MODEL"); p && *p) return p;
+  return resource_path(nullptr, "models", "smact/a100-gpumemnet.json");
+}
+
+ActivityScore score_activity(const ActivityModel& m, const std::vector<GpuMemNetRow>& rows) {
+  std::vector<double> es, eo;
+  int s_outside = 0;
+  for (const auto& r : rows) {
+    if (!has_activity_label(r)) continue;
+    const auto p = m.predict(r.inputs);
+    s_outside += !p.in_domain;
+    es.push_back(std::abs(p.smact - *r.smact));
+    eo.push_back(std::abs(p.smocc - *r.smocc));
+  }
+  ActivityScore s;
+  s.rows = static_cast<int>(es.size());
+  s.smact_median_abs_err = median(es);
+  s.smact_p90_abs_err = quantile(es, 0.9);
+  s.smocc_median_abs_err = median(eo);
+  s.outside_domain = s_outside;
+  return s;
+}
+
+}  // namespace colo::estimate
