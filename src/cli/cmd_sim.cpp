@@ -39,6 +39,7 @@ struct SimArgs {
   double smact_cap_pct = 80;
   long long margin_mib = 2 * kGiB;
   long long min_free_mib = 5 * kGiB;
+  std::string floor = "unknown";  // when --min-free-mib applies: unknown needs only, or always
   std::string recovery = "strict";
   long long recovery_step_mib = 5 * kGiB;
   std::uint64_t seed = 0;
@@ -116,6 +117,9 @@ sim::ScenarioBase make_base(const SimArgs& a) {
   b.conditions.smact_cap = a.smact_cap_pct / 100.0;
   b.conditions.margin_mib = a.margin_mib;
   b.conditions.min_free_unknown_mib = a.min_free_mib;
+  if (a.floor != "unknown" && a.floor != "always")
+    throw UserError(fmt::format("--floor must be 'unknown' or 'always', got '{}'", a.floor));
+  b.conditions.floor_always = a.floor == "always";
   b.estimators = sim::estimator_context_for(a.workloads);
   b.duration_jitter = a.duration_jitter;
   b.seed = a.seed;
@@ -281,6 +285,10 @@ RegisterCommand reg([](CLI::App& app) {
                "margin on top of a known need (MiB; at most --gpu-memory-mib)");
   add_mib_flag(cmd, "--min-free-mib", args->min_free_mib, 0, limits::kMaxGpuMiB,
                "free memory required when the need is unknown (MiB; at most --gpu-memory-mib)");
+  cmd->add_option("--floor", args->floor,
+                  "unknown: --min-free-mib applies to unknown needs only (the thesis); always: to every job, "
+                  "free ≥ max(estimate + margin, min free)")
+      ->capture_default_str();
   cmd->add_option("--recovery", args->recovery, "strict|loose|none (none: an OOM crash fails the job, as on plain Slurm)")
       ->capture_default_str();
   add_mib_flag(cmd, "--recovery-step-mib", args->recovery_step_mib, 1, limits::kMaxGpuMiB, "loose recovery's step (MiB)");

@@ -61,6 +61,11 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
       else if (section == "policy" && k == "smact_cap") c.conditions.smact_cap = r.number(n, full, 0.0, 1.0);
       else if (section == "policy" && k == "margin") c.conditions.margin_mib = r.memory(n, full, 0);
       else if (section == "policy" && k == "min_free_unknown") c.conditions.min_free_unknown_mib = r.memory(n, full, 0);
+      else if (section == "policy" && k == "floor") {
+        const std::string v = r.str(n, full);
+        if (v != "unknown" && v != "always") r.bad(n, fmt::format("'policy.floor' must be \"unknown\" or \"always\", not '{}'", v));
+        c.conditions.floor_always = v == "always";
+      }
       else if (section == "recovery" && k == "mode") {
         const std::string v = r.str(n, full);
         auto m = recovery_mode_from_string(v);

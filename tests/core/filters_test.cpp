@@ -60,6 +60,25 @@ TEST(Filters, FitsMemoryAddsMarginToKnownNeed) {
   EXPECT_FALSE(f->admit(cand(g, 5119), req(unknown)));
 }
 
+// floor_always: the free-memory floor holds for known needs too, so a tiny estimate cannot
+// place a job where less than the floor is free.
+TEST(Filters, FloorAlwaysHoldsForKnownNeeds) {
+  auto f = fits_memory(2048, 8192, true);
+  EXPECT_EQ(f->name(), "fits_memory_floor");
+  const GpuSnapshot g = test::gpu(0, 40960);
+  const Job tiny = test::job(1, 500);
+  EXPECT_TRUE(f->admit(cand(g, 8192), req(tiny)));   // max(500 + 2048, 8192)
+  EXPECT_FALSE(f->admit(cand(g, 8191), req(tiny)));
+  EXPECT_TRUE(fits_memory(2048, 8192)->admit(cand(g, 2548), req(tiny)));  // the thesis' rule
+  const Job big = test::job(2, 20000);
+  EXPECT_TRUE(f->admit(cand(g, 22048), req(big)));   // above the floor: need + margin decides
+  EXPECT_FALSE(f->admit(cand(g, 22047), req(big)));
+  const GpuSnapshot& gr = g;
+  const Candidate low = cand(gr, 4096);
+  const Candidate* rejected[] = {&low};
+  EXPECT_EQ(f->why_not(rejected, req(tiny)), "needs 8.0 GiB (the free-memory floor; the estimate is 0.5 GiB); most free is 4.0 GiB on GPU 0");
+}
+
 TEST(Filters, SmactBelowCapAndUnmeasurablePasses) {
   auto f = smact_below(0.8);
   const Job j = test::job(1, 1000);

@@ -257,6 +257,10 @@ TEST(DaemonConfig, RefusesNanFractionsZeroStepHugeMemoryAndDirectories) {
   EXPECT_EQ(error_for("[policy]\nmargin = \"2TiB\"\n").rfind(path + ":2: policy.margin: memory '2TiB'", 0), 0u);
   EXPECT_EQ(error_for("[recovery]\nstep = \"0MiB\"\n").rfind(path + ":2: recovery.step: memory '0MiB'", 0), 0u);
   EXPECT_EQ(error_for("[policy]\nmargin = 0\n[recovery]\nmax_attempts = 3.0\nstep = \"1GiB\"\n"), "(accepted)");
+  EXPECT_EQ(error_for("[policy]\nfloor = \"sometimes\"\n"),
+            path + ":2: 'policy.floor' must be \"unknown\" or \"always\", not 'sometimes'");
+  EXPECT_EQ(error_for("[policy]\nfloor = \"always\"\n"), "(accepted)");
+  EXPECT_TRUE(load_config(path).conditions.floor_always);
   fs::remove(path);
   const std::string dir = (fs::temp_directory_path() / "colod-config-dir").string();
   fs::create_directories(dir);

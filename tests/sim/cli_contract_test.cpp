@@ -48,12 +48,25 @@ TEST(ColoSimCli, DoneWhenCommands) {
 
 TEST(ColoSimCli, BadFlagsGiveOneLine) {
   if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
-  for (const char* bad : {"--policy nope", "--smact-cap 0.8", "--estimator nope", "--sharing mig", "--compare --policy magm"}) {
+  for (const char* bad : {"--policy nope", "--smact-cap 0.8", "--estimator nope", "--sharing mig", "--compare --policy magm",
+                          "--floor sometimes"}) {
     const CliRun r = run_colo(bad);
     EXPECT_EQ(r.status, 2) << bad;
     EXPECT_EQ(r.out.rfind("colo: error: ", 0), 0u) << bad << ": " << r.out;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << bad << ": " << r.out;
   }
+}
+
+// --floor always: the free-memory floor also holds for known needs. With a floor above every
+// estimate in the 90-task trace, tiny FakeTensor estimates stack fewer jobs into OOM crashes.
+TEST(ColoSimCli, FloorAlwaysHoldsTheFloorForEstimatedJobsToo) {
+  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  auto ooms = [](const std::string& floor) {
+    const CliRun r = run_colo("--policy magm --estimator faketensor --min-free-mib 15360 --floor " + floor + " --json");
+    EXPECT_EQ(r.status, 0) << r.out;
+    return nlohmann::json::parse(r.out)["oom_crashes"].get<int>();
+  };
+  EXPECT_LT(ooms("always"), ooms("unknown"));
 }
 
 }  // namespace

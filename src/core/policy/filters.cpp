@@ -65,10 +65,10 @@ class IdleOnly final : public Filter {
 
 class FitsMemory final : public Filter {
  public:
-  FitsMemory(MiB margin, MiB min_free) : margin_(margin), min_free_(min_free) {}
-  std::string_view name() const override { return "fits_memory"; }
+  FitsMemory(MiB margin, MiB min_free, bool floor_always) : margin_(margin), min_free_(min_free), floor_always_(floor_always) {}
+  std::string_view name() const override { return floor_always_ ? "fits_memory_floor" : "fits_memory"; }
   bool admit(const Candidate& c, const PlacementRequest& r) const override {
-    if (r.need_mib) return c.available_mib >= *r.need_mib + margin_;
+    if (r.need_mib) return c.available_mib >= wanted(*r.need_mib);
     return c.available_mib >= min_free_;
   }
   std::string why_not(std::span<const Candidate* const> rejected, const PlacementRequest& r) const override {
@@ -77,12 +77,17 @@ class FitsMemory final : public Filter {
     });
     const std::string most = fmt::format("most free is {} on GPU {}", format_gib(best->available_mib), best->gpu->index);
     if (!r.need_mib) return fmt::format("need unknown: wants {} free; {}", format_gib(min_free_), most);
+    if (wanted(*r.need_mib) > *r.need_mib + margin_)
+      return fmt::format("needs {} (the free-memory floor; the estimate is {}); {}", format_gib(min_free_),
+                         format_gib(*r.need_mib), most);
     if (margin_ > 0) return fmt::format("needs {} + {} margin; {}", format_gib(*r.need_mib), format_gib(margin_), most);
     return fmt::format("needs {} free; {}", format_gib(*r.need_mib), most);
   }
 
  private:
+  MiB wanted(MiB need) const { return floor_always_ ? std::max(need + margin_, min_free_) : need + margin_; }
   MiB margin_, min_free_;
+  bool floor_always_;
 };
 
 class SmactBelow final : public Filter {
@@ -107,8 +112,8 @@ class SmactBelow final : public Filter {
 
 FilterPtr usable() { return std::make_shared<Usable>(); }
 FilterPtr idle_only() { return std::make_shared<IdleOnly>(); }
-FilterPtr fits_memory(MiB margin_mib, MiB min_free_unknown_mib) {
-  return std::make_shared<FitsMemory>(margin_mib, min_free_unknown_mib);
+FilterPtr fits_memory(MiB margin_mib, MiB min_free_unknown_mib, bool floor_always) {
+  return std::make_shared<FitsMemory>(margin_mib, min_free_unknown_mib, floor_always);
 }
 FilterPtr smact_below(double cap) { return std::make_shared<SmactBelow>(cap); }
 

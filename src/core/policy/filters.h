@@ -32,8 +32,9 @@ using FilterPtr = std::shared_ptr<const Filter>;
 FilterPtr usable();
 // No colo job on the GPU (nor reserved on it this round).
 FilterPtr idle_only();
-// Known need: available ≥ need + margin. Unknown need: available ≥ min_free.
-FilterPtr fits_memory(MiB margin_mib, MiB min_free_unknown_mib);
+// Known need: available ≥ need + margin (and ≥ min_free too when floor_always). Unknown need:
+// available ≥ min_free.
+FilterPtr fits_memory(MiB margin_mib, MiB min_free_unknown_mib, bool floor_always = false);
 // SMACT window average strictly below the cap. A GPU whose SMACT cannot be measured passes:
 // the policy then falls back to memory-only conditions (the daemon says so at start).
 FilterPtr smact_below(double cap);

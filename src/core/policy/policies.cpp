@@ -41,7 +41,7 @@ Policy make_policy(PolicyKind kind, const Conditions& c) {
     return p;
   }
   if (c.enabled) {
-    p.filters = {fits_memory(c.margin_mib, c.min_free_unknown_mib)};
+    p.filters = {fits_memory(c.margin_mib, c.min_free_unknown_mib, c.floor_always)};
     // A cap of 100 % or more is no SMACT condition (memory only, as Slurm's shards place).
     if (c.smact_cap < 1.0) p.filters.push_back(smact_below(c.smact_cap));
   }
@@ -54,7 +54,7 @@ Policy make_policy(PolicyKind kind, const Conditions& c) {
     case PolicyKind::NodeWeight:
       // Slurm places by memory; SM activity reaches it only through the servers' weights.
       p.scorer = lowest_node_weight();
-      if (c.enabled) p.filters = {fits_memory(c.margin_mib, c.min_free_unknown_mib)};
+      if (c.enabled) p.filters = {fits_memory(c.margin_mib, c.min_free_unknown_mib, c.floor_always)};
       break;
     case PolicyKind::Exclusive: break;
   }

@@ -33,6 +33,9 @@ struct Conditions {
   double smact_cap = 0.80;               // ≥ 1.0: no SMACT condition (memory only)
   MiB margin_mib = 2 * kGiB;            // on top of a known or estimated need
   MiB min_free_unknown_mib = 5 * kGiB;  // when the need is unknown (smallest MIG slice)
+  // The free-memory floor holds for known needs too: available ≥ max(need + margin, floor). An
+  // estimate that is far too small (FakeTensor's live tensors) then cannot stack jobs into OOMs.
+  bool floor_always = false;
 };
 
 struct Policy {
