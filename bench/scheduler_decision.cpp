@@ -45,8 +45,8 @@ World make_world(int gpus, int queued, MiB busy_mib, MiB need_mib) {
   return w;
 }
 
-void run(benchmark::State& st, const World& w, PolicyKind kind) {
-  const Scheduler sched(SchedulerConfig{make_policy(kind), {}});
+void run(benchmark::State& st, const World& w, PolicyKind kind, Backfill backfill = {}) {
+  const Scheduler sched(SchedulerConfig(make_policy(kind), {}, backfill));
   SchedulerInput in;
   in.main_queue = w.queue;
   in.gpus = w.gpus;
@@ -82,7 +82,26 @@ void BM_Decide_2000Gpus_OnePlacement(benchmark::State& st) {
   run(st, w, PolicyKind::Magm);
 }
 
+// Backfilling on (issue 14: ≤ 50 µs). Arg: jobs looked at behind the waiting head (depth).
+// Blocked: every job behind the head also waits (each is looked at and dismissed).
+void BM_Decide_8Gpus_10kQueued_HeadBlocked_Backfill(benchmark::State& st) {
+  static const World w = make_world(8, 10000, 36000, 8000);
+  run(st, w, PolicyKind::Magm, Backfill{1000000, static_cast<int>(st.range(0))});
+}
+// Filling behind a head that waits: a 2-GPU 30 GiB head on GPUs with 25 GiB free each, then
+// 1 GiB jobs that fit; 100 overtakes allowed per head.
+void BM_Decide_8Gpus_10kQueued_Backfilling(benchmark::State& st) {
+  static const World w = [] {
+    World x = make_world(8, 10000, 16000, 1024);
+    x.queue[0].need = MemoryNeed::of(30000, "oracle");
+    return x;
+  }();
+  run(st, w, PolicyKind::Magm, Backfill{100, static_cast<int>(st.range(0))});
+}
+
 BENCHMARK(BM_Decide_8Gpus_10kQueued_HeadBlocked)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Decide_8Gpus_10kQueued_HeadBlocked_Backfill)->Arg(200)->Arg(10000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Decide_8Gpus_10kQueued_Backfilling)->Arg(200)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Decide_8Gpus_10kQueued_Filling)
     ->Arg(static_cast<int>(PolicyKind::Magm))
     ->Arg(static_cast<int>(PolicyKind::Lug))

@@ -40,6 +40,8 @@ struct SimArgs {
   long long margin_mib = 2 * kGiB;
   long long min_free_mib = 5 * kGiB;
   std::string floor = "unknown";  // when --min-free-mib applies: unknown needs only, or always
+  int backfill = 0;               // overtakes allowed per waiting head (0 = strict FIFO)
+  int backfill_depth = 200;
   std::string recovery = "strict";
   long long recovery_step_mib = 5 * kGiB;
   std::uint64_t seed = 0;
@@ -112,6 +114,7 @@ sim::ScenarioBase make_base(const SimArgs& a) {
   b.config.recover_ooms = a.recovery != "none";
   b.config.gpu_memory_mib = a.gpu_memory_mib;
   b.config.scheduler.recovery = {*rec, a.recovery_step_mib};
+  b.config.scheduler.backfill = {a.backfill, a.backfill_depth};
   b.config.ramp_s = a.ramp_s;
   b.config.oom_detect_s = a.oom_detect_s;
   b.conditions.smact_cap = a.smact_cap_pct / 100.0;
@@ -285,6 +288,10 @@ RegisterCommand reg([](CLI::App& app) {
                "margin on top of a known need (MiB; at most --gpu-memory-mib)");
   add_mib_flag(cmd, "--min-free-mib", args->min_free_mib, 0, limits::kMaxGpuMiB,
                "free memory required when the need is unknown (MiB; at most --gpu-memory-mib)");
+  add_int_flag(cmd, "--backfill", args->backfill, 0, 1000000,
+               "jobs that may start ahead of a waiting queue head, per head (0 = strict FIFO, the thesis)", false);
+  add_int_flag(cmd, "--backfill-depth", args->backfill_depth, 1, 1000000,
+               "queued jobs looked at behind a waiting head per decision (default 200)", false);
   cmd->add_option("--floor", args->floor,
                   "unknown: --min-free-mib applies to unknown needs only (the thesis); always: to every job, "
                   "free ≥ max(estimate + margin, min free)")

@@ -133,8 +133,9 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
   const FilterPtr idle = idle_only();
   const int n = static_cast<int>(round.cands.size());
 
-  // Places one job or returns false. Fills `out` and updates the round on success.
-  auto try_place = [&](const Job& job, bool recovery) -> bool {
+  // Places one job or returns false. Fills `out` and updates the round on success; on failure
+  // records the job as the blocked head unless `quiet` (a backfill candidate).
+  auto try_place = [&](const Job& job, bool recovery, bool quiet = false) -> bool {
     if (job.gpus < 1 || job.gpus > round.usable_on_one_node) {
       out.rejections.push_back({job.id, round.many_nodes
                                             ? fmt::format("needs {} GPU(s) on one server, the largest has {} usable",
@@ -163,6 +164,7 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
       if (ok) ranked.emplace_back(cfg_.policy.scorer->score(c, req, ctx), c.position);
     }
     if (static_cast<int>(ranked.size()) < job.gpus) {
+      if (quiet) return false;
       out.blocked = Blocked{job.id, recovery, {}};
       if (in.explain) out.blocked->reason = explain(job, req, filters, round, static_cast<int>(ranked.size()));
       return false;
@@ -189,6 +191,7 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
         ranked = std::move(*best);
       }
       if (!found) {
+        if (quiet) return false;
         out.blocked = Blocked{job.id, recovery, {}};
         if (in.explain)
           out.blocked->reason = fmt::format("needs {} GPUs on one server, {} qualify but no server has {}", job.gpus,
@@ -219,8 +222,38 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
 
   for (const Job& job : in.recovery_queue)
     if (!try_place(job, true)) return out;  // the recovery head waits; so does everyone else
-  for (const Job& job : in.main_queue)
-    if (!try_place(job, false)) return out;
+  size_t k = 0;
+  for (; k < in.main_queue.size(); ++k)
+    if (!try_place(in.main_queue[k], false)) break;
+  if (k == in.main_queue.size()) {
+    state.waiting_head.reset();
+    return out;
+  }
+  // The head waits. Backfilling: later jobs may start where they fit, a bounded number of times.
+  const Job& head = in.main_queue[k];
+  if (state.waiting_head != head.id) {
+    state.waiting_head = head.id;
+    state.overtakes = 0;
+  }
+  const Backfill& bf = cfg_.backfill;
+  if (bf.max_overtakes <= 0 || state.overtakes >= bf.max_overtakes) return out;
+  // Availability only shrinks within a round, so the round's largest free memory bounds what any
+  // job behind the head could get: most candidates are dismissed without running the filters.
+  MiB most_free = 0;
+  for (const Candidate& c : round.cands)
+    if (c.gpu->healthy && !c.gpu->drained) most_free = std::max(most_free, c.available_mib);
+  const Conditions& cond = cfg_.policy.conditions;
+  const int end = static_cast<int>(std::min(in.main_queue.size(), k + 1 + static_cast<size_t>(std::max(bf.depth, 0))));
+  for (int q = static_cast<int>(k) + 1; q < end; ++q) {
+    const Job& job = in.main_queue[static_cast<size_t>(q)];
+    const MiB least = job.need.mib ? *job.need.mib + (cond.enabled ? cond.margin_mib : 0)
+                                   : (cond.enabled ? cond.min_free_unknown_mib : 0);
+    if (least > most_free) continue;
+    const size_t placed = out.placements.size();
+    if (!try_place(job, false, true) || out.placements.size() == placed) continue;  // waits, or rejected
+    out.placements.back().overtook = head.id;
+    if (++state.overtakes >= bf.max_overtakes) break;
+  }
   return out;
 }
 

@@ -6,11 +6,16 @@
 // Order of service: the recovery queue first, then the main queue, each FIFO. A queue's head
 // that cannot be placed blocks everything behind it (the thesis' FIFO); a recovery head that
 // waits also blocks the main queue, so that GPUs drain and the crashed job gets its idle GPU.
+// With backfilling (SchedulerConfig::backfill), jobs behind a waiting main-queue head may start
+// where they fit, but the head may be overtaken at most `max_overtakes` times; after that the
+// queue is FIFO again until the head starts, so it cannot starve.
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "core/backfill.h"
 #include "core/gpu.h"
 #include "core/job.h"
 #include "core/ledger.h"
@@ -20,12 +25,19 @@
 namespace colo {
 
 struct SchedulerConfig {
+  SchedulerConfig() = default;
+  SchedulerConfig(Policy p, RecoveryConfig r = {}, Backfill b = {})
+      : policy(std::move(p)), recovery(r), backfill(b) {}
   Policy policy = make_policy(PolicyKind::Magm);
   RecoveryConfig recovery;
+  Backfill backfill;
 };
 
 struct SchedulerState {
   int rr_next = 0;  // round-robin cursor (position in the snapshot list)
+  // The main-queue head that waits and how many jobs have started ahead of it (backfilling).
+  std::optional<JobId> waiting_head;
+  int overtakes = 0;
 };
 
 struct SchedulerInput {
@@ -45,6 +57,7 @@ struct Placement {
   MiB reserve_mib = 0;           // per GPU, what the ledger should hold for it
   bool exclusive = false;        // must run alone on those GPUs
   bool recovery = false;
+  std::optional<JobId> overtook;  // backfilled: started ahead of this waiting head
 };
 
 // A job no GPU set could ever hold (more GPUs than exist); the caller fails it.

@@ -61,6 +61,8 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
       else if (section == "policy" && k == "smact_cap") c.conditions.smact_cap = r.number(n, full, 0.0, 1.0);
       else if (section == "policy" && k == "margin") c.conditions.margin_mib = r.memory(n, full, 0);
       else if (section == "policy" && k == "min_free_unknown") c.conditions.min_free_unknown_mib = r.memory(n, full, 0);
+      else if (section == "policy" && k == "backfill") c.backfill.max_overtakes = static_cast<int>(r.integer(n, full, 0, 1000000));
+      else if (section == "policy" && k == "backfill_depth") c.backfill.depth = static_cast<int>(r.integer(n, full, 1, 1000000));
       else if (section == "policy" && k == "floor") {
         const std::string v = r.str(n, full);
         if (v != "unknown" && v != "always") r.bad(n, fmt::format("'policy.floor' must be \"unknown\" or \"always\", not '{}'", v));

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backfill.h"
 #include "core/policy/policies.h"
 #include "core/recovery.h"
 #include "core/units.h"
@@ -27,6 +28,7 @@ struct DaemonConfig {
   // [policy]
   PolicyKind policy = PolicyKind::Magm;
   Conditions conditions;
+  Backfill backfill;  // [policy] backfill = N (overtakes per waiting head), backfill_depth
   // [recovery]
   RecoveryConfig recovery;
   int max_attempts = 5;        // launches per job before an OOM becomes a failure

@@ -78,7 +78,7 @@ Daemon::Daemon(DaemonConfig cfg, std::unique_ptr<gpu::GpuBackend> backend,
     : cfg_(std::move(cfg)),
       store_((fs::create_directories(cfg_.state_dir), cfg_.db_path())),
       monitor_(std::move(backend), cfg_.managed, cfg_.window),
-      scheduler_(SchedulerConfig{policy_from(cfg_), cfg_.recovery}),
+      scheduler_(SchedulerConfig{policy_from(cfg_), cfg_.recovery, cfg_.backfill}),
       history_(store_, cfg_.history_margin),
       job_env_(std::move(job_env)),
       shim_exe_(std::move(shim_exe)) {
@@ -575,8 +575,9 @@ void Daemon::launch(const Placement& p) {
     std::string where;
     for (size_t k = 0; k < a.slots.size(); ++k) where += fmt::format("{}GPU {}", k ? ", " : "", a.slots[k]);
     store_.event(j.id, t, "placed",
-                 fmt::format("attempt {} on {} reserving {}{}{}", a.n, where, format_mib(a.reserve_mib),
-                             a.exclusive ? " (alone)" : "", a.recovery ? " [recovery]" : ""));
+                 fmt::format("attempt {} on {} reserving {}{}{}{}", a.n, where, format_mib(a.reserve_mib),
+                             a.exclusive ? " (alone)" : "", a.recovery ? " [recovery]" : "",
+                             p.overtook ? fmt::format(" [backfilled ahead of waiting job {}]", *p.overtook) : ""));
     txn.commit();
   }
   fault_point("attempt-committed");
@@ -691,8 +692,12 @@ void Daemon::schedule() {
     for (const std::vector<Job>* q : {&recovery, &main})
       for (const Job& job : *q) {
         if (behind)
-          waiting_[job.id] = fmt::format("behind {}job {} in FIFO order", d.blocked->recovery ? "recovering " : "",
-                                         d.blocked->job);
+          waiting_[job.id] = fmt::format("behind {}job {} in FIFO order{}", d.blocked->recovery ? "recovering " : "",
+                                         d.blocked->job,
+                                         !d.blocked->recovery && cfg_.backfill.max_overtakes > 0
+                                             ? fmt::format(" (backfilling: {} of {} overtakes used)",
+                                                           sched_state_.overtakes, cfg_.backfill.max_overtakes)
+                                             : "");
         if (job.id == d.blocked->job) behind = true;
       }
   }

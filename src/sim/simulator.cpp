@@ -184,7 +184,8 @@ class Engine {
     j.gpus = s.gpus;
     j.need = s.need;
     j.submit_time = s.submit_s;
-    if (queued() == 0) dirty_ = true;  // a new head; behind a waiting head it cannot start
+    // A new head; behind a waiting head it cannot start, unless backfilling lets it.
+    if (queued() == 0 || cfg_.scheduler.backfill.max_overtakes > 0) dirty_ = true;
     mainq_.push_back(std::move(j));
   }
 
@@ -573,6 +574,8 @@ class Engine {
     r.events = events_;
     r.max_jobs_per_gpu = max_jobs_per_gpu_;
     r.policy = cfg_.scheduler.policy.describe();
+    if (const Backfill& bf = cfg_.scheduler.backfill; bf.max_overtakes > 0)
+      r.policy += fmt::format(", backfill {} per head (depth {})", bf.max_overtakes, bf.depth);
     Seconds start = jobs_.empty() ? 0 : jobs_.front().submit_s, end = start;
     double wait = 0, exec = 0, jct = 0;
     for (const JobOutcome& o : out_) {

@@ -261,6 +261,11 @@ TEST(DaemonConfig, RefusesNanFractionsZeroStepHugeMemoryAndDirectories) {
             path + ":2: 'policy.floor' must be \"unknown\" or \"always\", not 'sometimes'");
   EXPECT_EQ(error_for("[policy]\nfloor = \"always\"\n"), "(accepted)");
   EXPECT_TRUE(load_config(path).conditions.floor_always);
+  EXPECT_EQ(error_for("[policy]\nbackfill = -1\n"), path + ":2: 'policy.backfill' must be in [0, 1000000]");
+  EXPECT_EQ(error_for("[policy]\nbackfill_depth = 0\n"), path + ":2: 'policy.backfill_depth' must be in [1, 1000000]");
+  std::ofstream(path) << "[policy]\nbackfill = 3\nbackfill_depth = 50\n";
+  EXPECT_EQ(load_config(path).backfill.max_overtakes, 3);
+  EXPECT_EQ(load_config(path).backfill.depth, 50);
   fs::remove(path);
   const std::string dir = (fs::temp_directory_path() / "colod-config-dir").string();
   fs::create_directories(dir);
