@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include "common/resource_path.h"
 #include "core/error.h"
 #include "core/limits.h"
+#include "daemon/client/policy_file.h"
 #include "sim/scenario.h"
 #include "sim/trace.h"
 #include "sim/workload_catalog.h"
@@ -33,6 +35,7 @@ struct SimArgs {
   int nodes = 1;
   long long gpu_memory_mib = 40960;
   std::string policy = "magm";
+  std::string policy_file;  // --policy-file: [policies.NAME] definitions
   std::string estimator = "oracle";
   std::string sharing = "mps";
   bool no_conditions = false;
@@ -234,9 +237,18 @@ void run(const SimArgs& a, const CLI::App& cmd) {
     for (const char* flag : {"--policy", "--estimator", "--sharing", "--no-conditions"})
       if (cmd.count(flag) > 0)
         throw UserError(fmt::format("--compare runs the whole thesis matrix; drop {}", flag));
-  const auto policy = policy_kind_from_string(a.policy);
+  // --policy-file: the site's own [policies.NAME] definitions, usable by --policy NAME.
+  std::optional<PolicyDefinition> custom;
+  if (!a.policy_file.empty()) {
+    for (const PolicyDefinition& d : daemon::load_policy_file(a.policy_file))
+      if (d.name == a.policy) custom = d;
+    if (!custom && !policy_kind_from_string(a.policy))
+      throw UserError(fmt::format("--policy '{}' is neither shipped nor defined in {}", a.policy, a.policy_file));
+  }
+  const auto policy = custom ? std::optional<PolicyKind>(PolicyKind::Custom) : policy_kind_from_string(a.policy);
   if (!policy)
-    throw UserError(fmt::format("--policy must be exclusive, round-robin, first-fit, best-fit, magm or lug, got '{}'",
+    throw UserError(fmt::format("--policy must be exclusive, round-robin, first-fit, best-fit, magm, lug, node-weight "
+                                "or one of --policy-file's, got '{}'",
                                 a.policy));
   const auto sharing = sim::sharing_kind_from_string(a.sharing);
   if (!sharing) throw UserError(fmt::format("--sharing must be streams or mps, got '{}'", a.sharing));
@@ -251,6 +263,7 @@ void run(const SimArgs& a, const CLI::App& cmd) {
   }
   const sim::Scenario sc{a.policy, *policy, !a.no_conditions, a.estimator, *sharing};
   sim::ScenarioBase b = base;
+  b.custom_policy = custom;
   Progress progress("colo sim", trace.entries.size(), a.json);
   if (progress.enabled()) {
     b.config.progress = [&](std::size_t done, std::size_t) { progress.update(done); };
@@ -292,6 +305,9 @@ RegisterCommand reg([](CLI::App& app) {
                "jobs that may start ahead of a waiting queue head, per head (0 = strict FIFO, the thesis)", false);
   add_int_flag(cmd, "--backfill-depth", args->backfill_depth, 1, 1000000,
                "queued jobs looked at behind a waiting head per decision (default 200)", false);
+  cmd->add_option("--policy-file", args->policy_file,
+                  "TOML file of site policies ([policies.NAME] filters = [...], scorers = { NAME = WEIGHT }); "
+                  "--policy NAME picks one");
   cmd->add_option("--floor", args->floor,
                   "unknown: --min-free-mib applies to unknown needs only (the thesis); always: to every job, "
                   "free ≥ max(estimate + margin, min free)")

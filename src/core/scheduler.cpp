@@ -89,7 +89,7 @@ PlacementRequest make_request(const Job& job, const Policy& policy, const Round&
     req.idle_only = job.recovery_idle_only;
     if (job.recovery_need_mib) req.need_mib = job.recovery_need_mib;
   }
-  if (policy.kind == PolicyKind::Exclusive) req.idle_only = true;
+  if (policy.whole_gpus) req.idle_only = true;
   // A need that not enough GPUs could hold even when empty (margin on top, unless this is a
   // recovery retry) can only mean "whole GPUs"; without this the job would block the queue forever.
   if (req.need_mib && (policy.conditions.enabled || recovery)) {
@@ -128,7 +128,7 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
   if (!in.ledger) throw std::invalid_argument("scheduler: no ledger");
   Decision out;
   Round round = make_round(in);
-  if (cfg_.policy.kind == PolicyKind::NodeWeight) rank_nodes(round, in, cfg_.policy.conditions.smact_cap);
+  if (cfg_.policy.node_weights) rank_nodes(round, in, cfg_.policy.conditions.smact_cap);
   const FilterPtr base = usable();
   const FilterPtr idle = idle_only();
   const int n = static_cast<int>(round.cands.size());

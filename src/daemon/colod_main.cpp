@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/one_line.h"
 #include "daemon/config.h"
+#include "daemon/client/policy_file.h"
 #include "daemon/daemon.h"
 #include "daemon/shim.h"
 #include "gpu/fake_nvml_env.h"
@@ -80,9 +81,9 @@ int main(int argc, char** argv) {
       cfg.web_listen = metrics_listen;
     }
     if (!policy.empty()) {
-      auto k = colo::policy_kind_from_string(policy);
-      if (!k) throw colo::UserError("--policy: unknown policy '" + policy + "'");
-      cfg.policy = *k;
+      if (!colo::daemon::policy_exists(policy, cfg.policies))
+        throw colo::UserError("--policy: unknown policy '" + policy + "' (a shipped one or a [policies.NAME] of the config)");
+      cfg.policy = policy;
     }
     if (cfg.state_dir.empty() || cfg.state_dir[0] != '/') {
       char cwd[PATH_MAX];

@@ -11,6 +11,7 @@
 #include "core/one_line.h"
 #include "core/parse_number.h"
 #include "daemon/client/job_request.h"
+#include "daemon/client/policy_file.h"
 #include "daemon/client/toml_reader.h"
 #include "daemon/listen_address.h"
 #include "estimate/calibration/calibration_profile.h"
@@ -22,16 +23,16 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw UserError(fmt::format("{}: is a directory, not a config file", path));
-  toml::table t;
-  try {
-    t = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    throw UserError(one_line(fmt::format("{}:{}:{}: {}", path, e.source().begin.line, e.source().begin.column, e.description())));
-  }
+  const toml::table t = parse_toml_file(path);
   const TomlReader r{path};
+  const toml::node* policy_node = nullptr;
   for (const auto& [sk, snode] : t) {
     const std::string section(sk.str());
     const toml::table& s = r.table(snode, section);
+    if (section == "policies") {  // [policies.NAME]: the site's own policy definitions
+      c.policies = read_policy_definitions(s, r);
+      continue;
+    }
     for (const auto& [kk, n] : s) {
       const std::string k(kk.str());
       const std::string full = section + "." + k;
@@ -53,10 +54,8 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
         if (c.dcgm.empty()) r.bad(n, "'gpus.dcgm' must be \"embedded\", \"off\" or an nv-hostengine address");
       } else if (section == "gpus" && k == "dcgm_library") c.dcgm_library = r.str(n, full);
       else if (section == "policy" && k == "name") {
-        const std::string v = r.str(n, full);
-        auto p = policy_kind_from_string(v);
-        if (!p) r.bad(n, fmt::format("unknown policy '{}' (exclusive, round-robin, first-fit, best-fit, magm, lug)", v));
-        c.policy = *p;
+        c.policy = r.str(n, full);
+        policy_node = &n;
       } else if (section == "policy" && k == "conditions") c.conditions.enabled = r.boolean(n, full);
       else if (section == "policy" && k == "smact_cap") c.conditions.smact_cap = r.number(n, full, 0.0, 1.0);
       else if (section == "policy" && k == "margin") c.conditions.margin_mib = r.memory(n, full, 0);
@@ -117,6 +116,15 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
       else if (section == "jobs" && k == "max_request_bytes")
         c.max_request_bytes = static_cast<std::size_t>(r.integer(n, full, 1024, std::int64_t{64} * 1024 * 1024));
       else r.bad(n, fmt::format("unknown key '{}'", full));
+    }
+  }
+  // The name may refer to a [policies.NAME] table anywhere in the file.
+  if (!policy_exists(c.policy, c.policies)) {
+    try {
+      resolve_policy(c.policy, c.policies, c.conditions);
+    } catch (const UserError& e) {
+      if (policy_node) r.bad(*policy_node, fmt::format("'policy.name': {}", e.what()));
+      throw;
     }
   }
   return c;

@@ -6,6 +6,7 @@
 
 #include "core/backfill.h"
 #include "core/policy/policies.h"
+#include "core/policy/policy_definition.h"
 #include "core/recovery.h"
 #include "core/units.h"
 
@@ -26,7 +27,8 @@ struct DaemonConfig {
   std::string dcgm = "embedded";
   std::string dcgm_library;
   // [policy]
-  PolicyKind policy = PolicyKind::Magm;
+  std::string policy = "magm";  // a shipped policy (or alias) or one of `policies`
+  std::vector<PolicyDefinition> policies;  // [policies.NAME]: the site's own (client/policy_file.h)
   Conditions conditions;
   Backfill backfill;  // [policy] backfill = N (overtakes per waiting head), backfill_depth
   // [recovery]

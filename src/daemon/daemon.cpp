@@ -22,6 +22,7 @@
 
 #include "core/error.h"
 #include "daemon/client/job_request.h"
+#include "daemon/client/policy_file.h"
 #include "estimate/estimator.h"
 #include "daemon/oom_detector.h"
 #include "daemon/proc.h"
@@ -38,7 +39,7 @@ double mono() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-Policy policy_from(const DaemonConfig& c) { return make_policy(c.policy, c.conditions); }
+Policy policy_from(const DaemonConfig& c) { return resolve_policy(c.policy, c.policies, c.conditions); }
 
 // Fault injection for the crash tests: COLO_FAULT_KILL_AT=<point>[:N] makes colod SIGKILL
 // itself the N-th time (default the first) it reaches that point of a launch

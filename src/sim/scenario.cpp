@@ -1,5 +1,7 @@
 #include "sim/scenario.h"
 
+#include "core/error.h"
+
 namespace colo::sim {
 
 std::vector<Scenario> thesis_matrix() {
@@ -35,7 +37,9 @@ SimResult run_scenario(const Scenario& sc, const ScenarioBase& base, const Trace
   SimConfig cfg = base.config;
   Conditions c = base.conditions;
   c.enabled = sc.conditions;
-  cfg.scheduler.policy = make_policy(sc.policy, c);
+  if (sc.policy == PolicyKind::Custom && !base.custom_policy)
+    throw UserError("scenario '" + sc.label + "': a custom policy needs its definition");
+  cfg.scheduler.policy = sc.policy == PolicyKind::Custom ? build_policy(*base.custom_policy, c) : make_policy(sc.policy, c);
   cfg.sharing = sc.sharing;
   const Estimator est = make_estimator(sc.estimator, base.estimators);
   const std::vector<SimJobSpec> jobs = jobs_from_trace(trace, est, base.duration_jitter, base.seed);

@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "core/policy/policies.h"
+#include "core/policy/policy_definition.h"
 #include "sim/sharing_model.h"
 
 namespace colo::sim {
@@ -37,6 +40,7 @@ struct ScenarioBase {
   EstimatorContext estimators;
   double duration_jitter = 0.0;
   std::uint64_t seed = 0;
+  std::optional<PolicyDefinition> custom_policy;  // what a PolicyKind::Custom scenario runs
 };
 
 // Builds the scenario's policy and estimates, then simulates the trace.

@@ -219,7 +219,7 @@ TEST(HistoryFingerprint, DependsOnUserDirectoryCommandAndInputsOnly) {
 
 TEST(DaemonConfig, ExampleConfigLoadsAndErrorsNameTheLine) {
   const DaemonConfig c = load_config(std::string(COLO_SOURCE_DIR) + "/packaging/colod.toml");
-  EXPECT_EQ(c.policy, PolicyKind::Magm);
+  EXPECT_EQ(c.policy, "magm");
   EXPECT_EQ(c.sharing, Sharing::Streams);
   EXPECT_EQ(c.conditions.margin_mib, 2048);
   const std::string path = (fs::temp_directory_path() / "colod-bad.toml").string();
@@ -266,6 +266,18 @@ TEST(DaemonConfig, RefusesNanFractionsZeroStepHugeMemoryAndDirectories) {
   std::ofstream(path) << "[policy]\nbackfill = 3\nbackfill_depth = 50\n";
   EXPECT_EQ(load_config(path).backfill.max_overtakes, 3);
   EXPECT_EQ(load_config(path).backfill.depth, 50);
+  // Site policies: defined anywhere in the file, named by [policy] name.
+  std::ofstream(path) << "[policy]\nname = \"blend\"\n[policies.blend]\nfilters = [\"fits_memory\"]\n"
+                         "scorers = { most_free_mem = 0.7, least_smact = 0.3 }\n";
+  const DaemonConfig site = load_config(path);
+  EXPECT_EQ(site.policy, "blend");
+  ASSERT_EQ(site.policies.size(), 1u);
+  EXPECT_EQ(site.policies[0].scorers.size(), 2u);
+  EXPECT_EQ(error_for("[policy]\nname = \"nope\"\n").rfind(path + ":2: 'policy.name': unknown policy 'nope'", 0), 0u);
+  EXPECT_EQ(error_for("[policies.magm]\nscorers = { first = 1 }\n"),
+            path + ":1: 'policies.magm': 'magm' is a shipped policy; give yours another name");
+  EXPECT_EQ(error_for("[policies.x]\nfilters = [\"fits\"]\nscorers = { first = 1 }\n").rfind(path + ":1:", 0), 0u);
+  EXPECT_EQ(error_for("[policies.x]\nfilters = []\n"), path + ":1: 'policies.x' needs scorers = { NAME = WEIGHT, ... }");
   fs::remove(path);
   const std::string dir = (fs::temp_directory_path() / "colod-config-dir").string();
   fs::create_directories(dir);

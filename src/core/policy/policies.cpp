@@ -1,5 +1,8 @@
 #include "core/policy/policies.h"
 
+#include "core/error.h"
+#include "core/policy/policy_definition.h"
+
 #include <array>
 #include <utility>
 
@@ -20,6 +23,7 @@ constexpr std::array<std::pair<std::string_view, PolicyKind>, 17> kNames = {{
 }  // namespace
 
 std::string_view to_string(PolicyKind k) {
+  if (k == PolicyKind::Custom) return "custom";
   for (const auto& [name, kind] : kNames)
     if (kind == k) return name;
   return "magm";
@@ -32,37 +36,12 @@ std::optional<PolicyKind> policy_kind_from_string(std::string_view s) {
 }
 
 Policy make_policy(PolicyKind kind, const Conditions& c) {
-  Policy p;
-  p.kind = kind;
-  p.conditions = c;
-  if (kind == PolicyKind::Exclusive) {
-    p.filters = {idle_only()};
-    p.scorer = first();
-    return p;
-  }
-  if (c.enabled) {
-    p.filters = {fits_memory(c.margin_mib, c.min_free_unknown_mib, c.floor_always)};
-    // A cap of 100 % or more is no SMACT condition (memory only, as Slurm's shards place).
-    if (c.smact_cap < 1.0) p.filters.push_back(smact_below(c.smact_cap));
-  }
-  switch (kind) {
-    case PolicyKind::RoundRobin: p.scorer = round_robin(); break;
-    case PolicyKind::FirstFit: p.scorer = first(); break;
-    case PolicyKind::BestFit: p.scorer = least_free_mem(); break;
-    case PolicyKind::Magm: p.scorer = most_free_mem(); break;
-    case PolicyKind::Lug: p.scorer = least_smact(); break;
-    case PolicyKind::NodeWeight:
-      // Slurm places by memory; SM activity reaches it only through the servers' weights.
-      p.scorer = lowest_node_weight();
-      if (c.enabled) p.filters = {fits_memory(c.margin_mib, c.min_free_unknown_mib, c.floor_always)};
-      break;
-    case PolicyKind::Exclusive: break;
-  }
-  return p;
+  if (kind == PolicyKind::Custom) throw UserError("a custom policy is built from its definition (build_policy)");
+  return build_policy(shipped_policy(kind), c);
 }
 
 std::string Policy::describe() const {
-  std::string s(to_string(kind));
+  std::string s = name;
   s += ": ";
   if (filters.empty()) s += "(no conditions)";
   for (size_t i = 0; i < filters.size(); ++i) {

@@ -1,6 +1,7 @@
 #pragma once
-// A placement policy is a composition: a list of filters and one scorer (cf. the Kubernetes
-// scheduling framework's Filter/Score plugins and Nomad's feasibility checkers/rankers).
+// A placement policy is a composition: a list of filters and a scorer (cf. the Kubernetes
+// scheduling framework's Filter/Score plugins and Nomad's feasibility checkers/rankers). The
+// table below is data (policy_definition.cpp shipped_policies); sites add their own.
 //
 // | policy            | filters                       | scorer         |
 // |-------------------|-------------------------------|----------------|
@@ -21,7 +22,7 @@
 
 namespace colo {
 
-enum class PolicyKind { Exclusive, RoundRobin, FirstFit, BestFit, Magm, Lug, NodeWeight };
+enum class PolicyKind { Exclusive, RoundRobin, FirstFit, BestFit, Magm, Lug, NodeWeight, Custom };
 std::string_view to_string(PolicyKind k);
 // Accepts the CLI names (exclusive, round-robin, first-fit, best-fit, magm, lug) and the
 // thesis' aliases (rr, off, obf, mug, owf, worst-fit, olug).
@@ -39,13 +40,17 @@ struct Conditions {
 };
 
 struct Policy {
-  PolicyKind kind = PolicyKind::Magm;
+  PolicyKind kind = PolicyKind::Magm;  // Custom for a site's own definition
+  std::string name = "magm";
   Conditions conditions;
   std::vector<FilterPtr> filters;
   ScorerPtr scorer;
+  bool whole_gpus = false;    // an idle_only policy: its placements run alone (exclusive)
+  bool node_weights = false;  // a scorer reads Candidate::node_weight (the scheduler ranks servers)
   std::string describe() const;  // e.g. "magm: fits_memory+smact_below -> most_free_mem"
 };
 
+// A shipped policy (policy_definition.h shipped_policies) under the given conditions.
 Policy make_policy(PolicyKind kind, const Conditions& conditions = {});
 
 }  // namespace colo

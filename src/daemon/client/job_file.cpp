@@ -1,5 +1,6 @@
 #include "daemon/client/job_file.h"
 #include "daemon/client/toml_nesting.h"
+#include "daemon/client/toml_reader.h"
 
 #include <filesystem>
 
@@ -36,14 +37,7 @@ std::int64_t need_int(const std::string& path, const toml::node& n, const char* 
 JobFile parse_job_file(const std::string& path) {
   estimate::check_input_size(path, limits::kMaxJobFileBytes, "job file");
   check_toml_nesting(estimate::read_input_file(path, limits::kMaxJobFileBytes, "job file"), path);
-  toml::table t;
-  try {
-    t = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    const auto& b = e.source().begin;
-    // toml++ quotes the offending characters, a newline among them: keep the message one line.
-    throw UserError(one_line(fmt::format("{}:{}:{}: {}", path, b.line, b.column, e.description())));
-  }
+  const toml::table t = parse_toml_file(path);
   JobFile jf;
   SubmitRequest& r = jf.request;
   namespace fs = std::filesystem;

@@ -10,10 +10,22 @@
 
 #include "core/error.h"
 #include "core/limits.h"
+#include "core/one_line.h"
 #include "core/parse_number.h"
 #include "core/units.h"
 
 namespace colo::daemon {
+
+// Parses a TOML file; a syntax error becomes "FILE:LINE:COL: what" on one line (toml++ quotes
+// the offending characters, a newline among them).
+inline toml::table parse_toml_file(const std::string& path) {
+  try {
+    return toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    const auto& b = e.source().begin;
+    throw UserError(one_line(fmt::format("{}:{}:{}: {}", path, b.line, b.column, e.description())));
+  }
+}
 
 struct TomlReader {
   std::string path;

@@ -1,0 +1,101 @@
+// Policies as data: the shipped definitions reproduce the thesis' policies, a site's blend ranks
+// by its weights, and bad definitions are named.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/policy/policy_definition.h"
+#include "core/scheduler.h"
+#include "test_support.h"
+
+namespace colo {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(PolicyDefinition, ShippedDefinitionsAreTheThesisPolicies) {
+  EXPECT_EQ(make_policy(PolicyKind::Magm).describe(), "magm: fits_memory+smact_below -> most_free_mem");
+  EXPECT_EQ(make_policy(PolicyKind::Exclusive).describe(), "exclusive: idle_only -> first");
+  EXPECT_TRUE(make_policy(PolicyKind::Exclusive).whole_gpus);
+  EXPECT_EQ(make_policy(PolicyKind::NodeWeight).describe(), "node-weight: fits_memory -> lowest_node_weight");
+  EXPECT_TRUE(make_policy(PolicyKind::NodeWeight).node_weights);
+  Conditions off;
+  off.enabled = false;
+  EXPECT_EQ(make_policy(PolicyKind::RoundRobin, off).describe(), "round-robin: (no conditions) -> round_robin");
+  Conditions memory_only;
+  memory_only.smact_cap = 1.0;
+  EXPECT_EQ(make_policy(PolicyKind::Lug, memory_only).describe(), "lug: fits_memory -> least_smact");
+  for (const PolicyDefinition& d : shipped_policies()) EXPECT_NO_THROW(validate(d)) << d.name;
+}
+
+// A site blend: half memory, half interference. GPU 0 has the most free memory but is busy;
+// GPU 1 has a little less memory and is nearly idle: the blend picks GPU 1, MAGM picks GPU 0.
+TEST(PolicyDefinition, AWeightedBlendRanksByNormalisedScores) {
+  test::World w;
+  w.gpus = {test::gpu(0, 40960, 0, 0.70), test::gpu(1, 40960, 0, 0.05)};
+  w.ledger.reserve(100, 1, 4096, false, 0);
+  const Policy blend = build_policy({"blend", {"fits_memory", "smact_below"}, {{"most_free_mem", 1}, {"least_smact", 1}}}, {});
+  EXPECT_EQ(blend.kind, PolicyKind::Custom);
+  EXPECT_EQ(blend.describe(), "blend: fits_memory+smact_below -> weighted(most_free_mem:0.5,least_smact:0.5)");
+  auto d = w.decide(Scheduler(SchedulerConfig(blend)), {test::job(1, 8000)});
+  ASSERT_EQ(d.placements.size(), 1u);
+  EXPECT_EQ(d.placements[0].gpu_indices, std::vector<int>{1});
+  test::World w2 = w;
+  d = w2.decide(Scheduler(SchedulerConfig(make_policy(PolicyKind::Magm))), {test::job(1, 8000)});
+  ASSERT_EQ(d.placements.size(), 1u);
+  EXPECT_EQ(d.placements[0].gpu_indices, std::vector<int>{0});
+  // Weighted mostly on memory, the blend agrees with MAGM.
+  const Policy memory = build_policy({"mem", {"fits_memory"}, {{"most_free_mem", 9}, {"least_smact", 1}}}, {});
+  test::World w3 = w;
+  d = w3.decide(Scheduler(SchedulerConfig(memory)), {test::job(1, 8000)});
+  EXPECT_EQ(d.placements[0].gpu_indices, std::vector<int>{0});
+}
+
+TEST(PolicyDefinition, AnIdleOnlyDefinitionPlacesWholeGpus) {
+  const Policy p = build_policy({"alone", {"idle_only"}, {{"most_free_mem", 1}}}, {});
+  EXPECT_TRUE(p.whole_gpus);
+  test::World w;
+  w.gpus = {test::gpu(0, 40960), test::gpu(1, 40960)};
+  const auto d = w.decide(Scheduler(SchedulerConfig(p)), {test::job(1, 1000), test::job(2, 1000), test::job(3, 1000)});
+  ASSERT_EQ(d.placements.size(), 2u);
+  EXPECT_TRUE(d.placements[0].exclusive);
+}
+
+TEST(PolicyDefinition, BadDefinitionsAreNamed) {
+  auto err = [](const PolicyDefinition& d) {
+    try {
+      validate(d);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(valid)");
+  };
+  EXPECT_THAT(err({"x", {"fits"}, {{"first", 1}}}), HasSubstr("policy 'x': unknown filter 'fits'"));
+  EXPECT_THAT(err({"x", {}, {}}), HasSubstr("needs at least one scorer"));
+  EXPECT_THAT(err({"x", {}, {{"fastest", 1}}}), HasSubstr("unknown scorer 'fastest'"));
+  EXPECT_THAT(err({"x", {}, {{"first", 0}}}), HasSubstr("weights must be positive and finite"));
+  EXPECT_THAT(err({"x", {}, {{"first", std::numeric_limits<double>::infinity()}}}), HasSubstr("positive and finite"));
+  EXPECT_THAT(err({"", {}, {{"first", 1}}}), HasSubstr("needs a name"));
+  EXPECT_THROW(make_policy(PolicyKind::Custom), UserError);
+}
+
+TEST(PolicyDefinition, NormalisedScoresStayInTheUnitInterval) {
+  const GpuSnapshot g = test::gpu(3, 40960, 0, std::nullopt);
+  Candidate c;
+  c.gpu = &g;
+  c.position = 3;
+  c.available_mib = 50000;  // more than the GPU (a stale snapshot): still clamped
+  c.node_weight = 1751;
+  const ScoreContext ctx{8, 5};
+  const Job j = test::job(1, 1000);
+  PlacementRequest r;
+  r.job = &j;
+  for (std::string_view n : scorer_names()) {
+    const double v = scorer_by_name(n)->normalized(c, r, ctx);
+    EXPECT_GE(v, 0.0) << n;
+    EXPECT_LE(v, 1.0) << n;
+  }
+}
+
+}  // namespace
+}  // namespace colo
