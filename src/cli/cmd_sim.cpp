@@ -20,6 +20,7 @@
 #include "core/limits.h"
 #include "daemon/client/policy_file.h"
 #include "sim/scenario.h"
+#include "sim/sim_model.h"
 #include "sim/trace.h"
 #include "sim/workload_catalog.h"
 
@@ -36,6 +37,7 @@ struct SimArgs {
   long long gpu_memory_mib = 40960;
   std::string policy = "magm";
   std::string policy_file;  // --policy-file: [policies.NAME] definitions
+  std::string model;        // --model: the simulator's parameters (sim/sim_model.h); "" = built-in
   std::string estimator = "oracle";
   std::string sharing = "mps";
   bool no_conditions = false;
@@ -232,7 +234,19 @@ void run_compare(const SimArgs& a, const sim::ScenarioBase& base, const sim::Tra
 }
 
 void run(const SimArgs& a, const CLI::App& cmd) {
-  const sim::ScenarioBase base = make_base(a);
+  sim::ScenarioBase base = make_base(a);
+  // --model: the simulator's parameters from a model file (every value with its source);
+  // --ramp-s / --oom-detect-s given on the command line still win.
+  sim::SmActivityTable smact = sim::default_sm_activity_table();
+  if (!a.model.empty()) {
+    const sim::SimModel m = sim::load_sim_model(a.model);
+    base.config.mps = m.mps;
+    base.config.streams = m.streams;
+    base.config.power = m.power;
+    if (cmd.count("--ramp-s") == 0) base.config.ramp_s = m.ramp_s;
+    if (cmd.count("--oom-detect-s") == 0) base.config.oom_detect_s = m.oom_detect_s;
+    smact = m.smact;
+  }
   if (a.compare)
     for (const char* flag : {"--policy", "--estimator", "--sharing", "--no-conditions"})
       if (cmd.count(flag) > 0)
@@ -255,7 +269,7 @@ void run(const SimArgs& a, const CLI::App& cmd) {
   sim::make_estimator(a.estimator, base.estimators);  // validates the name before any file is read
 
   if (!a.report.empty()) check_report_inputs(a.report);
-  const sim::WorkloadCatalog catalog = sim::WorkloadCatalog::load(a.workloads);
+  const sim::WorkloadCatalog catalog = sim::WorkloadCatalog::load(a.workloads, smact);
   const sim::Trace trace = sim::load_trace(a.trace, catalog);
   if (a.compare) {
     run_compare(a, base, trace);
@@ -305,6 +319,9 @@ RegisterCommand reg([](CLI::App& app) {
                "jobs that may start ahead of a waiting queue head, per head (0 = strict FIFO, the thesis)", false);
   add_int_flag(cmd, "--backfill-depth", args->backfill_depth, 1, 1000000,
                "queued jobs looked at behind a waiting head per decision (default 200)", false);
+  cmd->add_option("--model", args->model,
+                  "simulator model file: interference, power, timing and SM activity, each with its source "
+                  "(default: built in, as models/sim/a100-thesis.toml)");
   cmd->add_option("--policy-file", args->policy_file,
                   "TOML file of site policies ([policies.NAME] filters = [...], scorers = { NAME = WEIGHT }); "
                   "--policy NAME picks one");

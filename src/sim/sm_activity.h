@@ -10,6 +10,8 @@
 // | transformer   | dataset wiki (BERT/GPT/XLNet) | 0.90          | +0.02                |
 //
 // Clamped to [0.05, 1]. A catalog with an `smact` column overrides the table row by row.
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,7 +23,18 @@ struct SmActivity {
   std::string workload_class;
 };
 
-// nullopt when the dataset names no known class.
-std::optional<SmActivity> assumed_sm_activity(std::string_view model, std::string_view dataset, int batch_size);
+// One class's row (the model file's [smact.CLASS]).
+struct SmActivityClass {
+  double at_batch_32 = 0;
+  double per_doubling = 0;
+};
+// Rows by class name: mnist_cnn, cifar_cnn, imagenet_cnn, transformer.
+using SmActivityTable = std::map<std::string, SmActivityClass, std::less<>>;
+// The built-in rows (models/sim/a100-thesis.toml states their sources).
+const SmActivityTable& default_sm_activity_table();
+
+// nullopt when the dataset names no known class (or the table lacks the class).
+std::optional<SmActivity> assumed_sm_activity(std::string_view model, std::string_view dataset, int batch_size,
+                                              const SmActivityTable& table = default_sm_activity_table());
 
 }  // namespace colo::sim

@@ -23,7 +23,7 @@ std::optional<MiB> optional_mib(const CsvTable& t, const CsvTable::Row& r, std::
   return round_checked(*v, t.where(r, col), 1, limits::kMaxGpuMiB);
 }
 
-WorkloadCatalog from_table(const CsvTable& t) {
+WorkloadCatalog from_table(const CsvTable& t, const SmActivityTable& smact_table) {
   const size_t c_name = t.require("workload"), c_model = t.require("model"), c_dataset = t.require("dataset"),
                c_batch = t.require("batch_size"), c_gpus = t.require("gpus"), c_epochs = t.require("epochs"),
                c_emin = t.require("epoch_minutes"), c_mem = t.require("measured_mib"),
@@ -99,7 +99,7 @@ WorkloadCatalog from_table(const CsvTable& t) {
       w.smact = *smact;
       w.smact_class = "csv";
     } else {
-      const auto a = assumed_sm_activity(w.model, w.dataset, w.batch_size);
+      const auto a = assumed_sm_activity(w.model, w.dataset, w.batch_size, smact_table);
       if (!a)
         throw UserError(fmt::format("{}: cannot tell the SM activity of dataset '{}' (known: mnist, cifar10, "
                                     "cifar100, imagenet, wiki; or add an smact column)", t.where(r), w.dataset));
@@ -115,14 +115,14 @@ WorkloadCatalog from_table(const CsvTable& t) {
 
 }  // namespace
 
-WorkloadCatalog WorkloadCatalog::load(const std::string& path) {
-  WorkloadCatalog c = from_table(CsvTable::read(path));
+WorkloadCatalog WorkloadCatalog::load(const std::string& path, const SmActivityTable& smact) {
+  WorkloadCatalog c = from_table(CsvTable::read(path), smact);
   c.path_ = path;
   return c;
 }
 
-WorkloadCatalog WorkloadCatalog::parse(std::string_view text, const std::string& path) {
-  WorkloadCatalog c = from_table(CsvTable::parse(text, path));
+WorkloadCatalog WorkloadCatalog::parse(std::string_view text, const std::string& path, const SmActivityTable& smact) {
+  WorkloadCatalog c = from_table(CsvTable::parse(text, path), smact);
   c.path_ = path;
   return c;
 }

@@ -7,6 +7,8 @@
 
 #include "sim/workload.h"
 
+#include "sim/sm_activity.h"
+
 namespace colo::sim {
 
 class WorkloadCatalog {
@@ -14,8 +16,10 @@ class WorkloadCatalog {
   // Reads the CSV. Required columns: workload, model, dataset, batch_size, gpus, epochs,
   // epoch_minutes, measured_mib, horus_mib, faketensor_mib, gpumemnet_mib, source; optional:
   // summary, optimizer, seq_len, smact. Throws colo::UserError "FILE:LINE: problem" on bad input.
-  static WorkloadCatalog load(const std::string& path);
-  static WorkloadCatalog parse(std::string_view text, const std::string& path);
+  // Rows without an smact column take the class table's value (the model file's [smact]).
+  static WorkloadCatalog load(const std::string& path, const SmActivityTable& smact = default_sm_activity_table());
+  static WorkloadCatalog parse(std::string_view text, const std::string& path,
+                               const SmActivityTable& smact = default_sm_activity_table());
   // Builds a catalog from workloads made in code (synthetic traces, tests).
   static WorkloadCatalog from(std::vector<Workload> workloads);
 

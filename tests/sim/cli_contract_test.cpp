@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <sys/wait.h>
 
@@ -108,6 +109,28 @@ TEST(ColoSimCli, SitePoliciesFromAFileRunByName) {
   const CliRun bad = run_colo("--policy-file " + file + " --policy nope");
   EXPECT_EQ(bad.status, 2);
   EXPECT_EQ(bad.out, "colo: error: --policy 'nope' is neither shipped nor defined in " + file + "\n");
+  std::filesystem::remove(file);
+}
+
+// --model: the simulator's parameters from a file; the shipped file gives the built-in result,
+// a changed interference another one.
+TEST(ColoSimCli, AModelFileSetsTheSimulatorsParameters) {
+  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  const std::string shipped = std::string(COLO_SOURCE_DIR) + "/models/sim/a100-thesis.toml";
+  auto makespan = [](const std::string& extra) {
+    const CliRun r = run_colo("--policy magm --estimator oracle --json" + extra);
+    EXPECT_EQ(r.status, 0) << r.out;
+    return nlohmann::json::parse(r.out)["makespan_s"].get<double>();
+  };
+  EXPECT_EQ(makespan(" --model " + shipped), makespan(""));
+  std::ifstream in(shipped);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string t = text.str();
+  t.replace(t.find("interference = { value = 0.05"), 29, "interference = { value = 0.00");
+  const std::string file = (std::filesystem::temp_directory_path() / "colo-sim-no-interference.toml").string();
+  std::ofstream(file) << t;
+  EXPECT_LT(makespan(" --model " + file), makespan(""));
   std::filesystem::remove(file);
 }
 

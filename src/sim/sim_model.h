@@ -1,0 +1,33 @@
+#pragma once
+// The simulator's model parameters in one place, read from a model file (TOML,
+// models/sim/a100-thesis.toml is the default): MPS and streams interference, board power, memory
+// ramp and OOM detection times, and the solo SM activity per workload class. Every parameter in
+// the file carries its value and its source ("thesis …", "data sheet …", "assumption: …"); a
+// file without a source for a parameter is refused. `colo sim --model FILE` points at another.
+#include <map>
+#include <string>
+
+#include "sim/mps_model.h"
+#include "sim/power_model.h"
+#include "sim/sm_activity.h"
+#include "sim/streams_model.h"
+
+namespace colo::sim {
+
+struct SimModel {
+  MpsParams mps;
+  StreamsParams streams;
+  PowerParams power;
+  double ramp_s = 30;
+  double oom_detect_s = 10;
+  SmActivityTable smact = default_sm_activity_table();
+  std::map<std::string, std::string> sources;  // "mps.interference" -> its source
+};
+
+// Reads and checks a model file; throws colo::UserError "FILE:LINE: what" (unknown or missing
+// parameters, a value out of range, a missing source).
+SimModel load_sim_model(const std::string& path);
+// models/sim/a100-thesis.toml as found beside the binary or in the source tree.
+std::string default_sim_model_path();
+
+}  // namespace colo::sim

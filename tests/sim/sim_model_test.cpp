@@ -1,0 +1,92 @@
+// The simulator's model file (sim/sim_model.h): the shipped file states the built-in parameters,
+// each with a source, and a file with a parameter missing, unsourced or out of range is refused.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "sim/sim_model.h"
+#include "sim/simulator.h"
+
+namespace colo::sim {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kShipped = std::string(COLO_SOURCE_DIR) + "/models/sim/a100-thesis.toml";
+
+std::string shipped_text() {
+  std::ifstream in(kShipped);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string error_of(const std::string& text) {
+  const std::string path = (std::filesystem::temp_directory_path() / "colo-sim-model-test.toml").string();
+  std::ofstream(path) << text;
+  try {
+    load_sim_model(path);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+TEST(SimModel, TheShippedFileIsTheBuiltInModelWithASourceForEveryParameter) {
+  const SimModel m = load_sim_model(kShipped);
+  const SimConfig builtin;
+  EXPECT_EQ(m.mps.interference, builtin.mps.interference);
+  EXPECT_EQ(m.streams.busy_floor, builtin.streams.busy_floor);
+  EXPECT_EQ(m.streams.switch_overhead, builtin.streams.switch_overhead);
+  EXPECT_EQ(m.power.idle_watts, builtin.power.idle_watts);
+  EXPECT_EQ(m.power.busy_watts, builtin.power.busy_watts);
+  EXPECT_EQ(m.power.max_watts, builtin.power.max_watts);
+  EXPECT_EQ(m.ramp_s, builtin.ramp_s);
+  EXPECT_EQ(m.oom_detect_s, builtin.oom_detect_s);
+  ASSERT_EQ(m.smact.size(), default_sm_activity_table().size());
+  for (const auto& [cls, row] : default_sm_activity_table()) {
+    ASSERT_TRUE(m.smact.count(cls)) << cls;
+    EXPECT_EQ(m.smact.at(cls).at_batch_32, row.at_batch_32) << cls;
+    EXPECT_EQ(m.smact.at(cls).per_doubling, row.per_doubling) << cls;
+  }
+  EXPECT_EQ(m.sources.size(), 16u);  // 8 scalars + 4 classes × 2
+  for (const auto& [key, source] : m.sources) EXPECT_FALSE(source.empty()) << key;
+  EXPECT_EQ(default_sim_model_path(), kShipped);
+}
+
+TEST(SimModel, ChangedValuesAreRead) {
+  const std::string path = (std::filesystem::temp_directory_path() / "colo-sim-model-ok.toml").string();
+  std::ofstream(path) << replaced(shipped_text(), "interference = { value = 0.05", "interference = { value = 0.12");
+  EXPECT_EQ(load_sim_model(path).mps.interference, 0.12);
+}
+
+TEST(SimModel, MissingUnsourcedOutOfRangeOrUnknownParametersAreRefused) {
+  const std::string t = shipped_text();
+  EXPECT_THAT(error_of(replaced(t, "max_watts = { value = 400.0, source = \"data sheet: A100-SXM4-40GB board power limit\" }", "")),
+              HasSubstr("missing 'power.max_watts'"));
+  EXPECT_THAT(error_of(replaced(t, "source = \"data sheet: A100-SXM4-40GB board power limit\"", "source = \"\"")),
+              HasSubstr("'power.max_watts' has no source"));
+  EXPECT_THAT(error_of(replaced(t, "busy_floor = { value = 0.80", "busy_floor = { value = 1.5")),
+              HasSubstr("'streams.busy_floor.value' must be in [0, 1], got 1.5"));
+  EXPECT_THAT(error_of(replaced(t, "[timing]", "[timing]\nwarmup_s = { value = 1, source = \"x\" }")),
+              HasSubstr("unknown parameter 'timing.warmup_s'"));
+  EXPECT_THAT(error_of(replaced(t, "idle_watts = { value = 55.0", "idle_watts = { value = 95.0")),
+              HasSubstr("idle_watts ≤ busy_watts ≤ max_watts"));
+  EXPECT_THAT(error_of(replaced(t, "colo-sim-model 1", "colo-sim-model 9")), HasSubstr("format must be"));
+  EXPECT_THAT(error_of("[mps\n"), HasSubstr("colo-sim-model-test.toml:1"));
+  EXPECT_THROW(load_sim_model("/nonexistent/model.toml"), UserError);
+}
+
+}  // namespace
+}  // namespace colo::sim
