@@ -48,7 +48,7 @@ struct Job {
   JobState state = JobState::Queued;
   // Recovery bookkeeping (set by the recovery rules after an OOM crash):
   std::optional<MiB> recovery_need_mib;  // loose recovery: the need this retry asks for
-  bool recovery_idle_only = false;       // strict recovery, or loose escalated to an idle GPU
+  bool recovery_alone = false;       // strict recovery, or loose escalated to an idle GPU
 };
 
 // Moves job to `to`, throwing std::logic_error if the state machine has no such edge.

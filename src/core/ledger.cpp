@@ -8,17 +8,17 @@ void Ledger::add_totals(int gpu, const Entry& e, int sign) {
   GpuTotals& t = by_gpu_[gpu];
   t.reserved += sign * e.reserved();
   t.jobs += sign;
-  t.exclusive += e.exclusive ? sign : 0;
+  t.alone += e.alone ? sign : 0;
   if (t.jobs == 0) by_gpu_.erase(gpu);
 }
 
-void Ledger::reserve(JobId job, int gpu, MiB estimate, bool exclusive, Seconds now) {
+void Ledger::reserve(JobId job, int gpu, MiB estimate, bool alone, Seconds now) {
   auto& per_gpu = by_job_[job];
   if (auto it = per_gpu.find(gpu); it != per_gpu.end()) {
     add_totals(gpu, it->second, -1);
     per_gpu.erase(it);
   }
-  Entry e{std::max<MiB>(estimate, 0), 0, exclusive, now};
+  Entry e{std::max<MiB>(estimate, 0), 0, alone, now};
   per_gpu.emplace(gpu, e);
   add_totals(gpu, e, +1);
 }
@@ -50,9 +50,9 @@ int Ledger::jobs_on(int gpu) const {
   return it == by_gpu_.end() ? 0 : it->second.jobs;
 }
 
-bool Ledger::held_exclusively(int gpu) const {
+bool Ledger::held_alone(int gpu) const {
   auto it = by_gpu_.find(gpu);
-  return it != by_gpu_.end() && it->second.exclusive > 0;
+  return it != by_gpu_.end() && it->second.alone > 0;
 }
 
 MiB Ledger::available(const GpuSnapshot& g) const {

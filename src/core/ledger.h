@@ -19,13 +19,13 @@ class Ledger {
   struct Entry {
     MiB estimate = 0;       // what the job was placed with
     MiB observed_peak = 0;  // highest per-process usage the monitor has seen
-    bool exclusive = false; // the job must run alone on this GPU (strict recovery, whole-GPU jobs)
+    bool alone = false; // the job must run alone on this GPU (strict recovery, whole-GPU jobs)
     Seconds placed_at = 0;
     MiB reserved() const { return estimate > observed_peak ? estimate : observed_peak; }
   };
 
   // Records a placement of `job` on `gpu`. Reserving the same (job, gpu) twice replaces it.
-  void reserve(JobId job, int gpu, MiB estimate, bool exclusive, Seconds now);
+  void reserve(JobId job, int gpu, MiB estimate, bool alone, Seconds now);
   // Raises the observed peak of (job, gpu); unknown pairs are ignored (job already released).
   void observe(JobId job, int gpu, MiB used_mib);
   // Forgets every reservation of the job (it ended, crashed or was cancelled).
@@ -33,7 +33,7 @@ class Ledger {
 
   MiB reserved_on(int gpu) const;
   int jobs_on(int gpu) const;
-  bool held_exclusively(int gpu) const;
+  bool held_alone(int gpu) const;
   // total − max(Σ reserved, observed used), never below zero.
   MiB available(const GpuSnapshot& g) const;
   std::optional<Entry> entry(JobId job, int gpu) const;
@@ -44,7 +44,7 @@ class Ledger {
   struct GpuTotals {
     MiB reserved = 0;
     int jobs = 0;
-    int exclusive = 0;
+    int alone = 0;
   };
   void add_totals(int gpu, const Entry& e, int sign);
 

@@ -15,8 +15,8 @@ std::optional<RecoveryMode> recovery_mode_from_string(std::string_view s) {
 void plan_recovery(Job& job, const RecoveryConfig& cfg, MiB attempted_mib,
                    std::optional<MiB> observed_peak_mib, MiB largest_gpu_mib) {
   transition(job, JobState::Recovering);
-  if (cfg.mode == RecoveryMode::Strict || job.recovery_idle_only) {
-    job.recovery_idle_only = true;
+  if (cfg.mode == RecoveryMode::Strict || job.recovery_alone) {
+    job.recovery_alone = true;
     job.recovery_need_mib.reset();
     return;
   }
@@ -24,7 +24,7 @@ void plan_recovery(Job& job, const RecoveryConfig& cfg, MiB attempted_mib,
                              job.recovery_need_mib.value_or(0), job.need.mib.value_or(0)});
   const MiB next = last + cfg.step_mib;
   if (next >= largest_gpu_mib) {
-    job.recovery_idle_only = true;
+    job.recovery_alone = true;
     job.recovery_need_mib.reset();
   } else {
     job.recovery_need_mib = next;

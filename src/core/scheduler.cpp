@@ -48,7 +48,7 @@ Round make_round(const SchedulerInput& in) {
     c.position = static_cast<int>(i);
     c.available_mib = in.ledger->available(g);
     c.jobs = std::max<int>(in.ledger->jobs_on(g.index), static_cast<int>(g.running.size()));
-    c.held_exclusively = in.ledger->held_exclusively(g.index);
+    c.held_alone = in.ledger->held_alone(g.index);
     r.cands.push_back(c);
     if (g.healthy && !g.drained) {
       r.usable_totals.push_back(g.total_mib);
@@ -86,15 +86,15 @@ PlacementRequest make_request(const Job& job, const Policy& policy, const Round&
   req.recovery = recovery;
   req.need_mib = job.need.mib;
   if (recovery) {
-    req.idle_only = job.recovery_idle_only;
+    req.alone = job.recovery_alone;
     if (job.recovery_need_mib) req.need_mib = job.recovery_need_mib;
   }
-  if (policy.whole_gpus) req.idle_only = true;
+  if (policy.whole_gpus) req.alone = true;
   // A need that not enough GPUs could hold even when empty (margin on top, unless this is a
   // recovery retry) can only mean "whole GPUs"; without this the job would block the queue forever.
   if (req.need_mib && (policy.conditions.enabled || recovery)) {
     const MiB margin = recovery ? 0 : policy.conditions.margin_mib;
-    if (round.gpus_with_at_least(*req.need_mib + margin) < job.gpus) req.idle_only = true;
+    if (round.gpus_with_at_least(*req.need_mib + margin) < job.gpus) req.alone = true;
   }
   return req;
 }
@@ -148,7 +148,7 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
     // A request for whole GPUs needs idle ones and nothing else. Recovery requests bypass the
     // policy's conditions: loose recovery wants its escalated need free (thesis §7.2), no more.
     std::vector<FilterPtr> filters{base};
-    if (req.idle_only)
+    if (req.alone)
       filters.push_back(idle);
     else if (recovery)
       filters.push_back(fits_memory(0, cfg_.policy.conditions.min_free_unknown_mib));
@@ -206,14 +206,14 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
     Placement p;
     p.job = job.id;
     p.recovery = recovery;
-    p.exclusive = req.idle_only;
+    p.alone = req.alone;
     p.reserve_mib = req.need_mib.value_or(cfg_.policy.conditions.min_free_unknown_mib);
     for (int k = 0; k < job.gpus; ++k) {
       Candidate& c = round.cands[static_cast<size_t>(ranked[static_cast<size_t>(k)].second)];
       p.gpu_indices.push_back(c.gpu->index);
       c.available_mib = std::max<MiB>(c.available_mib - p.reserve_mib, 0);
       c.jobs += 1;
-      c.held_exclusively = c.held_exclusively || p.exclusive;
+      c.held_alone = c.held_alone || p.alone;
       state.rr_next = (c.position + 1) % std::max(n, 1);
     }
     out.placements.push_back(std::move(p));

@@ -55,7 +55,7 @@ struct Placement {
   JobId job = 0;
   std::vector<int> gpu_indices;  // GpuSnapshot::index of each chosen GPU, job.gpus of them
   MiB reserve_mib = 0;           // per GPU, what the ledger should hold for it
-  bool exclusive = false;        // must run alone on those GPUs
+  bool alone = false;            // must run alone on those GPUs (the ledger holds them for it)
   bool recovery = false;
   std::optional<JobId> overtook;  // backfilled: started ahead of this waiting head
 };

@@ -147,7 +147,7 @@ json Daemon::job_json(const JobRow& j, bool detail) {
   o["requested_source"] = j.requested_source;
   o["fingerprint"] = j.fingerprint;
   o["recovery"] = {{"need_mib", j.recovery_need_mib ? json(*j.recovery_need_mib) : json(nullptr)},
-                   {"idle_only", j.recovery_idle_only}};
+                   {"idle_only", j.recovery_alone}};
   o["stdout"] = log_path(j.id, "stdout");
   o["stderr"] = log_path(j.id, "stderr");
   json aj = json::array();

@@ -421,7 +421,7 @@ void Daemon::finalize(std::int64_t attempt_id, const ShimExit& ex) {
       } else {
         plan_recovery(core, cfg_.recovery, a.reserve_mib, a.peak_mib, largest_slot_mib());
         j.recovery_seq = store_.next_recovery_seq();
-        j.reason = core.recovery_idle_only
+        j.reason = core.recovery_alone
                        ? "out of memory: retry on an idle GPU"
                        : fmt::format("out of memory: retry with {} free", format_mib(core.recovery_need_mib.value_or(0)));
       }
@@ -443,7 +443,7 @@ void Daemon::finalize(std::int64_t attempt_id, const ShimExit& ex) {
   j.state = core.state;
   j.attempts = core.attempts;
   j.recovery_need_mib = core.recovery_need_mib;
-  j.recovery_idle_only = core.recovery_idle_only;
+  j.recovery_alone = core.recovery_alone;
   store_.update_attempt(a);
   store_.update_job(j);
   store_.event(j.id, t, "attempt", message);
@@ -561,7 +561,7 @@ void Daemon::launch(const Placement& p) {
   a.slots = p.gpu_indices;
   for (int s : p.gpu_indices) a.uuids.push_back(monitor_.slots()[static_cast<size_t>(s)].uuid);
   a.reserve_mib = p.reserve_mib;
-  a.exclusive = p.exclusive;
+  a.exclusive = p.alone;
   a.recovery = p.recovery;
   a.launch_time = t;
   a.out_offset = file_size(log_path(j.id, "stdout"));

@@ -101,7 +101,7 @@ JobRow read_job(const Stmt& s) {
   j.end_time = s.opt_f64(17);
   j.attempts = static_cast<int>(s.i64(18));
   j.recovery_need_mib = s.opt_i64(19);
-  j.recovery_idle_only = s.i64(20) != 0;
+  j.recovery_alone = s.i64(20) != 0;
   j.recovery_seq = s.opt_i64(21);
   j.cancel_requested = s.i64(22) != 0;
   if (auto e = s.opt_i64(23)) j.exit_code = static_cast<int>(*e);
@@ -153,7 +153,7 @@ Job JobRow::to_core() const {
   j.attempts = attempts;
   j.state = state;
   j.recovery_need_mib = recovery_need_mib;
-  j.recovery_idle_only = recovery_idle_only;
+  j.recovery_alone = recovery_alone;
   return j;
 }
 
@@ -218,7 +218,7 @@ void Store::update_job(const JobRow& j) {
       "WHERE id=?");
   s.bind(1, j.need_mib).bind(2, j.need_source).bind(3, j.need_explanation)
       .bind(4, std::string(to_string(j.state))).bind(5, j.end_time).bind(6, j.attempts)
-      .bind(7, j.recovery_need_mib).bind(8, j.recovery_idle_only ? 1 : 0).bind(9, j.recovery_seq)
+      .bind(7, j.recovery_need_mib).bind(8, j.recovery_alone ? 1 : 0).bind(9, j.recovery_seq)
       .bind(10, j.cancel_requested ? 1 : 0);
   if (j.exit_code) s.bind(11, *j.exit_code); else s.bind_null(11);
   s.bind(12, j.reason).bind(13, static_cast<std::int64_t>(j.id));

@@ -40,7 +40,7 @@ struct JobRow {
   std::optional<double> end_time;
   int attempts = 0;                      // launches that started the program
   std::optional<MiB> recovery_need_mib;
-  bool recovery_idle_only = false;
+  bool recovery_alone = false;
   std::optional<std::int64_t> recovery_seq;
   bool cancel_requested = false;
   std::optional<int> exit_code;
@@ -57,7 +57,7 @@ struct AttemptRow {
   std::vector<int> slots;
   std::vector<std::string> uuids;
   MiB reserve_mib = 0;
-  bool exclusive = false;
+  bool exclusive = false;  // the attempt runs alone on its GPUs (core: Placement::alone)
   bool recovery = false;
   std::string dir;
   std::optional<std::int64_t> shim_pid;

@@ -108,8 +108,7 @@ class Engine {
       s.mode = cfg.sharing == SharingKind::Mps ? SharingMode::Mps : SharingMode::Plain;
       s.smact = 0.0;
     }
-    for (const FilterPtr& f : cfg.scheduler.policy.filters)
-      if (f->name() == "smact_below") smact_cap_ = cfg.scheduler.policy.conditions.smact_cap;
+    smact_cap_ = cfg.scheduler.policy.smact_cap;  // the policy's SMACT condition, if it has one
     for (size_t i = 0; i < jobs.size(); ++i) {
       JobOutcome& o = out_[i];
       o.id = i;
@@ -349,7 +348,7 @@ class Engine {
     o.gpus = a.gpus;
     settle_on(a.gpus);
     for (int g : a.gpus) {
-      ledger_.reserve(a.core.id, g, p.reserve_mib, p.exclusive, now_);
+      ledger_.reserve(a.core.id, g, p.reserve_mib, p.alone, now_);
       auto& running = snaps_[static_cast<size_t>(g)].running;
       running.push_back(a.core.id);
       max_jobs_per_gpu_ = std::max(max_jobs_per_gpu_, static_cast<int>(running.size()));

@@ -11,7 +11,7 @@ Candidate cand(const GpuSnapshot& g, MiB avail, int jobs = 0, bool excl = false)
   c.gpu = &g;
   c.available_mib = avail;
   c.jobs = jobs;
-  c.held_exclusively = excl;
+  c.held_alone = excl;
   return c;
 }
 

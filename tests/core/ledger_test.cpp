@@ -32,12 +32,12 @@ TEST(Ledger, ReleaseForgetsEveryGpuOfAJob) {
   l.reserve(7, 1, 1000, true, 0);
   l.reserve(8, 1, 500, false, 0);
   EXPECT_EQ(l.jobs_on(1), 2);
-  EXPECT_TRUE(l.held_exclusively(1));
+  EXPECT_TRUE(l.held_alone(1));
   EXPECT_EQ(l.gpus_of(7), (std::vector<int>{0, 1}));
   l.release(7);
   EXPECT_EQ(l.reserved_on(0), 0);
   EXPECT_EQ(l.reserved_on(1), 500);
-  EXPECT_FALSE(l.held_exclusively(1));
+  EXPECT_FALSE(l.held_alone(1));
   l.release(7);  // idempotent
   l.observe(7, 0, 99999);  // a late sample for a released job changes nothing
   EXPECT_EQ(l.reserved_on(0), 0);

@@ -58,7 +58,7 @@ TEST(PolicyDefinition, AnIdleOnlyDefinitionPlacesWholeGpus) {
   w.gpus = {test::gpu(0, 40960), test::gpu(1, 40960)};
   const auto d = w.decide(Scheduler(SchedulerConfig(p)), {test::job(1, 1000), test::job(2, 1000), test::job(3, 1000)});
   ASSERT_EQ(d.placements.size(), 2u);
-  EXPECT_TRUE(d.placements[0].exclusive);
+  EXPECT_TRUE(d.placements[0].alone);
 }
 
 TEST(PolicyDefinition, BadDefinitionsAreNamed) {

@@ -76,7 +76,7 @@ TEST(Backfill, OnlyDepthJobsBehindTheHeadAreLookedAt) {
 TEST(Backfill, AWaitingRecoveryHeadStillHoldsTheMainQueue) {
   World w = busy_gpu();
   Job rec = test::job(7, 20000);
-  rec.recovery_idle_only = true;
+  rec.recovery_alone = true;
   const auto d = w.decide(sched(5), {test::job(2, 1000)}, {rec});
   EXPECT_TRUE(d.placements.empty());
   ASSERT_TRUE(d.blocked);

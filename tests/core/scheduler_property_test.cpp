@@ -81,11 +81,11 @@ TEST_P(SchedulerProperties, HoldOverRandomWorlds) {
         }
         transition(j, JobState::Placed);
         transition(j, JobState::Running);
-        for (int g : pl.gpu_indices) ledger.reserve(pl.job, g, pl.reserve_mib, pl.exclusive, step);
+        for (int g : pl.gpu_indices) ledger.reserve(pl.job, g, pl.reserve_mib, pl.alone, step);
         running[pl.job] = pl.gpu_indices;
-        running_exclusive[pl.job] = pl.exclusive;
+        running_exclusive[pl.job] = pl.alone;
         if (p.recovery == RecoveryMode::Strict && pl.recovery) {
-          ASSERT_TRUE(pl.exclusive);
+          ASSERT_TRUE(pl.alone);
         }
       }
       // Invariants over the current state.

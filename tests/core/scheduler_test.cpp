@@ -129,7 +129,7 @@ TEST(Scheduler, NeedLargerThanAnyGpuMeansAWholeGpu) {
   w.ledger.reserve(100, 0, 1000, false, 0);
   auto d = w.decide(sched(PolicyKind::Magm), {test::job(1, 40000)});  // 40000 + 2048 > 40960
   ASSERT_EQ(d.placements.size(), 1u);
-  EXPECT_TRUE(d.placements[0].exclusive);
+  EXPECT_TRUE(d.placements[0].alone);
   EXPECT_EQ(d.placements[0].gpu_indices, std::vector<int>{1});
 }
 
@@ -139,13 +139,13 @@ TEST(Scheduler, RecoveryQueueIsServedFirstAndStrictRecoveryRunsAlone) {
   w.ledger.reserve(100, 0, 1000, false, 0);
   Job r = test::job(9, 8000);
   r.state = JobState::Recovering;
-  r.recovery_idle_only = true;
+  r.recovery_alone = true;
   const Scheduler s = sched(PolicyKind::Magm);
   auto d = w.decide(s, {test::job(1, 1000)}, {r});
   ASSERT_EQ(d.placements.size(), 2u);
   EXPECT_EQ(d.placements[0].job, 9u);
   EXPECT_TRUE(d.placements[0].recovery);
-  EXPECT_TRUE(d.placements[0].exclusive);
+  EXPECT_TRUE(d.placements[0].alone);
   EXPECT_EQ(d.placements[0].gpu_indices, std::vector<int>{1});  // the idle one
   EXPECT_EQ(d.placements[1].gpu_indices, std::vector<int>{0});  // not next to the recovering job
   w.apply(d);
@@ -159,7 +159,7 @@ TEST(Scheduler, WaitingRecoveryHeadBlocksTheMainQueue) {
   w.gpus = {test::gpu(0, 40960)};
   w.ledger.reserve(100, 0, 1000, false, 0);
   Job r = test::job(9, 8000);
-  r.recovery_idle_only = true;
+  r.recovery_alone = true;
   auto d = w.decide(sched(PolicyKind::Magm), {test::job(1, 1000)}, {r});
   EXPECT_TRUE(d.placements.empty());  // GPU 0 must drain so the crashed job gets it
 }
@@ -173,7 +173,7 @@ TEST(Scheduler, LooseRecoveryAsksForTheEscalatedNeedOnly) {
   auto d = w.decide(sched(PolicyKind::Magm, {}, {RecoveryMode::Loose, 5120}), {}, {r});
   ASSERT_EQ(d.placements.size(), 1u);
   EXPECT_EQ(d.placements[0].reserve_mib, 20000);
-  EXPECT_FALSE(d.placements[0].exclusive);
+  EXPECT_FALSE(d.placements[0].alone);
   r.recovery_need_mib = 21000;
   d = w.decide(sched(PolicyKind::Magm, {}, {RecoveryMode::Loose, 5120}), {}, {r});
   EXPECT_TRUE(d.placements.empty());

@@ -44,7 +44,7 @@ struct World {
   // Reserves what a decision placed, as the daemon does after launching.
   void apply(const Decision& d) {
     for (const auto& p : d.placements)
-      for (int g : p.gpu_indices) ledger.reserve(p.job, g, p.reserve_mib, p.exclusive, 0);
+      for (int g : p.gpu_indices) ledger.reserve(p.job, g, p.reserve_mib, p.alone, 0);
   }
 };
 

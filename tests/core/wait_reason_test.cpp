@@ -87,7 +87,7 @@ TEST(WaitReason, StrictRecoveryHeadWaitsForAnIdleGpuAndBlocksTheMainQueue) {
   w.ledger.reserve(9, 1, 1024, false, 0);
   Job r = test::job(5, 4096);
   r.state = JobState::Recovering;
-  r.recovery_idle_only = true;
+  r.recovery_alone = true;
   const Decision d = w.decide(magm(), {test::job(6, 1024)}, {r});
   EXPECT_TRUE(d.placements.empty());  // job 6 would fit, but waits behind the recovery head
   ASSERT_TRUE(d.blocked.has_value());

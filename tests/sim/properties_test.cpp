@@ -60,10 +60,10 @@ TEST(SimulatorProperties, InvariantsHoldOnRandomTraces) {
       for (const Placement& p : v.placements) {
         if (p.recovery && strict) ++strict_recoveries;
         if (p.recovery && strict) {
-          EXPECT_TRUE(p.exclusive) << c.what;
+          EXPECT_TRUE(p.alone) << c.what;
         }
-        if (p.recovery && p.exclusive) alone.insert(p.job);  // strict, or loose escalated to idle
-        if (p.recovery && !strict && !p.exclusive) ++loose_retries_collocated;
+        if (p.recovery && p.alone) alone.insert(p.job);  // strict, or loose escalated to idle
+        if (p.recovery && !strict && !p.alone) ++loose_retries_collocated;
         for (int g : p.gpu_indices) {
           // The ledger never promises more than the GPU has when conditions are on (a job whose
           // estimate alone exceeds a GPU gets a GPU to itself).

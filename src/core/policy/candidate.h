@@ -13,7 +13,7 @@ struct Candidate {
   int position = 0;        // index into the snapshot list (round-robin order)
   MiB available_mib = 0;   // total − max(Σ reserved, used), after this round's placements
   int jobs = 0;            // colo jobs on it (running + reserved this round)
-  bool held_exclusively = false;
+  bool held_alone = false;
   int node_weight = 0;     // its server's rank (node_weight.h), for the node-weight policy only
 };
 
@@ -21,7 +21,7 @@ struct Candidate {
 struct PlacementRequest {
   const Job* job = nullptr;
   std::optional<MiB> need_mib;  // per-GPU need, unknown if nullopt
-  bool idle_only = false;       // must run alone (exclusive policy, strict recovery, too big)
+  bool alone = false;       // must run alone (exclusive policy, strict recovery, too big)
   bool recovery = false;        // comes from the recovery queue
 };
 

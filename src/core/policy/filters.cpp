@@ -32,7 +32,7 @@ class Usable final : public Filter {
   std::string_view name() const override { return "usable"; }
   bool admit(const Candidate& c, const PlacementRequest&) const override {
     const GpuSnapshot& g = *c.gpu;
-    if (!g.healthy || g.drained || c.held_exclusively) return false;
+    if (!g.healthy || g.drained || c.held_alone) return false;
     return g.mode != SharingMode::MigInstance || c.jobs == 0;
   }
   std::string why_not(std::span<const Candidate* const> rejected, const PlacementRequest&) const override {
@@ -41,7 +41,7 @@ class Usable final : public Filter {
       const GpuSnapshot& g = *c->gpu;
       const char* why = !g.healthy ? "unhealthy"
                         : g.drained ? "drained"
-                        : c->held_exclusively ? "held by a job that runs alone"
+                        : c->held_alone ? "held by a job that runs alone"
                                               : "is a MIG slot in use";
       out += fmt::format("{}GPU {} {}", out.empty() ? "" : ", ", g.index, why);
     }

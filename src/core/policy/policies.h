@@ -47,6 +47,7 @@ struct Policy {
   ScorerPtr scorer;
   bool whole_gpus = false;    // an idle_only policy: its placements run alone (exclusive)
   bool node_weights = false;  // a scorer reads Candidate::node_weight (the scheduler ranks servers)
+  std::optional<double> smact_cap;  // set when a smact_below filter is in force (the simulator wakes on it)
   std::string describe() const;  // e.g. "magm: fits_memory+smact_below -> most_free_mem"
 };
 
