@@ -49,6 +49,7 @@ struct SimArgs {
   int backfill_depth = 200;
   std::string recovery = "strict";
   long long recovery_step_mib = 5 * kGiB;
+  bool recovery_share = false;  // --recovery-share: others may join a recovered job once its peak is seen
   std::uint64_t seed = 0;
   double duration_jitter = 0;
   double ramp_s = 30;
@@ -118,7 +119,7 @@ sim::ScenarioBase make_base(const SimArgs& a) {
   b.config.nodes = a.nodes;
   b.config.recover_ooms = a.recovery != "none";
   b.config.gpu_memory_mib = a.gpu_memory_mib;
-  b.config.scheduler.recovery = {*rec, a.recovery_step_mib};
+  b.config.scheduler.recovery = {*rec, a.recovery_step_mib, a.recovery_share};
   b.config.scheduler.backfill = {a.backfill, a.backfill_depth};
   b.config.ramp_s = a.ramp_s;
   b.config.oom_detect_s = a.oom_detect_s;
@@ -332,6 +333,8 @@ RegisterCommand reg([](CLI::App& app) {
   cmd->add_option("--recovery", args->recovery, "strict|loose|none (none: an OOM crash fails the job, as on plain Slurm)")
       ->capture_default_str();
   add_mib_flag(cmd, "--recovery-step-mib", args->recovery_step_mib, 1, limits::kMaxGpuMiB, "loose recovery's step (MiB)");
+  cmd->add_flag("--recovery-share", args->recovery_share,
+                "a recovered job that runs alone lets others join once its peak memory has been observed");
   add_uint_flag(cmd, "--seed", args->seed, "seed for every random choice (only --duration-jitter uses one)");
   add_real_flag(cmd, "--duration-jitter", args->duration_jitter, 0, 1,
                 "scale solo durations by U[1-j, 1+j], j < 1 (default 0)");

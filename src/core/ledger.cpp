@@ -33,6 +33,18 @@ void Ledger::observe(JobId job, int gpu, MiB used_mib) {
   by_gpu_[gpu].reserved += it->second.reserved() - before;
 }
 
+bool Ledger::share(JobId job, int gpu, MiB reserve_mib) {
+  auto j = by_job_.find(job);
+  if (j == by_job_.end()) return false;
+  auto it = j->second.find(gpu);
+  if (it == j->second.end() || !it->second.alone) return false;
+  add_totals(gpu, it->second, -1);
+  it->second.alone = false;
+  it->second.estimate = std::max<MiB>(reserve_mib, 0);
+  add_totals(gpu, it->second, +1);
+  return true;
+}
+
 void Ledger::release(JobId job) {
   auto j = by_job_.find(job);
   if (j == by_job_.end()) return;

@@ -28,6 +28,10 @@ class Ledger {
   void reserve(JobId job, int gpu, MiB estimate, bool alone, Seconds now);
   // Raises the observed peak of (job, gpu); unknown pairs are ignored (job already released).
   void observe(JobId job, int gpu, MiB used_mib);
+  // A job that runs alone (a recovery retry) whose peak has now been observed lets others join:
+  // its entry stops holding the GPU alone and reserves `reserve_mib` (its observed peak + a
+  // margin). False when (job, gpu) is unknown or was not held alone.
+  bool share(JobId job, int gpu, MiB reserve_mib);
   // Forgets every reservation of the job (it ended, crashed or was cancelled).
   void release(JobId job);
 

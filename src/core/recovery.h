@@ -17,6 +17,10 @@ std::optional<RecoveryMode> recovery_mode_from_string(std::string_view s);
 struct RecoveryConfig {
   RecoveryMode mode = RecoveryMode::Strict;
   MiB step_mib = 5 * kGiB;
+  // A retry that runs alone lets others join once its peak memory has been observed (the
+  // thesis' prototype let jobs join a recovered one once it ran): the driver then calls
+  // Ledger::share with the observed peak + the policy's margin. Off: alone to the end.
+  bool share_after_peak = false;
 };
 
 // Applies the recovery rule to a job that just crashed with OOM (state oom) and moves it to

@@ -73,6 +73,8 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
         if (!m) r.bad(n, fmt::format("unknown recovery mode '{}' (strict, loose)", v));
         c.recovery.mode = *m;
       } else if (section == "recovery" && k == "step") c.recovery.step_mib = r.memory(n, full, 1);
+      else if (section == "recovery" && k == "share_after_peak") c.recovery.share_after_peak = r.boolean(n, full);
+      else if (section == "recovery" && k == "share_after_s") c.share_after_s = r.number(n, full, 0, 86400);
       else if (section == "recovery" && k == "max_attempts") c.max_attempts = static_cast<int>(r.integer(n, full, 1, 1000));
       else if (section == "recovery" && k == "lost") {
         const std::string v = r.str(n, full);

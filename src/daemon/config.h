@@ -34,6 +34,7 @@ struct DaemonConfig {
   // [recovery]
   RecoveryConfig recovery;
   int max_attempts = 5;        // launches per job before an OOM becomes a failure
+  Seconds share_after_s = 60;  // with recovery.share_after_peak: how long a retry runs alone first
   bool requeue_lost = true;    // a job whose process vanished with the machine: requeue or fail
   // [estimator]
   bool history = true;         // reuse the observed peak of the same job fingerprint

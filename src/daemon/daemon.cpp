@@ -885,7 +885,22 @@ void Daemon::tick() {
       }
     }
   }
+  // A recovery retry that runs alone lets others join once it has run share_after_s with its
+  // memory seen (recovery.share_after_peak): it keeps its observed peak + the policy's margin.
+  std::vector<std::pair<JobId, std::string>> shared_now;
+  if (cfg_.recovery.share_after_peak)
+    for (auto& [aid, l] : live_) {
+      if (l.shared || !l.attempt.exclusive || !l.attempt.recovery || l.peak_mib <= 0) continue;
+      if (t - l.attempt.launch_time < cfg_.share_after_s) continue;
+      const MiB keep = l.peak_mib + cfg_.conditions.margin_mib;
+      for (int slot : l.attempt.slots) ledger_.share(l.attempt.job_id, slot, keep);
+      l.shared = true;
+      dirty_ = true;
+      shared_now.emplace_back(l.attempt.job_id, fmt::format("peak {} seen: others may join, {} kept for it",
+                                                            format_mib(l.peak_mib), format_mib(keep)));
+    }
   Txn txn(store_.db());
+  for (const auto& [job, why] : shared_now) store_.event(job, t, "shared", why);
   for (const MonitorEvent& e : events) gpu_event(e, t);
   for (const GpuSlot& s : monitor_.slots())
     if (s.healthy) store_.add_sample(t, s.slot, s.used_mib, s.last_smact, s.power_w, ledger_.reserved_on(s.slot));

@@ -58,6 +58,7 @@ class Daemon {
     bool term_sent = false;
     bool peak_dirty = false;
     bool unsure_logged = false;  // liveness could not be read; logged once
+    bool shared = false;         // a recovery retry held alone that now lets others join
   };
 
   double now() const;

@@ -56,6 +56,7 @@ struct Attempt {
   bool active = false;   // making progress (launched, not crashed)
   bool ramped = false;   // memory allocated
   bool crashed_alone = false;
+  bool recovery_alone = false;  // a recovery retry placed alone (may share once its peak is seen)
   std::size_t span = 0;  // its AttemptSpan in the timeline (when recording)
 };
 
@@ -341,6 +342,7 @@ class Engine {
     a.active = true;
     a.ramped = false;
     a.crashed_alone = false;
+    a.recovery_alone = p.recovery && p.alone;
     JobOutcome& o = out_[a.core.id];
     if (o.first_start_s < 0) o.first_start_s = now_;
     o.last_start_s = now_;
@@ -467,6 +469,13 @@ class Engine {
       for (int g : a.gpus) {
         set_used(g, gpus_[static_cast<size_t>(g)].used + s.true_mib);
         ledger_.observe(j, g, s.true_mib);
+      }
+      if (a.recovery_alone && cfg_.scheduler.recovery.share_after_peak) {
+        // Its peak is known now: others may join beside it (observed peak + the policy's margin).
+        const MiB keep = s.true_mib + cfg_.scheduler.policy.conditions.margin_mib;
+        for (int g : a.gpus) ledger_.share(j, g, keep);
+        a.recovery_alone = false;
+        dirty_ = true;
       }
       return;
     }

@@ -55,3 +55,28 @@ TEST(Ledger, ReReserveReplacesInsteadOfDoubleCounting) {
 
 }  // namespace
 }  // namespace colo
+
+namespace colo {
+namespace {
+
+// A recovery retry held alone lets others join once its peak is known: the GPU is no longer
+// held alone and the entry keeps the given reservation.
+TEST(LedgerShare, AnAloneEntryBecomesASharedReservation) {
+  Ledger l;
+  l.reserve(1, 0, 40960, true, 0);
+  EXPECT_TRUE(l.held_alone(0));
+  l.observe(1, 0, 30000);
+  EXPECT_TRUE(l.share(1, 0, 32048));
+  EXPECT_FALSE(l.held_alone(0));
+  EXPECT_EQ(l.reserved_on(0), 32048);
+  EXPECT_EQ(l.jobs_on(0), 1);
+  EXPECT_FALSE(l.share(1, 0, 1000)) << "already shared";
+  EXPECT_FALSE(l.share(2, 0, 1000)) << "unknown job";
+  l.reserve(3, 1, 1000, false, 0);
+  EXPECT_FALSE(l.share(3, 1, 500)) << "not held alone";
+  l.release(1);
+  EXPECT_EQ(l.reserved_on(0), 0);
+}
+
+}  // namespace
+}  // namespace colo

@@ -25,7 +25,7 @@ TEST_P(SchedulerProperties, HoldOverRandomWorlds) {
   const Params p = GetParam();
   Conditions c;
   c.enabled = p.conditions;
-  const Scheduler s(SchedulerConfig{make_policy(p.policy, c), {p.recovery, 5120}});
+  const Scheduler s(SchedulerConfig{make_policy(p.policy, c), {p.recovery, 5120, false}});
 
   for (unsigned seed = 1; seed <= 60; ++seed) {
     std::mt19937 rng(seed);
