@@ -38,6 +38,16 @@ std::string error_of(std::vector<std::string> args) {
   return "(no error)";
 }
 
+// What build_submit_request refuses `colo submit ARGS…` with ("(no error)" when it accepts).
+std::string request_error(std::vector<std::string> args) {
+  try {
+    build_submit_request(parse(std::move(args)));
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 TEST(SubmitOptions, EnvAsLastOptionBeforeDoubleDashKeepsTheCommandIntact) {
   // Finding 9: a greedy vector --env ate the `--`, so the command's own flags (--batch 64, -c)
   // were read as colo's.
@@ -108,14 +118,7 @@ TEST(SubmitOptions, ProbeFlagsBecomeTheProbeRequestAndMemIsItsFallback) {
 }
 
 TEST(SubmitOptions, ProbeConflictsAreNamed) {
-  auto err = [](std::vector<std::string> a) {
-    try {
-      build_submit_request(parse(std::move(a)));
-    } catch (const UserError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
+  const auto err = request_error;
   EXPECT_EQ(err({"--probe", "torchvision:resnet50", "--", "x"}), "--probe needs --batch N (N ≥ 1)");
   EXPECT_EQ(err({"--probe", "torchvision:resnet50", "--batch", "8", "--summary", "s.txt", "--", "x"}),
             "give either --probe or --summary, not both");
@@ -156,14 +159,7 @@ TEST(SubmitOptions, ProbeScriptTakesTheScriptAndArgumentsFromTheCommand) {
 }
 
 TEST(SubmitOptions, ProbeScriptConflictsAreNamed) {
-  auto err = [](std::vector<std::string> a) {
-    try {
-      build_submit_request(parse(std::move(a)));
-    } catch (const UserError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
+  const auto err = request_error;
   const std::string dir = ::testing::TempDir();
   std::ofstream(dir + "/submit_options_test_t.py") << "\n";
   EXPECT_EQ(err({"--probe-script", "--probe", "torchvision:resnet50", "--batch", "8", "--", "python3", "t.py"}),
