@@ -43,6 +43,9 @@ struct Job {
   std::string command;
   int gpus = 1;  // distinct GPUs of this server, all placed at once
   MemoryNeed need;
+  // Predicted solo SM activity (0..1) when something predicts it (the simulator's workload
+  // model, an activity estimate); read by the smact_predicted filter.
+  std::optional<double> solo_smact;
   Seconds submit_time = 0;
   int attempts = 0;  // launches so far
   JobState state = JobState::Queued;

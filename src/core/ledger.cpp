@@ -9,16 +9,17 @@ void Ledger::add_totals(int gpu, const Entry& e, int sign) {
   t.reserved += sign * e.reserved();
   t.jobs += sign;
   t.alone += e.alone ? sign : 0;
+  t.smact += sign * e.smact.value_or(0.0);
   if (t.jobs == 0) by_gpu_.erase(gpu);
 }
 
-void Ledger::reserve(JobId job, int gpu, MiB estimate, bool alone, Seconds now) {
+void Ledger::reserve(JobId job, int gpu, MiB estimate, bool alone, Seconds now, std::optional<double> smact) {
   auto& per_gpu = by_job_[job];
   if (auto it = per_gpu.find(gpu); it != per_gpu.end()) {
     add_totals(gpu, it->second, -1);
     per_gpu.erase(it);
   }
-  Entry e{std::max<MiB>(estimate, 0), 0, alone, now};
+  Entry e{std::max<MiB>(estimate, 0), 0, alone, now, smact};
   per_gpu.emplace(gpu, e);
   add_totals(gpu, e, +1);
 }
@@ -65,6 +66,11 @@ int Ledger::jobs_on(int gpu) const {
 bool Ledger::held_alone(int gpu) const {
   auto it = by_gpu_.find(gpu);
   return it != by_gpu_.end() && it->second.alone > 0;
+}
+
+double Ledger::predicted_smact(int gpu) const {
+  auto it = by_gpu_.find(gpu);
+  return it == by_gpu_.end() ? 0.0 : std::max(it->second.smact, 0.0);
 }
 
 MiB Ledger::available(const GpuSnapshot& g) const {

@@ -21,11 +21,12 @@ class Ledger {
     MiB observed_peak = 0;  // highest per-process usage the monitor has seen
     bool alone = false; // the job must run alone on this GPU (strict recovery, whole-GPU jobs)
     Seconds placed_at = 0;
+    std::optional<double> smact;  // the job's predicted solo SM activity, if any
     MiB reserved() const { return estimate > observed_peak ? estimate : observed_peak; }
   };
 
   // Records a placement of `job` on `gpu`. Reserving the same (job, gpu) twice replaces it.
-  void reserve(JobId job, int gpu, MiB estimate, bool alone, Seconds now);
+  void reserve(JobId job, int gpu, MiB estimate, bool alone, Seconds now, std::optional<double> smact = std::nullopt);
   // Raises the observed peak of (job, gpu); unknown pairs are ignored (job already released).
   void observe(JobId job, int gpu, MiB used_mib);
   // A job that runs alone (a recovery retry) whose peak has now been observed lets others join:
@@ -38,6 +39,9 @@ class Ledger {
   MiB reserved_on(int gpu) const;
   int jobs_on(int gpu) const;
   bool held_alone(int gpu) const;
+  // Σ of the predicted solo SM activity of the jobs reserved on the GPU (jobs without a
+  // prediction add nothing).
+  double predicted_smact(int gpu) const;
   // total − max(Σ reserved, observed used), never below zero.
   MiB available(const GpuSnapshot& g) const;
   std::optional<Entry> entry(JobId job, int gpu) const;
@@ -49,6 +53,7 @@ class Ledger {
     MiB reserved = 0;
     int jobs = 0;
     int alone = 0;
+    double smact = 0;
   };
   void add_totals(int gpu, const Entry& e, int sign);
 

@@ -49,6 +49,7 @@ Round make_round(const SchedulerInput& in) {
     c.available_mib = in.ledger->available(g);
     c.jobs = std::max<int>(in.ledger->jobs_on(g.index), static_cast<int>(g.running.size()));
     c.held_alone = in.ledger->held_alone(g.index);
+    c.placed_smact = in.ledger->predicted_smact(g.index);
     r.cands.push_back(c);
     if (g.healthy && !g.drained) {
       r.usable_totals.push_back(g.total_mib);
@@ -214,6 +215,7 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
       c.available_mib = std::max<MiB>(c.available_mib - p.reserve_mib, 0);
       c.jobs += 1;
       c.held_alone = c.held_alone || p.alone;
+      c.placed_smact += job.solo_smact.value_or(0.0);
       state.rr_next = (c.position + 1) % std::max(n, 1);
     }
     out.placements.push_back(std::move(p));

@@ -183,6 +183,7 @@ class Engine {
     j.command = s.name;
     j.gpus = s.gpus;
     j.need = s.need;
+    j.solo_smact = s.smact;  // the model's own solo SMACT: what a perfect activity predictor says
     j.submit_time = s.submit_s;
     // A new head; behind a waiting head it cannot start, unless backfilling lets it.
     if (queued() == 0 || cfg_.scheduler.backfill.max_overtakes > 0) dirty_ = true;
@@ -350,7 +351,7 @@ class Engine {
     o.gpus = a.gpus;
     settle_on(a.gpus);
     for (int g : a.gpus) {
-      ledger_.reserve(a.core.id, g, p.reserve_mib, p.alone, now_);
+      ledger_.reserve(a.core.id, g, p.reserve_mib, p.alone, now_, a.core.solo_smact);
       auto& running = snaps_[static_cast<size_t>(g)].running;
       running.push_back(a.core.id);
       max_jobs_per_gpu_ = std::max(max_jobs_per_gpu_, static_cast<int>(running.size()));

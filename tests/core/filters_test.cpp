@@ -79,6 +79,27 @@ TEST(Filters, FloorAlwaysHoldsForKnownNeeds) {
   EXPECT_EQ(f->why_not(rejected, req(tiny)), "needs 8.0 GiB (the free-memory floor; the estimate is 0.5 GiB); most free is 4.0 GiB on GPU 0");
 }
 
+// smact_predicted: the placed jobs' predicted solo SMACT plus the candidate's under the cap; an
+// idle GPU takes any job, and a job without a prediction passes.
+TEST(Filters, SmactPredictedAddsThePlacedJobsPredictions) {
+  auto f = smact_predicted(0.8);
+  const GpuSnapshot g = test::gpu(0, 40960);
+  Job j = test::job(1, 1000);
+  j.solo_smact = 0.3;
+  Candidate busy = cand(g, 30000, 1);
+  busy.placed_smact = 0.5;
+  EXPECT_TRUE(f->admit(busy, req(j)));   // 0.5 + 0.3 = 0.8
+  busy.placed_smact = 0.6;
+  EXPECT_FALSE(f->admit(busy, req(j)));  // 0.9
+  j.solo_smact = 0.95;
+  EXPECT_TRUE(f->admit(cand(g, 40960, 0), req(j))) << "alone it may use the whole GPU";
+  j.solo_smact.reset();
+  EXPECT_TRUE(f->admit(busy, req(j))) << "no prediction: the window filter decides";
+  j.solo_smact = 0.4;
+  const Candidate* rejected[] = {&busy};
+  EXPECT_EQ(f->why_not(rejected, req(j)), "predicted SMACT 40 % would pass the 80 % cap on GPU 0 (60 % placed)");
+}
+
 TEST(Filters, SmactBelowCapAndUnmeasurablePasses) {
   auto f = smact_below(0.8);
   const Job j = test::job(1, 1000);

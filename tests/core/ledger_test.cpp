@@ -61,6 +61,17 @@ namespace {
 
 // A recovery retry held alone lets others join once its peak is known: the GPU is no longer
 // held alone and the entry keeps the given reservation.
+TEST(LedgerSmact, PredictedActivityIsSummedPerGpu) {
+  Ledger l;
+  l.reserve(1, 0, 1000, false, 0, 0.3);
+  l.reserve(2, 0, 1000, false, 0, 0.25);
+  l.reserve(3, 0, 1000, false, 0);  // no prediction: adds nothing
+  EXPECT_DOUBLE_EQ(l.predicted_smact(0), 0.55);
+  l.release(1);
+  EXPECT_DOUBLE_EQ(l.predicted_smact(0), 0.25);
+  EXPECT_DOUBLE_EQ(l.predicted_smact(7), 0.0);
+}
+
 TEST(LedgerShare, AnAloneEntryBecomesASharedReservation) {
   Ledger l;
   l.reserve(1, 0, 40960, true, 0);

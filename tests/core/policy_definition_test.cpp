@@ -71,6 +71,8 @@ TEST(PolicyDefinition, BadDefinitionsAreNamed) {
     return std::string("(valid)");
   };
   EXPECT_THAT(err({"x", {"fits"}, {{"first", 1}}}), HasSubstr("policy 'x': unknown filter 'fits'"));
+  EXPECT_EQ(build_policy({"p", {"fits_memory", "smact_predicted"}, {{"most_free_mem", 1}}}, {}).describe(),
+            "p: fits_memory+smact_predicted -> most_free_mem");
   EXPECT_THAT(err({"x", {}, {}}), HasSubstr("needs at least one scorer"));
   EXPECT_THAT(err({"x", {}, {{"fastest", 1}}}), HasSubstr("unknown scorer 'fastest'"));
   EXPECT_THAT(err({"x", {}, {{"first", 0}}}), HasSubstr("weights must be positive and finite"));

@@ -15,6 +15,7 @@ struct Candidate {
   int jobs = 0;            // colo jobs on it (running + reserved this round)
   bool held_alone = false;
   int node_weight = 0;     // its server's rank (node_weight.h), for the node-weight policy only
+  double placed_smact = 0; // Σ predicted solo SMACT of the jobs on it (ledger + this round)
 };
 
 // What the job being placed asks for, after recovery rules were applied.

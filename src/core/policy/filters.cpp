@@ -108,6 +108,27 @@ class SmactBelow final : public Filter {
   double cap_;
 };
 
+class SmactPredicted final : public Filter {
+ public:
+  explicit SmactPredicted(double cap) : cap_(cap) {}
+  std::string_view name() const override { return "smact_predicted"; }
+  bool admit(const Candidate& c, const PlacementRequest& r) const override {
+    if (!r.job || !r.job->solo_smact) return true;
+    if (c.jobs == 0 && c.gpu->running.empty()) return true;  // alone it may use the whole GPU, as on an idle one
+    return c.placed_smact + *r.job->solo_smact <= cap_ + 1e-9;
+  }
+  std::string why_not(std::span<const Candidate* const> rejected, const PlacementRequest& r) const override {
+    std::string on;
+    for (const Candidate* c : rejected)
+      on += fmt::format("{}GPU {} ({:.0f} % placed)", on.empty() ? "" : ", ", c->gpu->index, c->placed_smact * 100);
+    return fmt::format("predicted SMACT {:.0f} % would pass the {:.0f} % cap on {}",
+                       r.job && r.job->solo_smact ? *r.job->solo_smact * 100 : 0.0, cap_ * 100, on);
+  }
+
+ private:
+  double cap_;
+};
+
 }  // namespace
 
 FilterPtr usable() { return std::make_shared<Usable>(); }
@@ -116,5 +137,6 @@ FilterPtr fits_memory(MiB margin_mib, MiB min_free_unknown_mib, bool floor_alway
   return std::make_shared<FitsMemory>(margin_mib, min_free_unknown_mib, floor_always);
 }
 FilterPtr smact_below(double cap) { return std::make_shared<SmactBelow>(cap); }
+FilterPtr smact_predicted(double cap) { return std::make_shared<SmactPredicted>(cap); }
 
 }  // namespace colo

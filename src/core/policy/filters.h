@@ -38,5 +38,10 @@ FilterPtr fits_memory(MiB margin_mib, MiB min_free_unknown_mib, bool floor_alway
 // SMACT window average strictly below the cap. A GPU whose SMACT cannot be measured passes:
 // the policy then falls back to memory-only conditions (the daemon says so at start).
 FilterPtr smact_below(double cap);
+// Admission on predictions: the predicted solo SMACT of the jobs already on the GPU plus the
+// candidate's must stay ≤ cap; an idle GPU takes any job (alone it may use it all). A job
+// without a prediction passes (pair it with smact_below for the measured window); co-runners
+// without one add nothing.
+FilterPtr smact_predicted(double cap);
 
 }  // namespace colo

@@ -12,7 +12,7 @@ namespace colo {
 
 namespace {
 
-constexpr const char* kConditions[] = {"fits_memory", "smact_below"};
+constexpr const char* kConditions[] = {"fits_memory", "smact_below", "smact_predicted"};
 
 PolicyDefinition def(std::string name, std::vector<std::string> filters, std::string scorer) {
   return {std::move(name), std::move(filters), {{std::move(scorer), 1.0}}};
@@ -21,7 +21,7 @@ PolicyDefinition def(std::string name, std::vector<std::string> filters, std::st
 }  // namespace
 
 const std::vector<std::string>& filter_names() {
-  static const std::vector<std::string> names = {"idle_only", "fits_memory", "smact_below"};
+  static const std::vector<std::string> names = {"idle_only", "fits_memory", "smact_below", "smact_predicted"};
   return names;
 }
 
@@ -51,7 +51,7 @@ void validate(const PolicyDefinition& d) {
   const std::string where = fmt::format("policy '{}'", one_line(d.name));
   for (const std::string& f : d.filters)
     if (std::find(filter_names().begin(), filter_names().end(), f) == filter_names().end())
-      throw UserError(fmt::format("{}: unknown filter '{}' (known: idle_only, fits_memory, smact_below)", where, one_line(f)));
+      throw UserError(fmt::format("{}: unknown filter '{}' (known: idle_only, fits_memory, smact_below, smact_predicted)", where, one_line(f)));
   if (d.scorers.empty()) throw UserError(fmt::format("{}: needs at least one scorer", where));
   for (const auto& [s, w] : d.scorers) {
     if (!scorer_by_name(s))
@@ -81,6 +81,8 @@ Policy build_policy(const PolicyDefinition& d, const Conditions& c) {
     } else if (f == "smact_below" && c.smact_cap < 1.0) {  // a cap of 100 % or more: memory only
       p.filters.push_back(smact_below(c.smact_cap));
       p.smact_cap = c.smact_cap;
+    } else if (f == "smact_predicted" && c.smact_cap < 1.0) {
+      p.filters.push_back(smact_predicted(c.smact_cap));
     }
   }
   if (d.scorers.size() == 1) {

@@ -5,8 +5,9 @@
 // (`[policies.NAME]`) or a `colo sim --policy-file`, e.g. memory 0.7 + interference 0.3.
 //
 // Filters: idle_only (whole GPUs only), fits_memory (the conditions' margin, floor and floor
-// rule), smact_below (the conditions' SMACT cap). fits_memory and smact_below are the
-// "conditions": a run without conditions drops them, and a cap of 100 % drops smact_below.
+// rule), smact_below (the measured SMACT window under the conditions' cap), smact_predicted
+// (predicted solo SMACT of the placed jobs + the candidate under the cap). All but idle_only
+// are "conditions": a run without conditions drops them, and a cap of 100 % drops the SMACT ones.
 // Scorers: scorers.h scorer_names(). One scorer ranks by its raw score; several by
 // Σ weight × normalized score (weights are normalised to sum to 1).
 #include <string>
