@@ -15,6 +15,8 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "deb_test: FAIL: $*" >&2; exit 1; }
+# Pipelines into grep read all their input (no `grep -q`): under pipefail a writer killed by
+# SIGPIPE after an early match would fail the check.
 wait_for() {  # wait_for WHAT SECONDS COMMAND...
   local what=$1 secs=$2 end
   shift 2
@@ -28,8 +30,8 @@ wait_for() {  # wait_for WHAT SECONDS COMMAND...
 deb=$(bash scripts/package.sh "${COLO_PKG_BUILD_DIR:-build-pkg}" | tail -1)
 [ -f "$deb" ] || fail "scripts/package.sh did not produce a .deb"
 echo "deb_test: $deb"
-dpkg-deb --info "$deb" | grep -q "Package: colo" || fail "not a colo package"
-dpkg-deb --info "$deb" | grep -q "Depends:.*libsqlite3" || fail "shlibdeps did not name libsqlite3"
+dpkg-deb --info "$deb" | grep "Package: colo" >/dev/null || fail "not a colo package"
+dpkg-deb --info "$deb" | grep "Depends:.*libsqlite3" >/dev/null || fail "shlibdeps did not name libsqlite3"
 contents=$(dpkg-deb --contents "$deb")
 for f in ./usr/bin/colo ./usr/bin/colod ./usr/lib/colo/colo-fake-job ./usr/lib/colo/libcolo-fake-nvml.so.1 ./usr/lib/colo/libcolo-fake-dcgm.so.1 \
          ./lib/systemd/system/colod.service ./etc/colo/colod.toml ./usr/share/colo/web/index.html \
@@ -38,10 +40,10 @@ for f in ./usr/bin/colo ./usr/bin/colod ./usr/lib/colo/colo-fake-job ./usr/lib/c
          ./usr/share/colo/calibration/a100-40gb.json ./usr/share/colo/python/colo_probe/__main__.py \
          ./usr/share/colo/slurm/job_submit.lua ./lib/systemd/system/colo-slurm-recover.service \
          ./lib/systemd/system/colo-slurm-node-weight.service; do
-  grep -q " $f\$" <<<"$contents" || grep -q " $f -> " <<<"$contents" || fail "the package lacks $f"
+  grep -q " $f\$" <<<"$contents" || grep " $f -> " <<<"$contents" >/dev/null || fail "the package lacks $f"
 done
 grep -q "__pycache__" <<<"$contents" && fail "the package carries __pycache__"
-dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/colo/colod.toml || fail "colod.toml is not a conffile"
+dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -x /etc/colo/colod.toml >/dev/null || fail "colod.toml is not a conffile"
 
 # run_from PREFIX: colod and colo from PREFIX/usr/bin on fake GPUs, a job, /metrics, the dashboard.
 run_from() {
@@ -55,12 +57,15 @@ run_from() {
   local id
   id=$("$bin/colo" --socket "$state/colo.sock" submit --gpus 1 --mem 4GiB --name deb -- \
        "$1/usr/lib/colo/colo-fake-job" --mem 2GiB --hold inf)
-  running() { "$bin/colo" --socket "$state/colo.sock" show "$id" --json | grep -q '^  "state": "running"'; }
+  running() { "$bin/colo" --socket "$state/colo.sock" show "$id" --json | grep '^  "state": "running"' >/dev/null; }
   wait_for "job $id running ($2)" 60 running
-  curl -sf "http://$addr/metrics" | grep -q '^colo_jobs{state="running"} 1$' || fail "/metrics ($2)"
-  curl -sf "http://$addr/" | grep -qi "<html" || fail "dashboard index ($2)"
-  curl -sf "http://$addr/static/vendor/uplot/LICENSE" | grep -q "MIT" || fail "uPlot licence ($2)"
-  "$bin/colo" sim --json | grep -q '"completed":90' || fail "colo sim on the packaged data ($2)"
+  # /metrics is rendered from colod's latest sample, which may trail the job's recorded state by
+  # a tick: wait for what it shows, not for a duration.
+  metrics_running() { curl -sf "http://$addr/metrics" | grep '^colo_jobs{state="running"} 1$' >/dev/null; }
+  wait_for "/metrics shows the job running ($2)" 60 metrics_running
+  curl -sf "http://$addr/" | grep -i "<html" >/dev/null || fail "dashboard index ($2)"
+  curl -sf "http://$addr/static/vendor/uplot/LICENSE" | grep "MIT" >/dev/null || fail "uPlot licence ($2)"
+  "$bin/colo" sim --json | grep '"completed":90' >/dev/null || fail "colo sim on the packaged data ($2)"
   "$bin/colo" --socket "$state/colo.sock" cancel "$id" >/dev/null
   kill "${pids[-1]}"
   wait "${pids[-1]}" || true
