@@ -8,14 +8,13 @@
 #include <gtest/gtest.h>
 
 #include "daemon_harness.h"
+#include "gpu/fake_nvml_env.h"
 
 namespace colo::daemon::testing {
 namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-std::string wait_for_file(const std::string& path) { return "while [ ! -e " + path + " ]; do sleep 0.2; done"; }
 
 std::string placed_message(const json& j) {
   for (const json& e : j.at("events"))
@@ -28,7 +27,7 @@ TEST(ColodBackfill, AJobBehindAWaitingHeadStartsBoundedPerHead) {
   std::ofstream(dir.path() + "/colod.toml") << "[policy]\nbackfill = 1\n";
   ColodProcess d(dir.path(), "1x40GiB", {"--config", dir.path() + "/colod.toml"});
   const std::string gate = dir.path() + "/gate";
-  const std::uint64_t a = d.submit({"--mem", "30GiB", "--", "/bin/sh", "-c", wait_for_file(gate)});
+  const std::uint64_t a = d.submit({"--mem", "30GiB", "--", colo::gpu::fake_job_path(), "--mem", "1GiB", "--until-file", gate});
   ASSERT_TRUE(wait_until([&] { return d.colo_json({"show", std::to_string(a), "--json"}).at("state") == "running"; }, 60s));
   const std::uint64_t head = d.submit({"--mem", "30GiB", "--", "/bin/true"});  // 10 GiB free: waits
   const std::uint64_t small = d.submit({"--mem", "2GiB", "--", "/bin/true"});  // fits beside job a
