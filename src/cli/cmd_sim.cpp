@@ -18,6 +18,7 @@
 #include "common/resource_path.h"
 #include "core/error.h"
 #include "core/limits.h"
+#include "core/time_slots.h"
 #include "daemon/client/policy_file.h"
 #include "sim/scenario.h"
 #include "sim/sim_model.h"
@@ -54,6 +55,8 @@ struct SimArgs {
   double duration_jitter = 0;
   double ramp_s = 30;
   double oom_detect_s = 10;
+  double slots_s = 0;                    // --slots: time slot length (0 = off)
+  std::optional<double> slot_notice_s;  // --slot-notice: default min(600 s, a tenth of the slot)
   bool json = false;
   bool compare = false;
   std::string report;  // --report FILE: a self-contained HTML page (cli/sim_report.h)
@@ -86,6 +89,10 @@ nlohmann::json to_json(const sim::SimResult& r) {
           {"mem_util_avg", r.mem_util_avg},
           {"lower_bound_s", r.lower_bound_s},
           {"max_jobs_per_gpu", r.max_jobs_per_gpu},
+          {"max_wait_s", r.max_wait_s},
+          {"max_queued_s", r.max_queued_s},
+          {"jain_index", r.jain_index},
+          {"checkpoints", r.checkpoints},
           {"decisions", r.decisions},
           {"policy", r.policy}};
 }
@@ -123,6 +130,11 @@ sim::ScenarioBase make_base(const SimArgs& a) {
   b.config.scheduler.backfill = {a.backfill, a.backfill_depth};
   b.config.ramp_s = a.ramp_s;
   b.config.oom_detect_s = a.oom_detect_s;
+  b.config.slots.slot_s = a.slots_s;
+  b.config.slots.notice_s = a.slot_notice_s.value_or(std::min(600.0, a.slots_s / 10));
+  if (a.slot_notice_s && a.slots_s == 0) throw UserError("--slot-notice needs --slots");
+  if (const std::string why = time_slots_problem(b.config.slots); !why.empty())
+    throw UserError(fmt::format("--slots {:g} --slot-notice {:g}: {}", a.slots_s, b.config.slots.notice_s, why));
   b.conditions.smact_cap = a.smact_cap_pct / 100.0;
   b.conditions.margin_mib = a.margin_mib;
   b.conditions.min_free_unknown_mib = a.min_free_mib;
@@ -149,6 +161,9 @@ void print_one(const SimArgs& a, const sim::SimResult& r) {
   std::cout << fmt::format("energy      {:.2f} MJ\nOOM crashes {}\nSMACT avg   {:.1f} %\nmemory avg  {:.1f} %\n",
                            r.energy_mj, r.oom_crashes, 100 * r.smact_avg, 100 * r.mem_util_avg);
   std::cout << fmt::format("most jobs on one GPU {}\n", r.max_jobs_per_gpu);
+  std::cout << fmt::format("max wait    {:.0f} s (first start; {:.0f} s queued in all)\n", r.max_wait_s, r.max_queued_s);
+  std::cout << fmt::format("fairness    {:.3f} (Jain's index of solo time / JCT)\n", r.jain_index);
+  if (r.checkpoints > 0) std::cout << fmt::format("checkpoints {} (time slots)\n", r.checkpoints);
 }
 
 void run_compare(const SimArgs& a, const sim::ScenarioBase& base, const sim::Trace& trace) {
@@ -187,7 +202,8 @@ void run_compare(const SimArgs& a, const sim::ScenarioBase& base, const sim::Tra
       compare.push_back({{"policy", row.sc.label}, {"estimator", row.sc.estimator},
                          {"sharing", std::string(to_string(row.sc.sharing))}, {"makespan_s", row.r.makespan_s},
                          {"energy_mj", row.r.energy_mj}, {"avg_wait_s", row.r.avg_wait_s},
-                         {"avg_jct_s", row.r.avg_jct_s}, {"oom_crashes", row.r.oom_crashes}});
+                         {"avg_jct_s", row.r.avg_jct_s}, {"oom_crashes", row.r.oom_crashes},
+                         {"max_wait_s", row.r.max_wait_s}, {"jain_index", row.r.jain_index}});
     auto label = [&](size_t i) {
       return fmt::format("{} ({})", rows[i].sc.label, to_string(rows[i].sc.sharing));
     };
@@ -218,18 +234,18 @@ void run_compare(const SimArgs& a, const sim::ScenarioBase& base, const sim::Tra
   std::cout << fmt::format("trace {} on {} GPU(s) × {} MiB{}, recovery {}, SMACT cap {}%, margin {} MiB\n", trace.path,
                            a.gpus, a.gpu_memory_mib, a.nodes > 1 ? fmt::format(" in {} servers", a.nodes) : "",
                            a.recovery, a.smact_cap_pct, a.margin_mib);
-  std::cout << fmt::format("{:<8} {:<22} {:>6} {:>9} {:>7} {:>8} {:>8} {:>8} {:>9} {:>7} {:>4} {:>6} {:>6} {:>4}\n",
+  std::cout << fmt::format("{:<8} {:<22} {:>6} {:>9} {:>7} {:>8} {:>8} {:>8} {:>9} {:>7} {:>4} {:>6} {:>6} {:>4} {:>8} {:>5}\n",
                            "sharing", "scenario", "done", "makespan", "Δ", "JCT", "wait", "exec", "energyMJ", "Δ",
-                           "OOM", "SMACT", "mem", "max");
+                           "OOM", "SMACT", "mem", "max", "maxwait", "Jain");
   for (const Row& row : rows) {
     const auto& r = row.r;
     const auto& ex = exclusive_of(row.sc.sharing);
     std::cout << fmt::format(
-        "{:<8} {:<22} {:>6} {:>9.0f} {:>+6.1f}% {:>8.0f} {:>8.0f} {:>8.0f} {:>9.2f} {:>+6.1f}% {:>4} {:>5.1f}% {:>5.1f}% {:>4}\n",
+        "{:<8} {:<22} {:>6} {:>9.0f} {:>+6.1f}% {:>8.0f} {:>8.0f} {:>8.0f} {:>9.2f} {:>+6.1f}% {:>4} {:>5.1f}% {:>5.1f}% {:>4} {:>8.0f} {:>5.3f}\n",
         to_string(row.sc.sharing), row.sc.label, fmt::format("{}/{}", r.completed, r.jobs), r.makespan_s,
         100 * (r.makespan_s / ex.makespan_s - 1), r.avg_jct_s, r.avg_wait_s, r.avg_exec_s, r.energy_mj,
         100 * (r.energy_mj / ex.energy_mj - 1), r.oom_crashes, 100 * r.smact_avg, 100 * r.mem_util_avg,
-        r.max_jobs_per_gpu);
+        r.max_jobs_per_gpu, r.max_wait_s, r.jain_index);
   }
   std::cout << fmt::format("lower bound {:.0f} s\n", rows.front().r.lower_bound_s);
 }
@@ -246,6 +262,7 @@ void run(const SimArgs& a, const CLI::App& cmd) {
     base.config.power = m.power;
     if (cmd.count("--ramp-s") == 0) base.config.ramp_s = m.ramp_s;
     if (cmd.count("--oom-detect-s") == 0) base.config.oom_detect_s = m.oom_detect_s;
+    base.config.checkpoint = m.checkpoint;
     smact = m.smact;
   }
   if (a.compare)
@@ -342,6 +359,11 @@ RegisterCommand reg([](CLI::App& app) {
                    "seconds from launch until a job's memory is allocated");
   add_seconds_flag(cmd, "--oom-detect-s", args->oom_detect_s, 0, limits::kMaxSeconds,
                    "seconds from an OOM crash until it is noticed");
+  add_seconds_flag(cmd, "--slots", args->slots_s, 0, limits::kMaxSeconds,
+                   "fairness time slots: a job runs this long, then checkpoints and queues again if others wait "
+                   "(0 = off, the thesis)");
+  add_seconds_flag(cmd, "--slot-notice", args->slot_notice_s, 0, limits::kMaxSeconds,
+                   "checkpoint request this long before a slot ends (default min(600, slot / 10))");
   cmd->add_flag("--json", args->json, "print one JSON object (an array with --compare)");
   cmd->add_flag("--compare", args->compare, "run the thesis' comparison matrix");
   cmd->add_option("--report", args->report,

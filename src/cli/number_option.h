@@ -62,6 +62,15 @@ inline CLI::Option* add_seconds_flag(CLI::App* app, const std::string& name, dou
       ->type_name("SECONDS");
 }
 
+inline CLI::Option* add_seconds_flag(CLI::App* app, const std::string& name, std::optional<double>& target, double lo,
+                                     double hi, const std::string& help) {
+  return app
+      ->add_option_function<std::string>(
+          name, [&target, name, lo, hi](const std::string& s) { target = parse_seconds(s, name, lo, hi); },
+          fmt::format("{} [{:g}..{:g} s]", help, lo, hi))
+      ->type_name("SECONDS");
+}
+
 // A memory size: "4096" (MiB) or with a unit ("2GiB", "512MiB").
 template <class Int>
 CLI::Option* add_mib_flag(CLI::App* app, const std::string& name, Int& target, MiB lo, MiB hi, const std::string& help) {

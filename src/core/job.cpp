@@ -30,7 +30,8 @@ bool can_transition(JobState from, JobState to) {
   switch (from) {
     case S::Queued: return to == S::Placed || to == S::Failed;  // failed: rejected by the core
     case S::Placed: return to == S::Running || to == S::Queued || to == S::Recovering;
-    case S::Running: return to == S::Done || to == S::Failed || to == S::Oom;
+    // queued: its time slot ended and it checkpointed (core/time_slots.h)
+    case S::Running: return to == S::Done || to == S::Failed || to == S::Oom || to == S::Queued;
     case S::Oom: return to == S::Recovering || to == S::Failed;
     case S::Recovering: return to == S::Placed || to == S::Failed;
     case S::Estimating: return to == S::Queued;

@@ -8,7 +8,8 @@
 // estimating: colod is probing the job's training step for its memory need (colo submit --probe);
 // the job leaves it for queued whether the probe answered or not (a failed probe falls back).
 // placed ─► queued is allowed too: a launch that fails before the process starts puts the
-// job back where it was without counting an attempt against it. queued/recovering ─► failed is
+// job back where it was without counting an attempt against it. running ─► queued: a job
+// whose time slot ended checkpointed and waits to resume (core/time_slots.h). queued/recovering ─► failed is
 // for jobs the scheduler rejects (no GPU set could ever hold them).
 #include <optional>
 #include <string>
@@ -52,6 +53,8 @@ struct Job {
   // Recovery bookkeeping (set by the recovery rules after an OOM crash):
   std::optional<MiB> recovery_need_mib;  // loose recovery: the need this retry asks for
   bool recovery_alone = false;       // strict recovery, or loose escalated to an idle GPU
+  // It checkpoints on request: time slots apply to it (core/time_slots.h).
+  bool checkpoint = false;
 };
 
 // Moves job to `to`, throwing std::logic_error if the state machine has no such edge.

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -120,8 +121,20 @@ MiB parse_mib(std::string_view text, std::string_view where, MiB lo, MiB hi) {
 
 Seconds parse_seconds(std::string_view text, std::string_view where, Seconds lo, Seconds hi) {
   std::string_view s = trim(text);
-  if (!s.empty() && s.back() == 's') s.remove_suffix(1);
-  return real_in(s, where, lo, hi, "a duration in seconds");
+  double unit = 1;
+  auto suffix = [&](std::string_view u, double mult) {
+    if (s.size() <= u.size() || s.substr(s.size() - u.size()) != u) return false;
+    s.remove_suffix(u.size());
+    unit = mult;
+    return true;
+  };
+  if (s.size() > 2 && s.substr(s.size() - 2) == "ms")
+    throw UserError(fmt::format("{}: '{}' must be a duration in seconds (units: s, m, h)", where, text));
+  suffix("h", 3600) || suffix("min", 60) || suffix("m", 60) || suffix("s", 1);
+  const double v = unit * real_in(trim(s), where, -std::numeric_limits<double>::max(),
+                                  std::numeric_limits<double>::max(), "a duration in seconds (units: s, m, h)");
+  if (!std::isfinite(v) || v < lo || v > hi) out_of_range(where, trim(text), lo, hi);
+  return v;
 }
 
 std::int64_t round_checked(double v, std::string_view where, std::int64_t lo, std::int64_t hi) {

@@ -24,7 +24,7 @@ std::int64_t parse_whole(std::string_view text, std::string_view where, std::int
 // Memory in MiB: "4096" (MiB), "512MiB", "1.5GiB", "1TiB", "40GB" / "500MB" (decimal), units case-
 // insensitive, a blank allowed before the unit; fractions round up to whole MiB.
 MiB parse_mib(std::string_view text, std::string_view where, MiB lo, MiB hi);
-// A duration in seconds: a real, optionally followed by "s".
+// A duration in seconds: a real, optionally followed by a unit: "s", "m" (or "min"), "h".
 Seconds parse_seconds(std::string_view text, std::string_view where, Seconds lo, Seconds hi);
 
 // A real computed from input (a CSV value, an estimate) turned into an integer: range-checked

@@ -78,13 +78,15 @@ SimModel load_sim_model(const std::string& path) {
       else if (key == "power.max_watts") m.power.max_watts = param(r, n, key, 0, 10000, m);
       else if (key == "timing.ramp_s") m.ramp_s = param(r, n, key, 0, 86400, m);
       else if (key == "timing.oom_detect_s") m.oom_detect_s = param(r, n, key, 0, 86400, m);
+      else if (key == "checkpoint.save_s") m.checkpoint.save_s = param(r, n, key, 0, 86400, m);
+      else if (key == "checkpoint.restore_s") m.checkpoint.restore_s = param(r, n, key, 0, 86400, m);
       else r.bad(n, fmt::format("unknown parameter '{}'", key));
       seen.insert(key);
     }
   }
   for (const char* need : {"format", "mps.interference", "streams.busy_floor", "streams.switch_overhead",
                            "power.idle_watts", "power.busy_watts", "power.max_watts", "timing.ramp_s",
-                           "timing.oom_detect_s", "smact"})
+                           "timing.oom_detect_s", "checkpoint.save_s", "checkpoint.restore_s", "smact"})
     if (!seen.count(need)) throw UserError(fmt::format("{}: missing '{}' (every parameter is stated, with its source)", path, need));
   if (!(m.power.idle_watts <= m.power.busy_watts && m.power.busy_watts <= m.power.max_watts))
     throw UserError(fmt::format("{}: power must satisfy idle_watts ≤ busy_watts ≤ max_watts", path));

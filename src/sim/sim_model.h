@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "sim/checkpoint_model.h"
 #include "sim/mps_model.h"
 #include "sim/power_model.h"
 #include "sim/sm_activity.h"
@@ -20,6 +21,7 @@ struct SimModel {
   PowerParams power;
   double ramp_s = 30;
   double oom_detect_s = 10;
+  CheckpointParams checkpoint;
   SmActivityTable smact = default_sm_activity_table();
   std::map<std::string, std::string> sources;  // "mps.interference" -> its source
 };

@@ -21,11 +21,17 @@ namespace colo::sim {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// Share of a slot (in solo seconds of work) that the slot must add to a job's checkpoint before
+// the job is stopped for another. Any positive bound makes every job finish; a tenth keeps a job
+// slowed down by many co-runners from spending most of its slots reading its checkpoint back
+// (assumption).
+constexpr double kMinSlotProgress = 0.1;
 
 // Event kinds, in the order they are handled when they fall on the same instant: memory
 // ramps before completions (a job whose ramp and end coincide is checked first), then crash
-// notices, then (outside the heap) submissions, then monitor wake-ups.
-enum class Ev : std::uint8_t { Ramp = 0, Finish = 1, OomNoticed = 2, Wake = 3 };
+// notices, checkpointed exits and time-slot checks, then (outside the heap) submissions, then
+// monitor wake-ups.
+enum class Ev : std::uint8_t { Ramp = 0, Finish = 1, OomNoticed = 2, CheckpointExit = 3, SlotCheck = 4, Wake = 5 };
 
 struct Event {
   Seconds t;
@@ -58,6 +64,11 @@ struct Attempt {
   bool crashed_alone = false;
   bool recovery_alone = false;  // a recovery retry placed alone (may share once its peak is seen)
   std::size_t span = 0;  // its AttemptSpan in the timeline (when recording)
+  // Time slots: this attempt's slot; the work left in the job's last checkpoint (none yet:
+  // a launch starts from scratch); what the checkpoint being written will hold.
+  SlotClock slot;
+  std::optional<double> saved;
+  std::optional<double> saving;
 };
 
 struct GpuRt {
@@ -88,12 +99,17 @@ struct GpuRt {
 class Engine {
  public:
   Engine(const SimConfig& cfg, std::span<const SimJobSpec> jobs)
-      : cfg_(cfg), jobs_(jobs), sched_(cfg.scheduler), runs_(jobs.size()), out_(jobs.size()) {
+      : cfg_(cfg), jobs_(jobs), sched_(cfg.scheduler), runs_(jobs.size()), out_(jobs.size()), queued_since_(jobs.size()) {
     if (cfg.gpus < 1) throw std::invalid_argument("simulate: need at least one GPU");
     if (cfg.nodes < 1 || cfg.gpus % cfg.nodes != 0)
       throw std::invalid_argument("simulate: the GPUs must split evenly into the nodes");
     if (cfg.gpu_memory_mib < 1) throw std::invalid_argument("simulate: GPU memory must be positive");
     if (cfg.smact_window_s < 1) throw std::invalid_argument("simulate: SMACT window must be ≥ 1 s");
+    if (const std::string why = time_slots_problem(cfg.slots); !why.empty())
+      throw std::invalid_argument("simulate: time slots: " + why);
+    if (!(cfg.checkpoint.save_s >= 0 && cfg.checkpoint.restore_s >= 0 && std::isfinite(cfg.checkpoint.save_s) &&
+          std::isfinite(cfg.checkpoint.restore_s)))
+      throw std::invalid_argument("simulate: checkpoint save and restore times must be finite and ≥ 0");
     for (size_t i = 1; i < jobs.size(); ++i)
       if (jobs[i].submit_s < jobs[i - 1].submit_s) throw std::invalid_argument("simulate: jobs not sorted by submit time");
     model_ = cfg.sharing == SharingKind::Mps ? make_mps_model(cfg.mps) : make_streams_model(cfg.streams);
@@ -185,9 +201,18 @@ class Engine {
     j.need = s.need;
     j.solo_smact = s.smact;  // the model's own solo SMACT: what a perfect activity predictor says
     j.submit_time = s.submit_s;
+    j.checkpoint = cfg_.slots.enabled();
     // A new head; behind a waiting head it cannot start, unless backfilling lets it.
     if (queued() == 0 || cfg_.scheduler.backfill.max_overtakes > 0) dirty_ = true;
+    queued_since_[i] = s.submit_s;
     mainq_.push_back(std::move(j));
+    enqueued();
+  }
+
+  // Someone waits now: jobs whose slot passed while nobody waited are asked to checkpoint.
+  void enqueued() {
+    for (JobId j : slot_due_) heap_.push({now_, Ev::SlotCheck, seq_++, j, runs_[j].attempt});
+    slot_due_.clear();
   }
 
   static Job take_from(std::vector<Job>& q, size_t& head, JobId id, bool& found) {
@@ -335,7 +360,9 @@ class Engine {
     Attempt& a = runs_[job.id];
     a.core = std::move(job);
     a.gpus = p.gpu_indices;
-    a.remaining = s.solo_s;
+    // From its last checkpoint (reading it back costs restore_s), else from the start.
+    a.remaining = a.saved ? *a.saved + cfg_.checkpoint.restore_s : s.solo_s;
+    a.saving.reset();
     a.rate = 0;
     a.last = now_;
     a.attempt += 1;
@@ -345,6 +372,7 @@ class Engine {
     a.crashed_alone = false;
     a.recovery_alone = p.recovery && p.alone;
     JobOutcome& o = out_[a.core.id];
+    o.waited_s += now_ - queued_since_[a.core.id];
     if (o.first_start_s < 0) o.first_start_s = now_;
     o.last_start_s = now_;
     o.attempts = a.core.attempts;
@@ -372,6 +400,10 @@ class Engine {
     }
     reshare(a.gpus);
     heap_.push({now_ + std::min(cfg_.ramp_s, s.solo_s), Ev::Ramp, seq_++, a.core.id, a.attempt});
+    if (a.core.checkpoint) {
+      a.slot = SlotClock{now_, std::nullopt};
+      heap_.push({*next_slot_step(cfg_.slots, a.slot), Ev::SlotCheck, seq_++, a.core.id, a.attempt});
+    }
   }
 
   void settle(JobId j) {
@@ -455,6 +487,8 @@ class Engine {
       case Ev::Ramp: on_ramp(e.job, e.version); break;
       case Ev::Finish: on_finish(e.job, e.version); break;
       case Ev::OomNoticed: on_oom_noticed(e.job, e.version); break;
+      case Ev::CheckpointExit: on_checkpoint_exit(e.job, e.version); break;
+      case Ev::SlotCheck: on_slot_check(e.job, e.version); break;
       case Ev::Wake: on_wake(static_cast<long>(e.t)); break;
     }
   }
@@ -535,8 +569,63 @@ class Engine {
       fail(j, "out of memory (no recovery)");
     } else {
       plan_recovery(a.core, cfg_.scheduler.recovery, a.reserve, std::nullopt, cfg_.gpu_memory_mib);
+      queued_since_[j] = now_;
       recq_.push_back(std::move(a.core));
+      enqueued();
     }
+    dirty_ = true;
+  }
+
+  // ---- time slots (core/time_slots.h) --------------------------------------------------------
+  void on_slot_check(JobId j, std::uint64_t attempt) {
+    Attempt& a = runs_[j];
+    if (!a.active || a.attempt != attempt || a.slot.notified) return;
+    const bool others_wait = queued() > 0;
+    if (slot_step(cfg_.slots, a.slot, now_, others_wait) != SlotStep::Notify) {
+      if (!others_wait) slot_due_.push_back(j);  // asked once someone waits
+      else heap_.push({*next_slot_step(cfg_.slots, a.slot), Ev::SlotCheck, seq_++, j, a.attempt});
+      return;
+    }
+    settle(j);
+    if (a.saved && a.remaining > *a.saved - kMinSlotProgress * cfg_.slots.slot_s) {
+      // Its slot brought (almost) no net progress (reading the checkpoint back ate it):
+      // stopping it now could repeat forever, so it gets another slot first.
+      a.slot = SlotClock{now_, std::nullopt};
+      heap_.push({*next_slot_step(cfg_.slots, a.slot), Ev::SlotCheck, seq_++, j, a.attempt});
+      return;
+    }
+    // Asked to checkpoint: it writes what it has now and leaves, unless its slot's end (the
+    // stop) comes first, when it leaves with only its previous checkpoint.
+    a.slot.notified = now_;
+    const Seconds written = now_ + cfg_.checkpoint.save_s;
+    const Seconds stop = *next_slot_step(cfg_.slots, a.slot);
+    a.saving = written <= stop ? std::optional<double>(a.remaining) : a.saved;
+    // Stopped before its checkpoint is written, it would lose every later slot the same way:
+    // it runs to its end from its next launch on (colod does the same with a job it had to stop).
+    if (written > stop) a.core.checkpoint = false;
+    heap_.push({std::min(written, stop), Ev::CheckpointExit, seq_++, j, a.attempt});
+  }
+
+  void on_checkpoint_exit(JobId j, std::uint64_t attempt) {
+    Attempt& a = runs_[j];
+    if (!a.active || a.attempt != attempt) return;  // it finished or crashed first
+    settle_on(a.gpus);
+    a.active = false;
+    ++a.version;  // its pending finish event is void
+    detach(j, a.gpus, true);
+    if (a.ramped)
+      for (int g : a.gpus) set_used(g, gpus_[static_cast<size_t>(g)].used - jobs_[j].true_mib);
+    ledger_.release(j);
+    --residents_;
+    a.saved = a.saving;
+    transition(a.core, JobState::Queued);
+    ++out_[j].checkpoints;
+    ++checkpoints_;
+    end_span(a, "checkpointed");
+    reshare(a.gpus);
+    queued_since_[j] = now_;
+    mainq_.push_back(std::move(a.core));  // at the back: everyone waiting goes first
+    enqueued();
     dirty_ = true;
   }
 
@@ -585,8 +674,10 @@ class Engine {
     r.policy = cfg_.scheduler.policy.describe();
     if (const Backfill& bf = cfg_.scheduler.backfill; bf.max_overtakes > 0)
       r.policy += fmt::format(", backfill {} per head (depth {})", bf.max_overtakes, bf.depth);
+    if (cfg_.slots.enabled())
+      r.policy += fmt::format(", time slots {:g} s (checkpoint notice {:g} s)", cfg_.slots.slot_s, cfg_.slots.notice_s);
     Seconds start = jobs_.empty() ? 0 : jobs_.front().submit_s, end = start;
-    double wait = 0, exec = 0, jct = 0;
+    double wait = 0, exec = 0, jct = 0, rate_sum = 0, rate_sq = 0;
     for (const JobOutcome& o : out_) {
       if (o.finish_s >= 0) end = std::max(end, o.finish_s);
       if (o.failed) ++r.failed;
@@ -595,7 +686,14 @@ class Engine {
       wait += o.first_start_s - o.submit_s;
       exec += o.finish_s - o.first_start_s;
       jct += o.finish_s - o.submit_s;
+      r.max_wait_s = std::max(r.max_wait_s, o.first_start_s - o.submit_s);
+      r.max_queued_s = std::max(r.max_queued_s, o.waited_s);
+      const double x = o.finish_s > o.submit_s ? jobs_[o.id].solo_s / (o.finish_s - o.submit_s) : 1.0;
+      rate_sum += x;
+      rate_sq += x * x;
     }
+    r.jain_index = rate_sq > 0 ? rate_sum * rate_sum / (static_cast<double>(r.completed) * rate_sq) : 1.0;
+    r.checkpoints = checkpoints_;
     if (r.completed) {
       const double c = static_cast<double>(r.completed);
       r.avg_wait_s = wait / c;
@@ -635,6 +733,8 @@ class Engine {
   std::vector<int> power_buf_;
   std::vector<Attempt> runs_;
   std::vector<JobOutcome> out_;
+  std::vector<Seconds> queued_since_;  // when each waiting job (last) entered a queue
+  std::vector<JobId> slot_due_;        // slot notice passed while nobody waited
   std::vector<Job> recq_, mainq_;
   size_t rec_head_ = 0, main_head_ = 0;
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
@@ -646,7 +746,7 @@ class Engine {
   std::uint64_t seq_ = 0;
   bool dirty_ = false;
   size_t residents_ = 0, finished_ = 0, decisions_ = 0, events_ = 0;
-  int oom_crashes_ = 0, max_jobs_per_gpu_ = 0;
+  int oom_crashes_ = 0, max_jobs_per_gpu_ = 0, checkpoints_ = 0;
 };
 
 }  // namespace

@@ -19,6 +19,13 @@
 //    only and nothing else in its input changes in between (`eager_decisions` does the
 //    latter; tests check both agree).
 //  * Power (power_model.h): idle, or a busy floor plus SM work done, integrated over the makespan.
+//  * Time slots (core/time_slots.h, off by default): a job whose slot is ending while others wait
+//    is asked to checkpoint; it writes the checkpoint (checkpoint.save_s, progress after the
+//    request is lost), leaves its GPU and queues again at the back; the next launch resumes
+//    from the checkpoint after checkpoint.restore_s. Stopped at its slot's end before the
+//    checkpoint is written, it keeps only what its previous checkpoint held and is not stopped
+//    again. A slot that added less than a tenth of its length to the job's checkpoint (reading
+//    it back ate the rest) is followed by another before the job is asked.
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -27,6 +34,8 @@
 
 #include "core/ledger.h"
 #include "core/scheduler.h"
+#include "core/time_slots.h"
+#include "sim/checkpoint_model.h"
 #include "sim/mps_model.h"
 #include "sim/power_model.h"
 #include "sim/sharing_model.h"
@@ -60,6 +69,8 @@ struct SimConfig {
   Seconds ramp_s = 30;        // launch → memory allocated (and OOM, if it does not fit)
   Seconds oom_detect_s = 10;  // OOM crash → noticed by the daemon
   int smact_window_s = 90;    // monitor window (1 s samples)
+  TimeSlots slots;            // off unless slot_s > 0; every job checkpoints when they are on
+  CheckpointParams checkpoint;
   bool eager_decisions = false;  // decide on every event and every tick while jobs wait
   std::function<void(const AuditView&)> audit;
   // Called every `progress_every` processed events with (jobs finished or failed, jobs).
@@ -78,6 +89,8 @@ struct JobOutcome {
   Seconds finish_s = -1;       // completion, −1 if it never completed
   int attempts = 0;
   int oom_crashes = 0;
+  int checkpoints = 0;         // times its slot ended and it resumed later
+  Seconds waited_s = 0;        // all its time in the queues (first wait, after crashes, after slots)
   bool completed = false;
   bool failed = false;
   std::string fail_reason;
@@ -90,6 +103,12 @@ struct SimResult {
   Seconds avg_wait_s = 0;  // first launch − submit
   Seconds avg_exec_s = 0;  // completion − first launch (includes crashed attempts and recovery)
   Seconds avg_jct_s = 0;   // completion − submit
+  Seconds max_wait_s = 0;    // the longest first wait (first launch − submit) of a completed job
+  Seconds max_queued_s = 0;  // the longest total queued time of a completed job (JobOutcome::waited_s)
+  // Jain's fairness index of the completed jobs' service rates solo_s / JCT: 1 when every job
+  // is slowed down alike, 1/n when one job gets everything.
+  double jain_index = 0;
+  int checkpoints = 0;     // slot ends that stopped a job
   double energy_mj = 0;
   int oom_crashes = 0;
   double smact_avg = 0;      // over GPUs and the makespan

@@ -83,3 +83,22 @@ TEST(JobState, EstimatingOnlyQueuesOrIsCancelled) {
 
 }  // namespace
 }  // namespace colo
+
+namespace colo {
+namespace {
+
+// A job whose time slot ended checkpoints and queues again; its launches keep counting.
+TEST(JobState, ACheckpointedJobQueuesAgain) {
+  Job j;
+  transition(j, JobState::Placed);
+  transition(j, JobState::Running);
+  transition(j, JobState::Queued);
+  EXPECT_EQ(j.attempts, 1);
+  transition(j, JobState::Placed);
+  transition(j, JobState::Running);
+  EXPECT_EQ(j.attempts, 2);
+  EXPECT_FALSE(can_transition(JobState::Done, JobState::Queued));
+}
+
+}  // namespace
+}  // namespace colo

@@ -97,6 +97,16 @@ TEST(ParseSeconds, OptionalSuffixAndRange) {
   EXPECT_THAT(error_of([] { parse_seconds("s", "--ramp-s", 0, 1e6); }), HasSubstr("is not a duration"));
 }
 
+TEST(ParseSeconds, MinutesAndHours) {
+  EXPECT_DOUBLE_EQ(parse_seconds("12h", "--slots", 0, 1e6), 12 * 3600);
+  EXPECT_DOUBLE_EQ(parse_seconds("10m", "--slots", 0, 1e6), 600);
+  EXPECT_DOUBLE_EQ(parse_seconds("1.5 min", "--slots", 0, 1e6), 90);
+  EXPECT_THAT(error_of([] { parse_seconds("10ms", "--slots", 0, 1e6); }), HasSubstr("units: s, m, h"));
+  EXPECT_THAT(error_of([] { parse_seconds("1000h", "--slots", 0, 1e6); }), HasSubstr("out of range"));
+  EXPECT_THAT(error_of([] { parse_seconds("1e308h", "--slots", 0, 1e6); }), HasSubstr("out of range"));
+  EXPECT_THAT(error_of([] { parse_seconds("h", "--slots", 0, 1e6); }), HasSubstr("is not a duration"));
+}
+
 TEST(RoundChecked, NeverReachesAnUndefinedConversion) {
   EXPECT_EQ(round_checked(2.4, "x", 0, 10), 2);
   for (double v : {9e300, -9e300, 9223372036854775808.0, std::numeric_limits<double>::infinity(),

@@ -54,13 +54,15 @@ TEST(SimModel, TheShippedFileIsTheBuiltInModelWithASourceForEveryParameter) {
   EXPECT_EQ(m.power.max_watts, builtin.power.max_watts);
   EXPECT_EQ(m.ramp_s, builtin.ramp_s);
   EXPECT_EQ(m.oom_detect_s, builtin.oom_detect_s);
+  EXPECT_EQ(m.checkpoint.save_s, builtin.checkpoint.save_s);
+  EXPECT_EQ(m.checkpoint.restore_s, builtin.checkpoint.restore_s);
   ASSERT_EQ(m.smact.size(), default_sm_activity_table().size());
   for (const auto& [cls, row] : default_sm_activity_table()) {
     ASSERT_TRUE(m.smact.count(cls)) << cls;
     EXPECT_EQ(m.smact.at(cls).at_batch_32, row.at_batch_32) << cls;
     EXPECT_EQ(m.smact.at(cls).per_doubling, row.per_doubling) << cls;
   }
-  EXPECT_EQ(m.sources.size(), 16u);  // 8 scalars + 4 classes × 2
+  EXPECT_EQ(m.sources.size(), 18u);  // 10 scalars + 4 classes × 2
   for (const auto& [key, source] : m.sources) EXPECT_FALSE(source.empty()) << key;
   EXPECT_EQ(default_sim_model_path(), kShipped);
 }
