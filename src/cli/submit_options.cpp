@@ -52,6 +52,9 @@ void add_submit_options(CLI::App* c, SubmitOptions& o) {
   c->add_option("--optimizer", o.optimizer, "optimizer for --estimate (default adam)");
   add_int_flag(c, "--seq-len", o.seq_len, 1, limits::kMaxSeqLen, "sequence length for transformer summaries", false);
   c->add_option("--name", o.name, "job name");
+  c->add_flag("--checkpoint", o.checkpoint,
+              "the job checkpoints when asked (COLO_CHECKPOINT_SIGNAL / COLO_CHECKPOINT_FILE) and exits 75: "
+              "colod's time slots may stop it and resume it later");
   c->add_option("--workdir", o.workdir, "working directory (default: the current one)");
   // One KEY=VALUE per --env: a vector option would otherwise keep taking values and swallow the
   // `--` that starts the command, so the command's own flags were read as colo's.
@@ -149,6 +152,7 @@ SubmitRequest build_submit_request(const SubmitOptions& o) {
   }
   if (estimate) apply_estimate(r, *estimate);
   if (o.gpus) r.gpus = o.gpus;
+  if (o.checkpoint) r.checkpoint = true;
   if (!o.name.empty()) r.name = o.name;
   if (!o.workdir.empty()) r.workdir = std::filesystem::absolute(o.workdir).lexically_normal().string();
   if (r.workdir.empty()) r.workdir = std::filesystem::current_path().string();

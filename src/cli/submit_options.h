@@ -20,6 +20,7 @@ struct SubmitOptions {
   bool json = false;
   estimate::ProbeRequest probe;  // --probe MODEL and its flags (model empty = not given)
   bool probe_script = false;     // --probe-script: probe the Python script the command runs
+  bool checkpoint = false;       // --checkpoint: the job checkpoints on request (time slots)
 };
 
 // Adds submit's flags to `c`, writing into `o` (which must outlive parsing).

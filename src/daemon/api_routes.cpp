@@ -129,6 +129,7 @@ json Daemon::job_json(const JobRow& j, bool detail) {
       gpus.push_back({{"index", last.slots[k]}, {"uuid", k < last.uuids.size() ? last.uuids[k] : ""}});
   }
   o["gpus"] = gpus;  // GPUs of the latest attempt (empty until placed)
+  o["checkpoint"] = j.checkpoint;  // time slots apply to it
   if (!detail) return o;
   o["argv"] = j.argv;
   o["workdir"] = j.workdir;
@@ -159,6 +160,8 @@ json Daemon::job_json(const JobRow& j, bool detail) {
     x["end_time"] = a.end_time ? json(*a.end_time) : json(nullptr);
     x["exit_code"] = a.exit_code ? json(*a.exit_code) : json(nullptr);
     x["signal"] = a.signal ? json(*a.signal) : json(nullptr);
+    x["slot_notice"] = a.slot_notice ? json(*a.slot_notice) : json(nullptr);
+    x["slot_stop"] = a.slot_stop ? json(*a.slot_stop) : json(nullptr);
     MiB peak = a.peak_mib.value_or(0);
     if (auto it = live_.find(a.id); it != live_.end()) peak = std::max(peak, it->second.peak_mib);
     x["peak_mib"] = peak > 0 ? json(peak) : json(nullptr);
@@ -192,6 +195,7 @@ HttpResponse Daemon::submit(const HttpRequest& req, const Peer& peer) {
   j.env = r.env;
   j.workdir = r.workdir;
   j.gpus = r.gpus;
+  j.checkpoint = r.checkpoint;
   j.requested_mib = r.mem_mib;
   j.requested_source = r.mem_mib ? (r.mem_source.empty() ? "user" : r.mem_source) : "";
   json inputs = r.fingerprint_inputs;
@@ -393,6 +397,9 @@ HttpResponse Daemon::status(const Peer& peer) {
          {"backend", monitor_.describe()},
          {"smact_available", monitor_.smact_available()},
          {"running_attempts", live_.size()},
+         {"slots", cfg_.slots.enabled() ? json{{"length_s", cfg_.slots.slot_s}, {"notice_s", cfg_.slots.notice_s},
+                                                {"signal", checkpoint_signal_name(cfg_.checkpoint_signal)}}
+                                         : json(nullptr)},
          {"you", {{"uid", peer.uid}, {"user", user_name(peer.uid)}, {"admin", is_admin(peer)}}}};
   return reply(200, o);
 }

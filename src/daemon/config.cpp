@@ -10,6 +10,7 @@
 #include "core/limits.h"
 #include "core/one_line.h"
 #include "core/parse_number.h"
+#include "daemon/checkpoint_request.h"
 #include "daemon/client/job_request.h"
 #include "daemon/client/policy_file.h"
 #include "daemon/client/toml_reader.h"
@@ -114,12 +115,23 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
         }
       } else if (section == "web" && k == "public_job_details") c.web_public_job_details = r.boolean(n, full);
       else if (section == "web" && k == "assets") c.web_assets = r.str(n, full);
+      else if (section == "slots" && k == "length_s") c.slots.slot_s = r.number(n, full, 0, 366 * 86400.0);
+      else if (section == "slots" && k == "notice_s") c.slots.notice_s = r.number(n, full, 0, 366 * 86400.0);
+      else if (section == "slots" && k == "signal") {
+        const std::string v = r.str(n, full);
+        const auto signo = checkpoint_signal_from_name(v);
+        if (!signo) r.bad(n, fmt::format("'slots.signal' must be USR1, USR2, INT or HUP, not '{}'", v));
+        c.checkpoint_signal = *signo;
+      }
       else if (section == "jobs" && k == "cancel_grace_s") c.cancel_grace = r.number(n, full, 0, 3600);
       else if (section == "jobs" && k == "max_request_bytes")
         c.max_request_bytes = static_cast<std::size_t>(r.integer(n, full, 1024, std::int64_t{64} * 1024 * 1024));
       else r.bad(n, fmt::format("unknown key '{}'", full));
     }
   }
+  if (const std::string why = time_slots_problem(c.slots); !why.empty())
+    throw UserError(fmt::format("{}: [slots] length_s = {:g}, notice_s = {:g}: {}", path, c.slots.slot_s,
+                                c.slots.notice_s, why));
   // The name may refer to a [policies.NAME] table anywhere in the file.
   if (!policy_exists(c.policy, c.policies)) {
     try {

@@ -1,6 +1,7 @@
 #pragma once
 // colod's configuration (TOML, e.g. /etc/colo/colod.toml; packaging/colod.toml documents every
 // key). Command-line flags (--state-dir, --fake-gpus, --socket, --policy) override the file.
+#include <csignal>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include "core/policy/policies.h"
 #include "core/policy/policy_definition.h"
 #include "core/recovery.h"
+#include "core/time_slots.h"
 #include "core/units.h"
 
 namespace colo::daemon {
@@ -54,6 +56,10 @@ struct DaemonConfig {
   std::string web_listen;             // "127.0.0.1:9400"; the bound address goes to <state_dir>/web.addr
   bool web_public_job_details = false;  // anonymous (TCP) visitors see job names, users and job pages
   std::string web_assets;             // default: the source tree's or installed web/ directory
+  // [slots] fairness time slots for jobs submitted with --checkpoint (core/time_slots.h,
+  // daemon/checkpoint_request.h): length_s (0 = off), notice_s, signal.
+  TimeSlots slots{0, 600};
+  int checkpoint_signal = SIGUSR1;
   // [jobs]
   Seconds cancel_grace = 10.0;  // SIGTERM, then SIGKILL after this
   std::size_t max_request_bytes = 1024 * 1024;
@@ -62,6 +68,7 @@ struct DaemonConfig {
   std::string db_path() const { return state_dir + "/colo.db"; }
   std::string jobs_dir() const { return state_dir + "/jobs"; }
   std::string web_addr_path() const { return state_dir + "/web.addr"; }
+  std::string checkpoint_dir() const { return state_dir + "/checkpoint"; }
 };
 
 // Reads a TOML file over the defaults. Throws colo::UserError "FILE:LINE: …" for syntax errors,

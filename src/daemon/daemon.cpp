@@ -82,7 +82,8 @@ Daemon::Daemon(DaemonConfig cfg, std::unique_ptr<gpu::GpuBackend> backend,
       scheduler_(SchedulerConfig{policy_from(cfg_), cfg_.recovery, cfg_.backfill}),
       history_(store_, cfg_.history_margin),
       job_env_(std::move(job_env)),
-      shim_exe_(std::move(shim_exe)) {
+      shim_exe_(std::move(shim_exe)),
+      checkpoint_requests_(cfg_.checkpoint_dir()) {
   secure_state_dir();
   for (const GpuSlot& s : monitor_.slots()) {
     auto r = store_.drained_reason(s.uuid);
@@ -176,7 +177,10 @@ void Daemon::start_web_listener() {
 void Daemon::secure_state_dir() {
   fs::create_directories(cfg_.jobs_dir());
   const std::string sock = cfg_.socket_path();
-  const bool others_enter = sock.rfind(cfg_.state_dir + "/", 0) == 0 || !cfg_.fake_gpus.empty();
+  // Time slots: jobs read their checkpoint request file in <state_dir>/checkpoint.
+  const bool others_enter =
+      sock.rfind(cfg_.state_dir + "/", 0) == 0 || !cfg_.fake_gpus.empty() || cfg_.slots.enabled();
+  if (cfg_.slots.enabled()) checkpoint_requests_.prepare();
   ::chmod(cfg_.state_dir.c_str(), others_enter ? 0711 : 0700);
   ::chmod(cfg_.jobs_dir().c_str(), 0700);
   for (const std::string& f : {cfg_.db_path(), cfg_.db_path() + "-wal", cfg_.db_path() + "-shm",
@@ -229,6 +233,7 @@ void Daemon::adopt(const AttemptRow& a) {
   l.attempt = a;
   l.fingerprint = j ? j->fingerprint : "";
   l.peak_mib = a.peak_mib.value_or(0);
+  l.checkpoint = j && j->checkpoint;
   for (int s : a.slots) {
     ledger_.reserve(a.job_id, s, a.reserve_mib, a.exclusive, a.launch_time);
     if (l.peak_mib > 0) ledger_.observe(a.job_id, s, l.peak_mib);
@@ -268,6 +273,10 @@ void Daemon::recover_at_start() {
       ++adopted;
       Live& l = live_[a.id];
       if (auto j = store_.job(a.job_id); j && j->cancel_requested) request_cancel_signal(l);
+      // Time slots: a stop or a checkpoint request recorded before colod stopped may not have
+      // reached the job; sending it again is harmless (a request is idempotent).
+      if (l.attempt.slot_stop) request_cancel_signal(l);
+      else if (l.attempt.slot_notice) send_checkpoint_request(l);
       continue;
     }
     if (ex) {
@@ -368,6 +377,7 @@ void Daemon::finalize(std::int64_t attempt_id, const ShimExit& ex) {
   a.signal = ex.signal;
   a.evidence = ex.error;
   std::string message;
+  bool to_back = false;  // queued again behind everyone (its time slot ended)
 
   if (!ex.started) {
     a.state = "not_started";
@@ -413,9 +423,12 @@ void Daemon::finalize(std::int64_t attempt_id, const ShimExit& ex) {
       a.outcome = "oom";
       a.evidence = fmt::format("{}: {}", oom->framework, oom->line);
       transition(core, JobState::Oom);
-      if (core.attempts >= cfg_.max_attempts) {
+      // Launches that ended out of memory (time slots add launches that did not).
+      int ooms = 1;
+      for (const AttemptRow& other : store_.attempts_of(j.id)) ooms += other.id != a.id && other.outcome == "oom";
+      if (ooms >= cfg_.max_attempts) {
         transition(core, JobState::Failed);
-        j.reason = fmt::format("out of memory in {} attempt(s) (recovery.max_attempts = {})", core.attempts,
+        j.reason = fmt::format("out of memory in {} attempt(s) (recovery.max_attempts = {})", ooms,
                                cfg_.max_attempts);
         j.end_time = t;
       } else {
@@ -425,12 +438,30 @@ void Daemon::finalize(std::int64_t attempt_id, const ShimExit& ex) {
                        ? "out of memory: retry on an idle GPU"
                        : fmt::format("out of memory: retry with {} free", format_mib(core.recovery_need_mib.value_or(0)));
       }
+    } else if (a.slot_notice && (code == kCheckpointExitCode || a.slot_stop || ex.signal == cfg_.checkpoint_signal)) {
+      // Asked to checkpoint at its slot's end: it did (exit 75), or it was stopped (or killed by
+      // the request signal it does not handle). Either way it queues again, at the back.
+      transition(core, JobState::Queued);
+      to_back = true;
+      if (code == kCheckpointExitCode) {
+        a.outcome = "checkpointed";
+        j.reason = "checkpointed at the end of its time slot; queued to resume";
+      } else {
+        // It would lose every later slot the same way: no more slots for it.
+        a.outcome = "preempted";
+        j.checkpoint = false;
+        j.reason = fmt::format("stopped at the end of its time slot without checkpointing ({}); it runs to its end "
+                               "from its next launch",
+                               ex.signal ? fmt::format("signal {}", *ex.signal) : fmt::format("exit code {}", code));
+      }
     } else {
       a.outcome = "failed";
       transition(core, JobState::Failed);
       j.reason = ex.error.empty() ? (ex.signal ? fmt::format("killed by signal {}", *ex.signal)
                                                : fmt::format("exit code {}", code))
                                   : ex.error;
+      if (code == kCheckpointExitCode && j.checkpoint && ex.error.empty())
+        j.reason += " (the checkpoint exit, but colod had not asked it to checkpoint)";
       j.end_time = t;
     }
     std::string cg;  // what the job's cgroup accounted, where it had one
@@ -446,9 +477,11 @@ void Daemon::finalize(std::int64_t attempt_id, const ShimExit& ex) {
   j.recovery_alone = core.recovery_alone;
   store_.update_attempt(a);
   store_.update_job(j);
+  if (to_back) store_.move_to_back(j.id);
   store_.event(j.id, t, "attempt", message);
   txn.commit();
   log(fmt::format("colod: job {}: {}", j.id, message));
+  if (a.slot_notice) checkpoint_requests_.remove(j.id);
   ledger_.release(a.job_id);
   if (a.shim_pid) by_shim_.erase(static_cast<int>(*a.shim_pid));
   live_.erase(attempt_id);
@@ -493,6 +526,7 @@ void Daemon::mark_lost(std::int64_t attempt_id) {
   store_.event(j.id, t, "attempt", fmt::format("attempt {} lost; job {}", a.n, to_string(j.state)));
   txn.commit();
   log(fmt::format("colod: job {}: attempt {} lost; job {}", j.id, a.n, to_string(j.state)));
+  if (a.slot_notice) checkpoint_requests_.remove(j.id);
   ledger_.release(a.job_id);
   if (a.shim_pid) by_shim_.erase(static_cast<int>(*a.shim_pid));
   live_.erase(attempt_id);
@@ -504,6 +538,56 @@ void Daemon::request_cancel_signal(Live& l) {
   const pid_t pid = static_cast<pid_t>(*l.attempt.shim_pid);
   if (process_alive(pid, static_cast<std::uint64_t>(l.attempt.shim_start.value_or(0)))) ::kill(pid, SIGTERM);
   l.term_sent = true;
+}
+
+// ---- time slots -----------------------------------------------------------------------------
+
+void Daemon::enforce_slots() {
+  if (!cfg_.slots.enabled()) return;
+  bool any = false;
+  for (const auto& [id, l] : live_) any |= l.checkpoint && !l.attempt.slot_stop;
+  if (!any || !store_.any_waiting()) return;  // nobody waits: every job keeps its GPU
+  const double t = now();
+  for (auto& [id, l] : live_) {
+    AttemptRow& a = l.attempt;
+    if (!l.checkpoint || a.slot_stop || a.state != "running" || !a.start_time || !a.shim_pid) continue;
+    const SlotStep step = slot_step(cfg_.slots, SlotClock{*a.start_time, a.slot_notice}, t, true);
+    if (step == SlotStep::Keep) continue;
+    AttemptRow next = a;
+    std::string what;
+    if (step == SlotStep::Notify) {
+      next.slot_notice = t;
+      what = fmt::format("asked to checkpoint (signal {}, {}): its time slot ends; stopped at {:.0f} if still running",
+                         checkpoint_signal_name(cfg_.checkpoint_signal), checkpoint_requests_.path(a.job_id),
+                         *next_slot_step(cfg_.slots, SlotClock{*a.start_time, t}));
+    } else {
+      next.slot_stop = t;
+      what = fmt::format("stopped: its time slot ended {:.0f} s after the checkpoint request", t - *a.slot_notice);
+    }
+    {  // Recorded first: a restarted colod re-sends what may not have gone out.
+      Txn txn(store_.db());
+      store_.update_attempt(next);
+      store_.event(a.job_id, t, "slot", what);
+      txn.commit();
+    }
+    a = next;
+    log(fmt::format("colod: job {}: {}", a.job_id, what));
+    if (step == SlotStep::Notify) send_checkpoint_request(l);
+    else request_cancel_signal(l);
+  }
+}
+
+void Daemon::send_checkpoint_request(Live& l) {
+  const AttemptRow& a = l.attempt;
+  if (!a.slot_notice || !a.start_time || !a.shim_pid) return;
+  try {
+    checkpoint_requests_.write(a.job_id, *next_slot_step(cfg_.slots, SlotClock{*a.start_time, a.slot_notice}));
+  } catch (const std::exception& e) {
+    log(fmt::format("colod: job {}: cannot write its checkpoint request file: {} (the signal still goes)", a.job_id,
+                    e.what()));
+  }
+  const pid_t pid = static_cast<pid_t>(*a.shim_pid);
+  if (process_alive(pid, static_cast<std::uint64_t>(a.shim_start.value_or(0)))) ::kill(pid, SIGUSR1);
 }
 
 // ---- launching ------------------------------------------------------------------------------
@@ -536,6 +620,12 @@ std::vector<std::pair<std::string, std::string>> Daemon::job_environment(const J
   set("CUDA_VISIBLE_DEVICES", cvd);
   set("COLO_JOB_ID", std::to_string(j.id));
   set("COLO_ATTEMPT", std::to_string(a.n));
+  if (j.checkpoint && cfg_.slots.enabled()) {  // daemon/checkpoint_request.h
+    set("COLO_CHECKPOINT_SIGNAL", checkpoint_signal_name(cfg_.checkpoint_signal));
+    set("COLO_CHECKPOINT_FILE", checkpoint_requests_.path(j.id));
+    set("COLO_CHECKPOINT_EXIT", std::to_string(kCheckpointExitCode));
+    set("COLO_SLOT_SECONDS", fmt::format("{:g}", cfg_.slots.slot_s));
+  }
   // MPS: a client talks to one MPS server; colod runs one per GPU, so a single-GPU job joins
   // its GPU's server and a multi-GPU job runs as a plain CUDA client (docs/DAEMON.md).
   if (a.slots.size() == 1) {
@@ -602,6 +692,10 @@ void Daemon::launch(const Placement& p) {
     spec.stderr_path = log_path(j.id, "stderr");
     spec.grace_s = cfg_.cancel_grace;
     spec.cgroup_name = fmt::format("colo-job-{}-{}", j.id, a.n);
+    if (j.checkpoint && cfg_.slots.enabled()) {
+      spec.checkpoint_signal = cfg_.checkpoint_signal;
+      checkpoint_requests_.remove(j.id);  // a request left from an earlier attempt is not for this one
+    }
     write_shim_spec(a.dir, spec);
     shim = spawn_shim(shim_exe_, a.dir);
     fault_point("shim-spawned");
@@ -969,6 +1063,7 @@ int Daemon::run() {
       next_tick_ = m + cfg_.sample_interval;
     }
     check_attempts();
+    enforce_slots();
     run_probes();
     if (dirty_ && mono() >= launch_pause_until_) schedule();
 

@@ -19,6 +19,7 @@
 #include "core/ledger.h"
 #include "core/scheduler.h"
 #include "daemon/api_server.h"
+#include "daemon/checkpoint_request.h"
 #include "daemon/config.h"
 #include "daemon/gpu_monitor.h"
 #include "daemon/history_estimator.h"
@@ -59,6 +60,7 @@ class Daemon {
     bool peak_dirty = false;
     bool unsure_logged = false;  // liveness could not be read; logged once
     bool shared = false;         // a recovery retry held alone that now lets others join
+    bool checkpoint = false;     // its job checkpoints on request (time slots apply)
   };
 
   double now() const;
@@ -79,6 +81,10 @@ class Daemon {
   void schedule();
   void launch(const Placement& p);
   void request_cancel_signal(Live& l);
+  // Time slots (core/time_slots.h): ask checkpointing jobs whose slot ends while others wait,
+  // stop those past their slot. Every step is recorded before the signal is sent.
+  void enforce_slots();
+  void send_checkpoint_request(Live& l);
   std::vector<std::pair<std::string, std::string>> job_environment(const JobRow& j, const AttemptRow& a) const;
   std::string job_dir(JobId id) const;
   std::string log_path(JobId id, const std::string& stream) const;
@@ -140,6 +146,7 @@ class Daemon {
   double launch_pause_until_ = 0;   // monotonic: no scheduling before this after a failed launch
   double next_tick_ = 0;   // monotonic
   double next_prune_ = 0;
+  CheckpointRequests checkpoint_requests_;
   int signal_fd_ = -1;
   bool stop_ = false;
 };

@@ -91,6 +91,7 @@ ShimSpec spec_from_json(const json& j) {
   s.stderr_path = j.at("stderr").get<std::string>();
   s.grace_s = j.at("grace_s").get<double>();
   s.cgroup_name = j.value("cgroup_name", std::string());
+  s.checkpoint_signal = j.value("checkpoint_signal", 0);
   return s;
 }
 
@@ -145,7 +146,7 @@ void kill_every_descendant(double limit_s) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE}) signal(sig, SIG_DFL);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE, SIGUSR1}) signal(sig, SIG_DFL);
   setpgid(0, 0);
   // Into the job's cgroup before anything can fork (failure leaves the process-tree containment).
   if (cgroup_procs && *cgroup_procs) join_cgroup(cgroup_procs);
@@ -177,7 +178,7 @@ void write_shim_spec(const std::string& dir, const ShimSpec& s) {
   for (const auto& [k, v] : s.env) env.push_back({k, v});
   json j{{"argv", s.argv}, {"env", env}, {"workdir", s.workdir}, {"user", s.user}, {"uid", s.uid},
          {"gid", s.gid}, {"stdout", s.stdout_path}, {"stderr", s.stderr_path}, {"grace_s", s.grace_s},
-         {"cgroup_name", s.cgroup_name}};
+         {"cgroup_name", s.cgroup_name}, {"checkpoint_signal", s.checkpoint_signal}};
   write_atomic(dir, "spec.json", j.dump() + "\n");
 }
 
@@ -227,7 +228,8 @@ int shim_main(const std::string& dir) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   sigset_t set;
   sigemptyset(&set);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD}) sigaddset(&set, sig);
+  // SIGUSR1 is colod's checkpoint request (blocked: it must never kill the shim).
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGUSR1}) sigaddset(&set, sig);
   sigprocmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
   // Keep only stdio and the "go" pipe: whatever else colod had open is not the shim's business.
@@ -366,6 +368,7 @@ int shim_main(const std::string& dir) {
     }
     timespec wait{0, 200 * 1000 * 1000};
     const int sig = sigtimedwait(&set, nullptr, &wait);
+    if (sig == SIGUSR1 && spec.checkpoint_signal > 0) ::kill(-child, spec.checkpoint_signal);
     if ((sig == SIGTERM || sig == SIGINT) && !kill_at) {
       ::kill(-child, SIGTERM);
       kill_at = mono_now() + spec.grace_s;

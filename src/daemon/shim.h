@@ -29,6 +29,9 @@ struct ShimSpec {
   std::string stdout_path, stderr_path;
   double grace_s = 10;
   std::string cgroup_name;  // cgroup v2 leaf for the job where the host allows (job_cgroup.h)
+  // colod's SIGUSR1 to the shim becomes this signal to the job's process group (time slots'
+  // checkpoint request, daemon/checkpoint_request.h); 0 = the job is not asked.
+  int checkpoint_signal = 0;
 };
 
 struct ShimExit {

@@ -24,7 +24,8 @@ CREATE TABLE IF NOT EXISTS jobs (
   attempts INTEGER NOT NULL DEFAULT 0,
   recovery_need_mib INTEGER, recovery_idle_only INTEGER NOT NULL DEFAULT 0, recovery_seq INTEGER,
   cancel_requested INTEGER NOT NULL DEFAULT 0,
-  exit_code INTEGER, reason TEXT NOT NULL DEFAULT ''
+  exit_code INTEGER, reason TEXT NOT NULL DEFAULT '',
+  checkpoint INTEGER NOT NULL DEFAULT 0, queue_seq INTEGER
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -40,7 +41,8 @@ CREATE TABLE IF NOT EXISTS attempts (
   exit_code INTEGER, signal INTEGER,
   outcome TEXT NOT NULL DEFAULT '', evidence TEXT NOT NULL DEFAULT '',
   peak_mib INTEGER,
-  out_offset INTEGER NOT NULL DEFAULT 0, err_offset INTEGER NOT NULL DEFAULT 0
+  out_offset INTEGER NOT NULL DEFAULT 0, err_offset INTEGER NOT NULL DEFAULT 0,
+  slot_notice REAL, slot_stop REAL
 );
 CREATE INDEX IF NOT EXISTS attempts_job ON attempts(job_id);
 CREATE INDEX IF NOT EXISTS attempts_state ON attempts(state);
@@ -74,7 +76,7 @@ CREATE TABLE IF NOT EXISTS probes (
 constexpr const char* kJobCols =
     "id, uid, gid, user, name, argv, env, workdir, gpus, need_mib, need_source, need_explanation, "
     "requested_mib, requested_source, fingerprint, state, submit_time, end_time, attempts, "
-    "recovery_need_mib, recovery_idle_only, recovery_seq, cancel_requested, exit_code, reason";
+    "recovery_need_mib, recovery_idle_only, recovery_seq, cancel_requested, exit_code, reason, checkpoint, queue_seq";
 
 JobRow read_job(const Stmt& s) {
   JobRow j;
@@ -106,12 +108,15 @@ JobRow read_job(const Stmt& s) {
   j.cancel_requested = s.i64(22) != 0;
   if (auto e = s.opt_i64(23)) j.exit_code = static_cast<int>(*e);
   j.reason = s.text(24);
+  j.checkpoint = s.i64(25) != 0;
+  j.queue_seq = s.opt_i64(26);
   return j;
 }
 
 constexpr const char* kAttemptCols =
     "id, job_id, n, state, slots, uuids, reserve_mib, exclusive, recovery, dir, shim_pid, shim_start, "
-    "launch_time, start_time, end_time, exit_code, signal, outcome, evidence, peak_mib, out_offset, err_offset";
+    "launch_time, start_time, end_time, exit_code, signal, outcome, evidence, peak_mib, out_offset, err_offset, "
+    "slot_notice, slot_stop";
 
 AttemptRow read_attempt(const Stmt& s) {
   AttemptRow a;
@@ -137,6 +142,8 @@ AttemptRow read_attempt(const Stmt& s) {
   a.peak_mib = s.opt_i64(19);
   a.out_offset = s.i64(20);
   a.err_offset = s.i64(21);
+  a.slot_notice = s.opt_f64(22);
+  a.slot_stop = s.opt_f64(23);
   return a;
 }
 
@@ -154,29 +161,39 @@ Job JobRow::to_core() const {
   j.state = state;
   j.recovery_need_mib = recovery_need_mib;
   j.recovery_alone = recovery_alone;
+  j.checkpoint = checkpoint;
   return j;
 }
 
 Store::Store(const std::string& path) : db_(path) {
   db_.exec(kSchema);
   // Columns added after the first release: a state directory from then gains them in place.
-  bool has_reserved = false;
-  {
-    auto s = db_.prepare("PRAGMA table_info(gpu_samples)");
-    while (s.step()) has_reserved |= s.text(1) == "reserved_mib";
-  }
-  if (!has_reserved) db_.exec("ALTER TABLE gpu_samples ADD COLUMN reserved_mib INTEGER");
+  auto add_column = [&](const char* table, const char* column, const char* decl) {
+    bool exists = false;
+    auto s = db_.prepare(fmt::format("PRAGMA table_info({})", table));
+    while (s.step()) exists |= s.text(1) == column;
+    if (!exists) db_.exec(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", table, column, decl));
+    return !exists;
+  };
+  add_column("gpu_samples", "reserved_mib", "INTEGER");
+  add_column("jobs", "checkpoint", "INTEGER NOT NULL DEFAULT 0");
+  // Queue order: every job's place, set when it is queued (older rows: their id).
+  if (add_column("jobs", "queue_seq", "INTEGER")) db_.exec("UPDATE jobs SET queue_seq = id");
+  add_column("attempts", "slot_notice", "REAL");
+  add_column("attempts", "slot_stop", "REAL");
+  db_.exec("CREATE INDEX IF NOT EXISTS jobs_queue_seq ON jobs(queue_seq)");
 }
 
 JobId Store::insert_job(const JobRow& j) {
   auto s = db_.prepare(
       "INSERT INTO jobs (uid, gid, user, name, argv, env, workdir, gpus, need_mib, need_source, need_explanation, "
-      "requested_mib, requested_source, fingerprint, state, submit_time) "
-      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      "requested_mib, requested_source, fingerprint, state, submit_time, checkpoint, queue_seq) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,(SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM jobs))");
   s.bind(1, j.uid).bind(2, j.gid).bind(3, j.user).bind(4, j.name).bind(5, json(j.argv).dump())
       .bind(6, j.env.dump()).bind(7, j.workdir).bind(8, j.gpus).bind(9, j.need_mib).bind(10, j.need_source)
       .bind(11, j.need_explanation).bind(12, j.requested_mib).bind(13, j.requested_source)
-      .bind(14, j.fingerprint).bind(15, std::string(to_string(j.state))).bind(16, j.submit_time);
+      .bind(14, j.fingerprint).bind(15, std::string(to_string(j.state))).bind(16, j.submit_time)
+      .bind(17, j.checkpoint ? 1 : 0);
   s.run();
   return static_cast<JobId>(db_.last_insert_id());
 }
@@ -203,7 +220,7 @@ std::vector<JobRow> Store::jobs(std::optional<std::int64_t> uid, bool active_onl
 }
 
 std::vector<JobRow> Store::jobs_in_state(JobState st) {
-  const char* order = st == JobState::Recovering ? "recovery_seq, id" : "id";
+  const char* order = st == JobState::Recovering ? "recovery_seq, id" : "COALESCE(queue_seq, id), id";
   auto s = db_.prepare(fmt::format("SELECT {} FROM jobs WHERE state = ? ORDER BY {}", kJobCols, order));
   s.bind(1, std::string(to_string(st)));
   std::vector<JobRow> out;
@@ -214,14 +231,14 @@ std::vector<JobRow> Store::jobs_in_state(JobState st) {
 void Store::update_job(const JobRow& j) {
   auto s = db_.prepare(
       "UPDATE jobs SET need_mib=?, need_source=?, need_explanation=?, state=?, end_time=?, attempts=?, "
-      "recovery_need_mib=?, recovery_idle_only=?, recovery_seq=?, cancel_requested=?, exit_code=?, reason=? "
-      "WHERE id=?");
+      "recovery_need_mib=?, recovery_idle_only=?, recovery_seq=?, cancel_requested=?, exit_code=?, reason=?, "
+      "checkpoint=? WHERE id=?");
   s.bind(1, j.need_mib).bind(2, j.need_source).bind(3, j.need_explanation)
       .bind(4, std::string(to_string(j.state))).bind(5, j.end_time).bind(6, j.attempts)
       .bind(7, j.recovery_need_mib).bind(8, j.recovery_alone ? 1 : 0).bind(9, j.recovery_seq)
       .bind(10, j.cancel_requested ? 1 : 0);
   if (j.exit_code) s.bind(11, *j.exit_code); else s.bind_null(11);
-  s.bind(12, j.reason).bind(13, static_cast<std::int64_t>(j.id));
+  s.bind(12, j.reason).bind(13, j.checkpoint ? 1 : 0).bind(14, static_cast<std::int64_t>(j.id));
   s.run();
   if (db_.changes() != 1) throw std::runtime_error(fmt::format("store: job {} vanished", j.id));
 }
@@ -241,13 +258,13 @@ std::int64_t Store::insert_attempt(const AttemptRow& a) {
 void Store::update_attempt(const AttemptRow& a) {
   auto s = db_.prepare(
       "UPDATE attempts SET state=?, dir=?, shim_pid=?, shim_start=?, start_time=?, end_time=?, exit_code=?, signal=?, "
-      "outcome=?, evidence=?, peak_mib=?, out_offset=?, err_offset=? WHERE id=?");
+      "outcome=?, evidence=?, peak_mib=?, out_offset=?, err_offset=?, slot_notice=?, slot_stop=? WHERE id=?");
   s.bind(1, a.state).bind(2, a.dir).bind(3, a.shim_pid).bind(4, a.shim_start).bind(5, a.start_time)
       .bind(6, a.end_time);
   if (a.exit_code) s.bind(7, *a.exit_code); else s.bind_null(7);
   if (a.signal) s.bind(8, *a.signal); else s.bind_null(8);
   s.bind(9, a.outcome).bind(10, a.evidence).bind(11, a.peak_mib).bind(12, a.out_offset).bind(13, a.err_offset)
-      .bind(14, a.id);
+      .bind(14, a.slot_notice).bind(15, a.slot_stop).bind(16, a.id);
   s.run();
 }
 
@@ -327,6 +344,18 @@ std::vector<EventRow> Store::events_of(JobId job) {
     out.push_back(std::move(e));
   }
   return out;
+}
+
+bool Store::any_waiting() {
+  auto s = db_.prepare(
+      "SELECT 1 FROM jobs WHERE state IN ('queued', 'recovering') AND cancel_requested = 0 LIMIT 1");
+  return s.step();
+}
+
+void Store::move_to_back(JobId job) {
+  auto s = db_.prepare("UPDATE jobs SET queue_seq = (SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM jobs) WHERE id = ?");
+  s.bind(1, static_cast<std::int64_t>(job));
+  s.run();
 }
 
 std::int64_t Store::next_recovery_seq() {

@@ -45,6 +45,8 @@ struct JobRow {
   bool cancel_requested = false;
   std::optional<int> exit_code;
   std::string reason;
+  bool checkpoint = false;               // it checkpoints on request: time slots apply (colo submit --checkpoint)
+  std::optional<std::int64_t> queue_seq;  // its place in the main queue (read only; Store::move_to_back)
 
   Job to_core() const;
 };
@@ -69,6 +71,8 @@ struct AttemptRow {
   std::string evidence; // OOM log line or failure detail
   std::optional<MiB> peak_mib;
   std::int64_t out_offset = 0, err_offset = 0;
+  // Time slots: when colod asked the job to checkpoint, and when it stopped it at its slot's end.
+  std::optional<double> slot_notice, slot_stop;
 };
 
 // A probe colod runs for a job submitted with --probe (status: pending → running → done | failed;
@@ -143,6 +147,8 @@ class Store {
   std::vector<EventRow> events_of(JobId job);
 
   std::int64_t next_recovery_seq();
+  void move_to_back(JobId job);
+  bool any_waiting();  // a queued or recovering job that is not being cancelled  // of the main queue (its queue_seq; update_job leaves it alone)
 
   // GPU drain flags survive restarts (an operator's drain is a decision, not a sample).
   void set_drained(int slot, const std::string& uuid, bool drained, const std::string& reason);

@@ -1,5 +1,6 @@
 // Parsing of what users hand to `colo submit`: memory sizes, .rad files (all the prototype's
 // real ones), TOML job files, API request bodies; and OOM log patterns.
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -120,6 +121,17 @@ TEST(SubmitRequestJson, RoundTripsAndValidates) {
   EXPECT_THROW(submit_request_from_json(nlohmann::json{{"argv", {"x"}}, {"workdir", "relative"}}), UserError);
   EXPECT_THROW(submit_request_from_json(nlohmann::json{{"argv", {"x"}}, {"env", {{"COLO_JOB_ID", "1"}}}}), UserError);
   EXPECT_THROW(submit_request_from_json(nlohmann::json{{"argv", nlohmann::json::array()}}), UserError);
+  EXPECT_FALSE(back.checkpoint);
+  r.checkpoint = true;
+  EXPECT_TRUE(submit_request_from_json(to_json(r)).checkpoint);
+  try {
+    submit_request_from_json(nlohmann::json{{"argv", {"x"}}, {"checkpoint", "yes"}});
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()), "field 'checkpoint': expected true or false");
+  }
+  EXPECT_THROW(submit_request_from_json(nlohmann::json{{"argv", {"x"}}, {"env", {{"COLO_CHECKPOINT_FILE", "/x"}}}}),
+               UserError);
 }
 
 // colo submit --probe: the probe request travels to colod and is checked there as strictly.
@@ -261,6 +273,14 @@ TEST(DaemonConfig, RefusesNanFractionsZeroStepHugeMemoryAndDirectories) {
             path + ":2: 'policy.floor' must be \"unknown\" or \"always\", not 'sometimes'");
   EXPECT_EQ(error_for("[policy]\nfloor = \"always\"\n"), "(accepted)");
   EXPECT_TRUE(load_config(path).conditions.floor_always);
+  EXPECT_EQ(error_for("[slots]\nlength_s = 3600\nnotice_s = 3600\n"),
+            path + ": [slots] length_s = 3600, notice_s = 3600: the checkpoint notice must be shorter than the slot");
+  EXPECT_EQ(error_for("[slots]\nlength_s = -1\n"), path + ":2: 'slots.length_s' must be in [0, 31622400]");
+  EXPECT_EQ(error_for("[slots]\nsignal = \"KILL\"\n"),
+            path + ":2: 'slots.signal' must be USR1, USR2, INT or HUP, not 'KILL'");
+  std::ofstream(path) << "[slots]\nlength_s = 43200\nnotice_s = 600\nsignal = \"SIGUSR2\"\n";
+  EXPECT_EQ(load_config(path).slots.slot_s, 43200);
+  EXPECT_EQ(load_config(path).checkpoint_signal, SIGUSR2);
   EXPECT_EQ(error_for("[policy]\nbackfill = -1\n"), path + ":2: 'policy.backfill' must be in [0, 1000000]");
   EXPECT_EQ(error_for("[policy]\nbackfill_depth = 0\n"), path + ":2: 'policy.backfill_depth' must be in [1, 1000000]");
   std::ofstream(path) << "[policy]\nbackfill = 3\nbackfill_depth = 50\n";

@@ -70,6 +70,9 @@ JobFile parse_job_file(const std::string& path) {
         bad(path, node, e.what());
       }
       r.mem_source = "user";
+    } else if (k == "checkpoint") {
+      if (!node.is_boolean()) bad(path, node, "'checkpoint' must be true or false");
+      r.checkpoint = node.as_boolean()->get();
     } else if (k == "workdir") {
       r.workdir = need_string(path, node, "workdir");
       if (r.workdir.empty() || r.workdir[0] != '/') r.workdir = (dir / r.workdir).lexically_normal().string();

@@ -69,6 +69,7 @@ json to_json(const SubmitRequest& r) {
   j["workdir"] = r.workdir;
   j["env"] = r.env;
   j["fingerprint_inputs"] = r.fingerprint_inputs;
+  if (r.checkpoint) j["checkpoint"] = true;
   if (r.probe) {
     j["probe"] = r.probe->to_json();
     j["probe_estimator"] = r.probe_estimator;
@@ -82,7 +83,7 @@ SubmitRequest submit_request_from_json(const json& j) {
     throw UserError(fmt::format("request body: JSON nested deeper than {} levels", kMaxJsonNesting));
   static const std::vector<std::string> known = {"name", "argv", "gpus", "mem_mib", "mem_source",
                                                  "mem_explanation", "workdir", "env", "fingerprint_inputs",
-                                                 "probe", "probe_estimator"};
+                                                 "probe", "probe_estimator", "checkpoint"};
   for (const auto& [k, v] : j.items())
     if (std::find(known.begin(), known.end(), k) == known.end())
       throw UserError(fmt::format("unknown field '{}'", k));
@@ -139,6 +140,10 @@ SubmitRequest submit_request_from_json(const json& j) {
     if (r.probe_estimator != "trace" && r.probe_estimator != "faketensor")
       bad("probe_estimator", "expected 'trace' or 'faketensor'");
     if (!r.probe) bad("probe_estimator", "given without 'probe'");
+  }
+  if (j.contains("checkpoint")) {
+    if (!j.at("checkpoint").is_boolean()) bad("checkpoint", "expected true or false");
+    r.checkpoint = j.at("checkpoint").get<bool>();
   }
   if (r.name.empty()) {
     const std::string& p = r.argv[0];

@@ -31,6 +31,9 @@ struct SubmitRequest {
   // probe_estimator ("trace" or "faketensor"); mem_mib, if any, is the fallback.
   std::optional<estimate::ProbeRequest> probe;
   std::string probe_estimator = "trace";
+  // The job checkpoints when colod asks (time slots, docs/DAEMON.md "Time slots"): it may be
+  // stopped at its slot's end and resumed later.
+  bool checkpoint = false;
 };
 
 nlohmann::json to_json(const SubmitRequest& r);

@@ -4,7 +4,13 @@
 // with PyTorch's out-of-memory message when a GPU would be over-committed.
 //
 //   colo-fake-job --mem 10GiB [--ramp 5] [--hold 3|inf] [--until-file PATH] [--sm-activity 0.4]
-//                 [--sm-occupancy 0.2] [--exit-code 0]
+//                 [--sm-occupancy 0.2] [--exit-code 0] [--checkpoint-state FILE [--checkpoint-ignore]]
+//
+// --checkpoint-state: it behaves as a training job under colod's time slots should
+// (daemon/checkpoint_request.h): asked to checkpoint (the signal named by COLO_CHECKPOINT_SIGNAL,
+// or COLO_CHECKPOINT_FILE appearing) it saves how long it has held so far in FILE and exits 75;
+// started again it resumes from FILE (--hold counts the total over its launches).
+// --checkpoint-ignore: it takes the request (does not die of the signal) but keeps running.
 //
 // Needs COLO_FAKE_NVML_DIR (and COLO_FAKE_NVML_GPUS or DIR/gpus.spec), as the fake library.
 // Honours CUDA_MPS_PINNED_DEVICE_MEM_LIMIT as an MPS client would (over the limit = OOM).
@@ -18,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <thread>
@@ -33,7 +40,9 @@ using colo::MiB;
 namespace fake = colo::gpu::fake;
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_checkpoint{false};
 void on_signal(int) { g_stop = true; }
+void on_checkpoint_signal(int) { g_checkpoint = true; }
 
 struct Options {
   MiB mem = 0;
@@ -45,6 +54,8 @@ struct Options {
   // Hold until this file exists (then exit): tests end a job when they have seen what they
   // need, instead of guessing how long it must run.
   std::string until_file;
+  std::string checkpoint_state;  // --checkpoint-state FILE
+  bool checkpoint_ignore = false;
 };
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -100,6 +111,11 @@ Options parse_args(int argc, char** argv) {
     } else if (a == "--until-file") {
       o.until_file = value();
       if (o.until_file.empty()) usage_error("--until-file needs a path");
+    } else if (a == "--checkpoint-state") {
+      o.checkpoint_state = value();
+      if (o.checkpoint_state.empty()) usage_error("--checkpoint-state needs a path");
+    } else if (a == "--checkpoint-ignore") {
+      o.checkpoint_ignore = true;
     } else if (a == "--exit-code") {
       o.exit_code = static_cast<int>(parse_number(a, value(), 0, 255));
     } else {
@@ -107,6 +123,7 @@ Options parse_args(int argc, char** argv) {
     }
   }
   if (!have_mem) usage_error("--mem is required");
+  if (o.checkpoint_ignore && o.checkpoint_state.empty()) usage_error("--checkpoint-ignore needs --checkpoint-state");
   return o;
 }
 
@@ -222,6 +239,21 @@ int main(int argc, char** argv) {
   const std::vector<MiB> limits = mps_limits(devices.size());
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
+  // Time slots: the checkpoint request's signal (named as colod names it) and file.
+  const char* request_file = std::getenv("COLO_CHECKPOINT_FILE");
+  double resumed_s = 0;
+  if (!opt.checkpoint_state.empty()) {
+    const char* name = std::getenv("COLO_CHECKPOINT_SIGNAL");
+    const std::string sig = name ? name : "USR1";
+    const int signo = sig == "USR2" ? SIGUSR2 : sig == "INT" ? SIGINT : sig == "HUP" ? SIGHUP : SIGUSR1;
+    std::signal(signo, on_checkpoint_signal);
+    std::ifstream in(opt.checkpoint_state);
+    if (in >> resumed_s) std::printf("colo-fake-job: resumed from checkpoint at %.1f s\n", resumed_s);
+  }
+  auto checkpoint_requested = [&] {
+    if (opt.checkpoint_state.empty()) return false;
+    return g_checkpoint.load() || (request_file && *request_file && ::access(request_file, F_OK) == 0);
+  };
   const int pid = static_cast<int>(::getpid());
   fake::ProcessRecord rec;
   rec.pid = pid;
@@ -242,6 +274,7 @@ int main(int argc, char** argv) {
     const auto until = steady_clock::now() + duration<double>(std::min(seconds, 1e9));
     while (!g_stop && steady_clock::now() < until) {
       if (!opt.until_file.empty() && ::access(opt.until_file.c_str(), F_OK) == 0) return;
+      if (!opt.checkpoint_ignore && checkpoint_requested()) return;
       std::this_thread::sleep_for(std::min<steady_clock::duration>(
           milliseconds(50), duration_cast<steady_clock::duration>(until - steady_clock::now())));
     }
@@ -293,6 +326,29 @@ int main(int argc, char** argv) {
                 dev.uuid.c_str());
   }
   std::fflush(stdout);
-  sleep_for(opt.until_file.empty() ? opt.hold_s : INFINITY);
+  const auto held_from = std::chrono::steady_clock::now();
+  sleep_for(opt.until_file.empty() ? std::max(0.0, opt.hold_s - resumed_s) : INFINITY);
+  const bool done = !opt.until_file.empty() ? ::access(opt.until_file.c_str(), F_OK) == 0
+                                            : std::chrono::duration<double>(std::chrono::steady_clock::now() - held_from)
+                                                      .count() >= opt.hold_s - resumed_s;
+  if (!g_stop && !done && !opt.checkpoint_ignore && checkpoint_requested()) {
+    // Save the progress (written whole, then renamed) and leave with the checkpoint exit code.
+    const double progress =
+        resumed_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - held_from).count();
+    const std::string tmp = opt.checkpoint_state + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << progress << "\n";
+    }
+    if (std::rename(tmp.c_str(), opt.checkpoint_state.c_str()) != 0) {
+      std::fprintf(stderr, "colo-fake-job: cannot save the checkpoint %s: %s\n", opt.checkpoint_state.c_str(),
+                   std::strerror(errno));
+      return finish(1);
+    }
+    std::printf("colo-fake-job: checkpointed at %.1f s\n", progress);
+    std::fflush(stdout);
+    return finish(75);
+  }
+  if (opt.checkpoint_ignore && checkpoint_requested()) std::printf("colo-fake-job: checkpoint request ignored\n");
   return finish(opt.exit_code);
 }
