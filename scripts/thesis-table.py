@@ -7,7 +7,8 @@ row. Prints the Markdown table in docs/SIMULATOR.md ("The thesis, row by row").
 
 --check exits 1 unless every row ran (the table is regenerated, not compared to fixed numbers).
 Source of the thesis figures: ../shared/seeds/001_beb4868e7a10e869.txt (the thesis), section 6.4.
-No simulator parameter is fitted to these rows: every one is as docs/SIMULATOR.md states it."""
+No simulator parameter is fitted to these rows (the sharing models are fitted to chapter 4's pairs,
+the rest are assumptions and board figures): every one is as docs/SIMULATOR.md states it."""
 import argparse
 import json
 import os

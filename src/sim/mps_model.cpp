@@ -10,12 +10,13 @@ class MpsModel final : public SharingModel {
  public:
   explicit MpsModel(MpsParams p) : p_(p) {}
   std::string_view name() const override { return "mps"; }
-  ShareOutcome share(std::span<const double> solo) const override {
-    if (solo.empty()) return {1.0, 0.0};
+  double share_into(std::span<const double> solo, std::span<const double>, std::span<double> slowdown) const override {
     double demand = 0;
     for (double s : solo) demand += s;
     const double n = static_cast<double>(solo.size());
-    return {std::max(1.0, demand) * (1.0 + p_.interference * (n - 1.0)), std::min(1.0, demand)};
+    const double f = std::max(1.0, demand) * (1.0 + p_.interference * std::max(0.0, n - 1.0));
+    for (double& x : slowdown) x = f;  // disjoint SMs, shared in proportion to demand: alike
+    return std::min(1.0, demand);
   }
 
  private:

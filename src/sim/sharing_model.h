@@ -1,27 +1,40 @@
 #pragma once
 // How jobs that share one GPU slow each other down. A model sees the solo SM activities of the
-// jobs progressing on a GPU and answers (a) by how much each of them is slowed down (every
-// co-runner on a GPU gets the same factor: the GPU's scheduler shares fairly in proportion to
-// demand) and (b) the GPU's resulting SM activity, which the monitor and the power model see.
-// Models: MPS (mps_model.h), time-sliced streams (streams_model.h).
+// jobs progressing on a GPU and answers (a) by how much each of them is slowed down (one factor
+// per co-runner: under MPS they are alike, under time slicing a light job waits on the heavy
+// one's slices longer than the other way round) and (b) the GPU's resulting SM activity, which
+// the monitor and the power model see. Models: MPS (mps_model.h), time-sliced streams
+// (streams_model.h); their parameters are fitted to the thesis' chapter-4 pairs (docs/SIMULATOR.md).
 #include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 namespace colo::sim {
 
 struct ShareOutcome {
-  double slowdown = 1.0;  // ≥ 1: wall time per unit of solo work
-  double activity = 0.0;  // GPU SMACT, 0..1
+  std::vector<double> slowdown;  // per co-runner, in the input's order: ≥ 1, wall time per unit of solo work
+  double activity = 0.0;         // GPU SMACT, 0..1
 };
 
 class SharingModel {
  public:
   virtual ~SharingModel() = default;
   virtual std::string_view name() const = 0;
-  // `solo_activity`: SM activity of each progressing job when alone (0..1]. Empty = idle GPU.
-  virtual ShareOutcome share(std::span<const double> solo_activity) const = 0;
+  // `solo_activity`: SM activity of each progressing job when alone (0..1]. `busy`: the share of
+  // wall time each has GPU work queued, when known (empty, or a negative entry: the model's
+  // default for a training loop). Writes one slowdown per job into `slowdown` (same size as
+  // `solo_activity`) and returns the GPU's SM activity. Empty input = idle GPU.
+  virtual double share_into(std::span<const double> solo_activity, std::span<const double> busy,
+                            std::span<double> slowdown) const = 0;
+  // The same, allocating (tests, reports).
+  ShareOutcome share(std::span<const double> solo_activity, std::span<const double> busy = {}) const {
+    ShareOutcome o;
+    o.slowdown.resize(solo_activity.size());
+    o.activity = share_into(solo_activity, busy, o.slowdown);
+    return o;
+  }
 };
 
 enum class SharingKind { Streams, Mps };

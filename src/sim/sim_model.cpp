@@ -73,6 +73,7 @@ SimModel load_sim_model(const std::string& path) {
       if (key == "mps.interference") m.mps.interference = param(r, n, key, 0, 10, m);
       else if (key == "streams.busy_floor") m.streams.busy_floor = param(r, n, key, 0, 1, m);
       else if (key == "streams.switch_overhead") m.streams.switch_overhead = param(r, n, key, 0, 10, m);
+      else if (key == "streams.slice_wait") m.streams.slice_wait = param(r, n, key, 0, 10, m);
       else if (key == "power.idle_watts") m.power.idle_watts = param(r, n, key, 0, 10000, m);
       else if (key == "power.busy_watts") m.power.busy_watts = param(r, n, key, 0, 10000, m);
       else if (key == "power.max_watts") m.power.max_watts = param(r, n, key, 0, 10000, m);
@@ -84,7 +85,7 @@ SimModel load_sim_model(const std::string& path) {
       seen.insert(key);
     }
   }
-  for (const char* need : {"format", "mps.interference", "streams.busy_floor", "streams.switch_overhead",
+  for (const char* need : {"format", "mps.interference", "streams.busy_floor", "streams.switch_overhead", "streams.slice_wait",
                            "power.idle_watts", "power.busy_watts", "power.max_watts", "timing.ramp_s",
                            "timing.oom_detect_s", "checkpoint.save_s", "checkpoint.restore_s", "smact"})
     if (!seen.count(need)) throw UserError(fmt::format("{}: missing '{}' (every parameter is stated, with its source)", path, need));

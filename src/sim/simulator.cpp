@@ -76,7 +76,7 @@ struct GpuRt {
   MiB used = 0;               // true memory allocated
   ActivityHistory hist;
   std::uint64_t hist_version = 0;
-  double slowdown = 1.0;
+  std::vector<double> slowdown;  // of each job in `active`, same order
   // SMACT window cache (tick, history version).
   long smact_tick = LONG_MIN;
   std::uint64_t smact_version = ~0ULL;
@@ -424,10 +424,10 @@ class Engine {
       GpuRt& r = gpus_[static_cast<size_t>(g)];
       solo_buf_.clear();
       for (JobId j : r.active) solo_buf_.push_back(jobs_[j].smact);
-      const ShareOutcome so = model_->share(solo_buf_);
-      r.slowdown = so.slowdown;
-      if (so.activity != r.hist.level()) {
-        r.hist.set(now_, so.activity);
+      r.slowdown.resize(r.active.size());
+      const double activity = model_->share_into(solo_buf_, {}, r.slowdown);
+      if (activity != r.hist.level()) {
+        r.hist.set(now_, activity);
         r.hist.forget_before(static_cast<long>(std::floor(now_)), cfg_.smact_window_s);
         ++r.hist_version;
         if (r.watched && queued() > 0) {
@@ -441,7 +441,7 @@ class Engine {
       for (JobId j : gpus_[static_cast<size_t>(g)].active) {
         Attempt& a = runs_[j];
         double worst = 1.0;
-        for (int h : a.gpus) worst = std::max(worst, gpus_[static_cast<size_t>(h)].slowdown);
+        for (int h : a.gpus) worst = std::max(worst, slowdown_on(h, j));
         const double rate = 1.0 / worst;
         if (rate == a.rate && a.version > 0) continue;  // unchanged: its finish event stands
         a.rate = rate;
@@ -450,6 +450,14 @@ class Engine {
         if (a.gpus.size() > 1) power_buf_.insert(power_buf_.end(), a.gpus.begin(), a.gpus.end());
       }
     for (int g : power_buf_) update_power(g);
+  }
+
+  // Job j's slowdown on GPU g (it is active there).
+  double slowdown_on(int g, JobId j) const {
+    const GpuRt& r = gpus_[static_cast<size_t>(g)];
+    for (size_t k = 0; k < r.active.size(); ++k)
+      if (r.active[k] == j) return r.slowdown[k];
+    return 1.0;
   }
 
   void update_power(int g) {

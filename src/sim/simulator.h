@@ -2,7 +2,7 @@
 // The discrete-event simulator: N identical GPUs driven by the scheduler core (core/scheduler.h),
 // the same code the daemon runs. Ground truth per job: true peak memory, solo duration, solo SM
 // activity. What happens (docs/SIMULATOR.md has the full model):
-//  * A placed job starts at once and makes progress at 1/slowdown, the slowdown coming from the
+//  * A placed job starts at once and makes progress at 1/slowdown, its slowdown coming from the
 //    sharing model (MPS or streams) of each of its GPUs (a multi-GPU job runs at its slowest
 //    GPU's pace). Progress rates are recomputed whenever a co-runner starts or stops.
 //  * Its memory appears `ramp_s` after launch (the monitor sees the GPU as free until then; the

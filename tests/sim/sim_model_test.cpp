@@ -49,6 +49,7 @@ TEST(SimModel, TheShippedFileIsTheBuiltInModelWithASourceForEveryParameter) {
   EXPECT_EQ(m.mps.interference, builtin.mps.interference);
   EXPECT_EQ(m.streams.busy_floor, builtin.streams.busy_floor);
   EXPECT_EQ(m.streams.switch_overhead, builtin.streams.switch_overhead);
+  EXPECT_EQ(m.streams.slice_wait, builtin.streams.slice_wait);
   EXPECT_EQ(m.power.idle_watts, builtin.power.idle_watts);
   EXPECT_EQ(m.power.busy_watts, builtin.power.busy_watts);
   EXPECT_EQ(m.power.max_watts, builtin.power.max_watts);
@@ -62,7 +63,7 @@ TEST(SimModel, TheShippedFileIsTheBuiltInModelWithASourceForEveryParameter) {
     EXPECT_EQ(m.smact.at(cls).at_batch_32, row.at_batch_32) << cls;
     EXPECT_EQ(m.smact.at(cls).per_doubling, row.per_doubling) << cls;
   }
-  EXPECT_EQ(m.sources.size(), 18u);  // 10 scalars + 4 classes × 2
+  EXPECT_EQ(m.sources.size(), 19u);  // 11 scalars + 4 classes × 2
   for (const auto& [key, source] : m.sources) EXPECT_FALSE(source.empty()) << key;
   EXPECT_EQ(default_sim_model_path(), kShipped);
 }
