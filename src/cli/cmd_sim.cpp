@@ -293,7 +293,12 @@ void run(const SimArgs& a, const CLI::App& cmd) {
     run_compare(a, base, trace);
     return;
   }
-  const sim::Scenario sc{a.policy, *policy, !a.no_conditions, a.estimator, *sharing};
+  sim::Scenario sc;
+  sc.label = a.policy;
+  sc.policy = *policy;
+  sc.conditions = !a.no_conditions;
+  sc.estimator = a.estimator;
+  sc.sharing = *sharing;
   sim::ScenarioBase b = base;
   b.custom_policy = custom;
   Progress progress("colo sim", trace.entries.size(), a.json);

@@ -2,17 +2,26 @@
 // One simulated configuration (policy, conditions, estimator, sharing) and the thesis'
 // comparison matrix of them (Tables 6.3–6.6: exclusive; round-robin with and without
 // conditions; MAGM and LUG without and with each estimator; OFF/OBF/OWF/OLUG with the oracle;
-// everything under streams and under MPS).
+// everything under streams and under MPS), followed by colo's own rules one at a time (MPS).
 #include <string>
 #include <vector>
 
 #include <optional>
 
 #include "core/policy/policies.h"
+#include "core/units.h"
 #include "core/policy/policy_definition.h"
 #include "sim/sharing_model.h"
 
 namespace colo::sim {
+
+// colo's rules beyond the thesis' scheduler, each off by default (docs/SIMULATOR.md).
+struct ColoRules {
+  bool floor_always = false;    // --floor always
+  int backfill = 0;             // --backfill N
+  bool recovery_share = false;  // --recovery-share
+  Seconds slots = 0;            // --slots L (notice min(600 s, L/10))
+};
 
 struct Scenario {
   std::string label;  // e.g. "MAGM+horus", "OWF"
@@ -20,8 +29,10 @@ struct Scenario {
   bool conditions = true;
   std::string estimator = "oracle";
   SharingKind sharing = SharingKind::Mps;
+  ColoRules rules;
 };
 
+// The thesis' rows, then colo's rules (`colo sim --compare`).
 std::vector<Scenario> thesis_matrix();
 
 }  // namespace colo::sim

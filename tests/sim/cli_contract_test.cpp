@@ -51,12 +51,35 @@ TEST(ColoSimCli, DoneWhenCommands) {
 TEST(ColoSimCli, BadFlagsGiveOneLine) {
   if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   for (const char* bad : {"--policy nope", "--smact-cap 0.8", "--estimator nope", "--sharing mig", "--compare --policy magm",
-                          "--floor sometimes", "--backfill -1", "--backfill-depth 0"}) {
+                          "--floor sometimes", "--backfill -1", "--backfill-depth 0", "--slots -1",
+                          "--slots 10ms", "--slots 600 --slot-notice 600", "--slot-notice 60"}) {
     const CliRun r = run_colo(bad);
     EXPECT_EQ(r.status, 2) << bad;
     EXPECT_EQ(r.out.rfind("colo: error: ", 0), 0u) << bad << ": " << r.out;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << bad << ": " << r.out;
   }
+}
+
+// --compare: the thesis' rows, then each of colo's rules on its own; slots cut the longest wait.
+TEST(ColoSimCli, CompareHasColosRules) {
+  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  const CliRun r = run_colo("--compare --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto at = r.out.find("[{");  // the progress lines (stderr) come first
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const auto rows = nlohmann::json::parse(r.out.substr(at));
+  ASSERT_EQ(rows.size(), 38u);
+  auto find = [&](const std::string& label) {
+    for (const auto& row : rows)
+      if (row["scenario"] == label && row["sharing"] == "mps") return row;
+    ADD_FAILURE() << label;
+    return nlohmann::json();
+  };
+  for (const char* label : {"MAGM+allocsim floor", "MAGM+allocsim bf10", "MAGM+allocsim slot1h", "MAGM+faketensor share"})
+    EXPECT_EQ(find(label)["completed"], 90) << label;
+  EXPECT_LT(find("MAGM+allocsim slot1h")["max_wait_s"].get<double>(), find("MAGM+allocsim")["max_wait_s"].get<double>());
+  EXPECT_GT(find("MAGM+allocsim slot1h")["checkpoints"].get<int>(), 0);
+  EXPECT_LT(find("MAGM+allocsim bf10")["avg_wait_s"].get<double>(), find("MAGM+allocsim")["avg_wait_s"].get<double>());
 }
 
 // --floor always: the free-memory floor also holds for known needs. With a floor above every
