@@ -51,6 +51,10 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
                                  j.at("need_source").get<std::string>() + "]";
     std::cout << fmt::format("  need       {} per GPU × {} GPU(s){}\n", need, j.at("gpus_requested").get<int>(),
                              j.at("need_explanation").get<std::string>().empty() ? "" : "  (" + j.at("need_explanation").get<std::string>() + ")");
+    if (j.contains("smact") && j.at("smact").is_number())
+      std::cout << fmt::format("  SMACT      {:.2f} solo [{}]\n", j.at("smact").get<double>(),
+                               j.value("smact_source", std::string()));
+    if (j.value("checkpoint", false)) std::cout << "  slots      checkpoints on request (time slots apply)\n";
     if (j.contains("probe") && j.at("probe").is_object()) {
       const json& p = j.at("probe");
       const json& rq = p.at("request");

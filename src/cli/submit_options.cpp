@@ -12,7 +12,9 @@
 #include "daemon/client/rad_file.h"
 #include "estimate/estimator.h"
 #include "estimate/input_file.h"
+#include "estimate/graph/parsers.h"
 #include "estimate/trace/script_command.h"
+#include "estimate/utilisation/smact_model.h"
 
 namespace colo::cli {
 
@@ -40,6 +42,24 @@ void apply_estimate(SubmitRequest& r, const EstimateSpec& e) {
                           {"optimizer", e.optimizer}, {"seq_len", e.seq_len}};
 }
 
+// The solo SM activity the shipped activity model (estimate/utilisation/smact_model.h) predicts
+// from the same summary; none when the network lies outside the model's training data or the
+// model file is not installed (the job's activity then stays unknown, as without a summary).
+void apply_smact_prediction(SubmitRequest& r, const EstimateSpec& e) {
+  std::optional<estimate::ActivityModels> models;
+  try {
+    models = estimate::load_activity_models(estimate::default_activity_model_path());
+  } catch (const UserError&) {
+    return;
+  }
+  const estimate::ModelGraph g = estimate::load_summary(e.summary, e.seq_len);
+  const estimate::GpuMemNetInputs in = estimate::gpumemnet_inputs(g, e.batch);
+  const estimate::ActivityPrediction p = models->for_inputs(in).predict(in);
+  if (!p.in_domain) return;
+  r.smact = p.smact;
+  r.smact_source = "gpumemnet-activity";
+}
+
 }  // namespace
 
 void add_submit_options(CLI::App* c, SubmitOptions& o) {
@@ -52,6 +72,11 @@ void add_submit_options(CLI::App* c, SubmitOptions& o) {
   c->add_option("--optimizer", o.optimizer, "optimizer for --estimate (default adam)");
   add_int_flag(c, "--seq-len", o.seq_len, 1, limits::kMaxSeqLen, "sequence length for transformer summaries", false);
   c->add_option("--name", o.name, "job name");
+  c->add_option_function<std::string>(
+       "--smact", [&o](const std::string& s) { o.smact = parse_real(s, "--smact", 0, 1); },
+       "the job's solo SM activity, 0..1 (default: predicted from --summary when given; colod prefers the "
+       "same job's history)")
+      ->type_name("FRACTION");
   c->add_flag("--checkpoint", o.checkpoint,
               "the job checkpoints when asked (COLO_CHECKPOINT_SIGNAL / COLO_CHECKPOINT_FILE) and exits 75: "
               "colod's time slots may stop it and resume it later");
@@ -150,7 +175,14 @@ SubmitRequest build_submit_request(const SubmitOptions& o) {
     r.mem_source = "user";
     estimate.reset();
   }
-  if (estimate) apply_estimate(r, *estimate);
+  if (estimate) {
+    apply_estimate(r, *estimate);
+    if (!o.smact && !r.smact) apply_smact_prediction(r, *estimate);
+  }
+  if (o.smact) {
+    r.smact = o.smact;
+    r.smact_source = "user";
+  }
   if (o.gpus) r.gpus = o.gpus;
   if (o.checkpoint) r.checkpoint = true;
   if (!o.name.empty()) r.name = o.name;

@@ -2,6 +2,7 @@
 // `colo submit`'s flags and how they become a SubmitRequest, apart from sending it, so that
 // the argument handling can be tested without a daemon (tests/cli/).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct SubmitOptions {
   estimate::ProbeRequest probe;  // --probe MODEL and its flags (model empty = not given)
   bool probe_script = false;     // --probe-script: probe the Python script the command runs
   bool checkpoint = false;       // --checkpoint: the job checkpoints on request (time slots)
+  std::optional<double> smact;   // --smact FRACTION: the submitter's solo SM activity
 };
 
 // Adds submit's flags to `c`, writing into `o` (which must outlive parsing).

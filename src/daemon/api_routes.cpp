@@ -130,6 +130,8 @@ json Daemon::job_json(const JobRow& j, bool detail) {
   }
   o["gpus"] = gpus;  // GPUs of the latest attempt (empty until placed)
   o["checkpoint"] = j.checkpoint;  // time slots apply to it
+  o["smact"] = j.smact ? json(*j.smact) : json(nullptr);  // predicted solo SM activity
+  o["smact_source"] = j.smact_source;
   if (!detail) return o;
   o["argv"] = j.argv;
   o["workdir"] = j.workdir;
@@ -196,6 +198,8 @@ HttpResponse Daemon::submit(const HttpRequest& req, const Peer& peer) {
   j.workdir = r.workdir;
   j.gpus = r.gpus;
   j.checkpoint = r.checkpoint;
+  j.smact = r.smact;
+  j.smact_source = r.smact ? (r.smact_source.empty() ? "user" : r.smact_source) : "";
   j.requested_mib = r.mem_mib;
   j.requested_source = r.mem_mib ? (r.mem_source.empty() ? "user" : r.mem_source) : "";
   json inputs = r.fingerprint_inputs;
@@ -210,6 +214,12 @@ HttpResponse Daemon::submit(const HttpRequest& req, const Peer& peer) {
       j.need_source = "history";
       j.need_explanation = fmt::format("observed peak of earlier runs of this job + {:.0f}%{}", cfg_.history_margin * 100,
                                        r.mem_mib ? fmt::format(" (submitted with {})", format_mib(*r.mem_mib)) : "");
+    }
+  }
+  if (cfg_.history) {
+    if (auto h = history_.smact(j.fingerprint)) {  // measured beats predicted
+      j.smact = *h;
+      j.smact_source = "history";
     }
   }
   // A probed job waits in estimating until colod's probe answers, unless the history of the same

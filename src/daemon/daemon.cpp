@@ -235,7 +235,7 @@ void Daemon::adopt(const AttemptRow& a) {
   l.peak_mib = a.peak_mib.value_or(0);
   l.checkpoint = j && j->checkpoint;
   for (int s : a.slots) {
-    ledger_.reserve(a.job_id, s, a.reserve_mib, a.exclusive, a.launch_time);
+    ledger_.reserve(a.job_id, s, a.reserve_mib, a.exclusive, a.launch_time, j ? j->smact : std::nullopt);
     if (l.peak_mib > 0) ledger_.observe(a.job_id, s, l.peak_mib);
   }
   if (a.shim_pid) by_shim_[static_cast<int>(*a.shim_pid)] = a.id;
@@ -419,6 +419,8 @@ void Daemon::finalize(std::int64_t attempt_id, const ShimExit& ex) {
       j.reason = "";
       j.end_time = t;
       if (cfg_.history && a.peak_mib && *a.peak_mib > 0) history_.record(j.fingerprint, *a.peak_mib, t);
+      if (cfg_.history && !l.crowded && l.smact_samples > 0)
+        history_.record_smact(j.fingerprint, l.smact_sum / l.smact_samples, t);
     } else if (oom) {
       a.outcome = "oom";
       a.evidence = fmt::format("{}: {}", oom->framework, oom->line);
@@ -977,6 +979,24 @@ void Daemon::tick() {
         l.peak_mib = mib;
         l.peak_dirty = true;
       }
+    }
+  }
+  // Solo SM activity for the history: each running attempt alone on its GPUs adds their samples.
+  for (auto& [aid, l] : live_) {
+    if (l.attempt.state != "running" || l.crowded) continue;
+    for (const auto& [other_id, other] : live_)
+      if (other_id != aid)
+        for (int s : l.attempt.slots)
+          if (std::find(other.attempt.slots.begin(), other.attempt.slots.end(), s) != other.attempt.slots.end())
+            l.crowded = true;
+    if (l.crowded) continue;
+    double sum = 0;
+    int n = 0;
+    for (int s : l.attempt.slots)
+      if (const auto& v = monitor_.slots()[static_cast<size_t>(s)].last_smact) sum += *v, ++n;
+    if (n == static_cast<int>(l.attempt.slots.size()) && n > 0) {
+      l.smact_sum += sum / n;
+      ++l.smact_samples;
     }
   }
   // A recovery retry that runs alone lets others join once it has run share_after_s with its

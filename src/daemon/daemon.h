@@ -61,6 +61,11 @@ class Daemon {
     bool unsure_logged = false;  // liveness could not be read; logged once
     bool shared = false;         // a recovery retry held alone that now lets others join
     bool checkpoint = false;     // its job checkpoints on request (time slots apply)
+    // Its GPUs' SMACT while it had them to itself (the history's solo activity); `crowded` once
+    // another attempt shared one of them. In memory: a restart starts the sums again.
+    double smact_sum = 0;
+    int smact_samples = 0;
+    bool crowded = false;
   };
 
   double now() const;

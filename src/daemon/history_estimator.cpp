@@ -31,6 +31,14 @@ std::optional<MiB> HistoryEstimator::estimate(const std::string& fingerprint) co
   return static_cast<MiB>(std::ceil(static_cast<double>(*peak) * (1.0 + margin_)));
 }
 
+std::optional<double> HistoryEstimator::smact(const std::string& fingerprint) const {
+  return store_.history_smact(fingerprint);
+}
+
+void HistoryEstimator::record_smact(const std::string& fingerprint, double smact, double now) {
+  if (smact >= 0 && smact <= 1) store_.record_history_smact(fingerprint, smact, now);
+}
+
 void HistoryEstimator::record(const std::string& fingerprint, MiB peak, double now) {
   if (peak > 0) store_.record_history(fingerprint, peak, now);
 }

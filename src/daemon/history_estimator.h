@@ -29,6 +29,10 @@ class HistoryEstimator {
   // Records the peak of an attempt that finished successfully (an OOM attempt's peak is only a
   // lower bound of the need, so it is not history).
   void record(const std::string& fingerprint, MiB peak, double now);
+  // The same job's solo SM activity: the mean GPU SMACT over earlier runs that had their GPUs to
+  // themselves (the smact_predicted filter's input, preferred to a model's prediction).
+  std::optional<double> smact(const std::string& fingerprint) const;
+  void record_smact(const std::string& fingerprint, double smact, double now);
 
  private:
   Store& store_;

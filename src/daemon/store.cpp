@@ -25,7 +25,8 @@ CREATE TABLE IF NOT EXISTS jobs (
   recovery_need_mib INTEGER, recovery_idle_only INTEGER NOT NULL DEFAULT 0, recovery_seq INTEGER,
   cancel_requested INTEGER NOT NULL DEFAULT 0,
   exit_code INTEGER, reason TEXT NOT NULL DEFAULT '',
-  checkpoint INTEGER NOT NULL DEFAULT 0, queue_seq INTEGER
+  checkpoint INTEGER NOT NULL DEFAULT 0, queue_seq INTEGER,
+  smact REAL, smact_source TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -62,7 +63,8 @@ CREATE TABLE IF NOT EXISTS job_samples (time REAL NOT NULL, job_id INTEGER NOT N
 CREATE INDEX IF NOT EXISTS job_samples_job ON job_samples(job_id, time);
 CREATE INDEX IF NOT EXISTS job_samples_time ON job_samples(time);
 CREATE TABLE IF NOT EXISTS history (
-  fingerprint TEXT PRIMARY KEY, peak_mib INTEGER NOT NULL, runs INTEGER NOT NULL, last_time REAL NOT NULL
+  fingerprint TEXT PRIMARY KEY, peak_mib INTEGER NOT NULL, runs INTEGER NOT NULL, last_time REAL NOT NULL,
+  smact REAL, smact_runs INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS probes (
@@ -76,7 +78,7 @@ CREATE TABLE IF NOT EXISTS probes (
 constexpr const char* kJobCols =
     "id, uid, gid, user, name, argv, env, workdir, gpus, need_mib, need_source, need_explanation, "
     "requested_mib, requested_source, fingerprint, state, submit_time, end_time, attempts, "
-    "recovery_need_mib, recovery_idle_only, recovery_seq, cancel_requested, exit_code, reason, checkpoint, queue_seq";
+    "recovery_need_mib, recovery_idle_only, recovery_seq, cancel_requested, exit_code, reason, checkpoint, queue_seq, smact, smact_source";
 
 JobRow read_job(const Stmt& s) {
   JobRow j;
@@ -110,6 +112,8 @@ JobRow read_job(const Stmt& s) {
   j.reason = s.text(24);
   j.checkpoint = s.i64(25) != 0;
   j.queue_seq = s.opt_i64(26);
+  j.smact = s.opt_f64(27);
+  j.smact_source = s.text(28);
   return j;
 }
 
@@ -162,6 +166,7 @@ Job JobRow::to_core() const {
   j.recovery_need_mib = recovery_need_mib;
   j.recovery_alone = recovery_alone;
   j.checkpoint = checkpoint;
+  j.solo_smact = smact;
   return j;
 }
 
@@ -179,6 +184,10 @@ Store::Store(const std::string& path) : db_(path) {
   add_column("jobs", "checkpoint", "INTEGER NOT NULL DEFAULT 0");
   // Queue order: every job's place, set when it is queued (older rows: their id).
   if (add_column("jobs", "queue_seq", "INTEGER")) db_.exec("UPDATE jobs SET queue_seq = id");
+  add_column("jobs", "smact", "REAL");
+  add_column("jobs", "smact_source", "TEXT NOT NULL DEFAULT ''");
+  add_column("history", "smact", "REAL");
+  add_column("history", "smact_runs", "INTEGER NOT NULL DEFAULT 0");
   add_column("attempts", "slot_notice", "REAL");
   add_column("attempts", "slot_stop", "REAL");
   db_.exec("CREATE INDEX IF NOT EXISTS jobs_queue_seq ON jobs(queue_seq)");
@@ -187,13 +196,13 @@ Store::Store(const std::string& path) : db_(path) {
 JobId Store::insert_job(const JobRow& j) {
   auto s = db_.prepare(
       "INSERT INTO jobs (uid, gid, user, name, argv, env, workdir, gpus, need_mib, need_source, need_explanation, "
-      "requested_mib, requested_source, fingerprint, state, submit_time, checkpoint, queue_seq) "
-      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,(SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM jobs))");
+      "requested_mib, requested_source, fingerprint, state, submit_time, checkpoint, smact, smact_source, queue_seq) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,(SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM jobs))");
   s.bind(1, j.uid).bind(2, j.gid).bind(3, j.user).bind(4, j.name).bind(5, json(j.argv).dump())
       .bind(6, j.env.dump()).bind(7, j.workdir).bind(8, j.gpus).bind(9, j.need_mib).bind(10, j.need_source)
       .bind(11, j.need_explanation).bind(12, j.requested_mib).bind(13, j.requested_source)
       .bind(14, j.fingerprint).bind(15, std::string(to_string(j.state))).bind(16, j.submit_time)
-      .bind(17, j.checkpoint ? 1 : 0);
+      .bind(17, j.checkpoint ? 1 : 0).bind(18, j.smact).bind(19, j.smact_source);
   s.run();
   return static_cast<JobId>(db_.last_insert_id());
 }
@@ -477,6 +486,23 @@ std::optional<MiB> Store::history_peak(const std::string& fingerprint) {
   s.bind(1, fingerprint);
   if (!s.step()) return std::nullopt;
   return s.i64(0);
+}
+
+std::optional<double> Store::history_smact(const std::string& fingerprint) {
+  auto s = db_.prepare("SELECT smact FROM history WHERE fingerprint = ? AND smact_runs > 0");
+  s.bind(1, fingerprint);
+  if (!s.step()) return std::nullopt;
+  return s.opt_f64(0);
+}
+
+void Store::record_history_smact(const std::string& fingerprint, double smact, double time) {
+  // The mean over the solo runs seen so far (a row may exist for the peak alone).
+  auto s = db_.prepare(
+      "INSERT INTO history (fingerprint, peak_mib, runs, last_time, smact, smact_runs) VALUES (?,0,0,?,?,1) "
+      "ON CONFLICT(fingerprint) DO UPDATE SET smact = (COALESCE(smact, 0) * smact_runs + excluded.smact) / "
+      "(smact_runs + 1), smact_runs = smact_runs + 1, last_time = excluded.last_time");
+  s.bind(1, fingerprint).bind(2, time).bind(3, smact);
+  s.run();
 }
 
 void Store::record_history(const std::string& fingerprint, MiB peak, double time) {

@@ -47,6 +47,8 @@ struct JobRow {
   std::string reason;
   bool checkpoint = false;               // it checkpoints on request: time slots apply (colo submit --checkpoint)
   std::optional<std::int64_t> queue_seq;  // its place in the main queue (read only; Store::move_to_back)
+  std::optional<double> smact;            // predicted solo SM activity (0..1), if anything predicted it
+  std::string smact_source;               // "user", "gpumemnet-activity", "history"
 
   Job to_core() const;
 };
@@ -171,6 +173,8 @@ class Store {
   // History estimator observations, keyed by job fingerprint.
   std::optional<MiB> history_peak(const std::string& fingerprint);
   void record_history(const std::string& fingerprint, MiB peak, double time);
+  std::optional<double> history_smact(const std::string& fingerprint);  // mean of its solo runs' SMACT
+  void record_history_smact(const std::string& fingerprint, double smact, double time);
 
  private:
   Db db_;

@@ -177,3 +177,33 @@ TEST(SubmitOptions, ProbeScriptConflictsAreNamed) {
 
 }  // namespace
 }  // namespace colo::cli
+
+namespace colo::cli {
+namespace {
+
+// --smact: the submitter's figure, range-checked; with --summary and no --smact, the activity
+// model's prediction when the network is inside its training data, none when it is not.
+TEST(SubmitOptions, SmactIsStatedOrPredictedFromTheSummary) {
+  SubmitOptions o = parse({"--smact", "0.4", "--", "train"});
+  daemon::SubmitRequest r = build_submit_request(o);
+  ASSERT_TRUE(r.smact);
+  EXPECT_DOUBLE_EQ(*r.smact, 0.4);
+  EXPECT_EQ(r.smact_source, "user");
+  EXPECT_THAT(error_of({"--smact", "1.5", "--", "x"}), HasSubstr("--smact"));
+  EXPECT_THAT(error_of({"--smact", "nan", "--", "x"}), HasSubstr("--smact"));
+  const std::string dir = std::string(COLO_SOURCE_DIR) + "/data/carma/summaries/";
+  o = parse({"--estimate", "allocsim", "--summary", dir + "resnet18_cifar100.model", "--batch", "32", "--", "train"});
+  r = build_submit_request(o);
+  ASSERT_TRUE(r.smact);
+  EXPECT_EQ(r.smact_source, "gpumemnet-activity");
+  EXPECT_GT(*r.smact, 0.0);
+  EXPECT_LE(*r.smact, 1.0);
+  o = parse({"--estimate", "allocsim", "--summary", dir + "resnet18_cifar100.model", "--batch", "32", "--smact", "0.2",
+             "--", "train"});
+  EXPECT_EQ(build_submit_request(o).smact_source, "user");  // stated beats predicted
+  o = parse({"--estimate", "allocsim", "--summary", dir + "gpt2_xl.model", "--batch", "8", "--", "train"});
+  EXPECT_FALSE(build_submit_request(o).smact);  // far outside the training data: unknown
+}
+
+}  // namespace
+}  // namespace colo::cli

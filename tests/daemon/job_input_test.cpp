@@ -132,6 +132,21 @@ TEST(SubmitRequestJson, RoundTripsAndValidates) {
   }
   EXPECT_THROW(submit_request_from_json(nlohmann::json{{"argv", {"x"}}, {"env", {{"COLO_CHECKPOINT_FILE", "/x"}}}}),
                UserError);
+  r.smact = 0.35;
+  r.smact_source = "gpumemnet-activity";
+  const SubmitRequest s = submit_request_from_json(to_json(r));
+  EXPECT_DOUBLE_EQ(*s.smact, 0.35);
+  EXPECT_EQ(s.smact_source, "gpumemnet-activity");
+  for (const nlohmann::json& bad : {nlohmann::json{{"argv", {"x"}}, {"smact", 1.5}},
+                                    nlohmann::json{{"argv", {"x"}}, {"smact", "high"}},
+                                    nlohmann::json{{"argv", {"x"}}, {"smact_source", "user"}}}) {
+    try {
+      submit_request_from_json(bad);
+      ADD_FAILURE() << bad.dump();
+    } catch (const UserError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("field 'smact", 0), 0u) << e.what();
+    }
+  }
 }
 
 // colo submit --probe: the probe request travels to colod and is checked there as strictly.

@@ -70,6 +70,12 @@ JobFile parse_job_file(const std::string& path) {
         bad(path, node, e.what());
       }
       r.mem_source = "user";
+    } else if (k == "smact") {
+      if (!node.is_number()) bad(path, node, "'smact' must be a number in [0, 1]");
+      const double v = node.value<double>().value_or(-1);
+      if (!(v >= 0 && v <= 1)) bad(path, node, "'smact' must be a number in [0, 1]");
+      r.smact = v;
+      r.smact_source = "user";
     } else if (k == "checkpoint") {
       if (!node.is_boolean()) bad(path, node, "'checkpoint' must be true or false");
       r.checkpoint = node.as_boolean()->get();

@@ -70,6 +70,10 @@ json to_json(const SubmitRequest& r) {
   j["env"] = r.env;
   j["fingerprint_inputs"] = r.fingerprint_inputs;
   if (r.checkpoint) j["checkpoint"] = true;
+  if (r.smact) {
+    j["smact"] = *r.smact;
+    j["smact_source"] = r.smact_source;
+  }
   if (r.probe) {
     j["probe"] = r.probe->to_json();
     j["probe_estimator"] = r.probe_estimator;
@@ -83,7 +87,7 @@ SubmitRequest submit_request_from_json(const json& j) {
     throw UserError(fmt::format("request body: JSON nested deeper than {} levels", kMaxJsonNesting));
   static const std::vector<std::string> known = {"name", "argv", "gpus", "mem_mib", "mem_source",
                                                  "mem_explanation", "workdir", "env", "fingerprint_inputs",
-                                                 "probe", "probe_estimator", "checkpoint"};
+                                                 "probe", "probe_estimator", "checkpoint", "smact", "smact_source"};
   for (const auto& [k, v] : j.items())
     if (std::find(known.begin(), known.end(), k) == known.end())
       throw UserError(fmt::format("unknown field '{}'", k));
@@ -144,6 +148,17 @@ SubmitRequest submit_request_from_json(const json& j) {
   if (j.contains("checkpoint")) {
     if (!j.at("checkpoint").is_boolean()) bad("checkpoint", "expected true or false");
     r.checkpoint = j.at("checkpoint").get<bool>();
+  }
+  if (j.contains("smact") && !j.at("smact").is_null()) {
+    const json& v = j.at("smact");
+    if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= 1)) bad("smact", "expected a number in [0, 1] or null");
+    r.smact = v.get<double>();
+    r.smact_source = "user";
+  }
+  if (j.contains("smact_source")) {
+    if (!r.smact) bad("smact_source", "given without 'smact'");
+    r.smact_source = get_string(j, "smact_source", 100);
+    if (r.smact_source.empty()) bad("smact_source", "empty");
   }
   if (r.name.empty()) {
     const std::string& p = r.argv[0];

@@ -34,6 +34,10 @@ struct SubmitRequest {
   // The job checkpoints when colod asks (time slots, docs/DAEMON.md "Time slots"): it may be
   // stopped at its slot's end and resumed later.
   bool checkpoint = false;
+  // Predicted solo SM activity (0..1) and who said so ("user", "gpumemnet-activity"); read by
+  // the smact_predicted filter. colod prefers the history of the same job when it has one.
+  std::optional<double> smact;
+  std::string smact_source;
 };
 
 nlohmann::json to_json(const SubmitRequest& r);
