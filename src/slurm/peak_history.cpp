@@ -10,6 +10,18 @@
 
 namespace colo::slurm {
 
+void PeakHistory::record(const std::string& fingerprint, const PeakRecord& r) {
+  entries_[fingerprint] = r;
+  const std::string user = fingerprint.substr(0, fingerprint.find('-') + 1);  // "u1000-"
+  std::size_t count = 0;
+  auto oldest = entries_.end();
+  for (auto it = entries_.lower_bound(user); it != entries_.end() && it->first.rfind(user, 0) == 0; ++it) {
+    ++count;
+    if (oldest == entries_.end() || it->second.job_id < oldest->second.job_id) oldest = it;
+  }
+  if (count > kMaxPerUser && oldest != entries_.end()) entries_.erase(oldest);
+}
+
 std::string history_path(const std::string& state_dir) { return state_dir + "/history.json"; }
 
 PeakHistory PeakHistory::load(const std::string& path) {

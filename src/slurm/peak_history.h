@@ -22,7 +22,10 @@ class PeakHistory {
   // An absent file is an empty history; a corrupt one throws colo::UserError.
   static PeakHistory load(const std::string& path);
   std::optional<PeakRecord> find(const std::string& fingerprint) const;
-  void record(const std::string& fingerprint, const PeakRecord& r) { entries_[fingerprint] = r; }
+  // Keeps at most kMaxPerUser fingerprints of one user ("u<uid>-…"): beyond that the one from
+  // the oldest job goes, so one user's many distinct jobs cannot grow the file without bound.
+  void record(const std::string& fingerprint, const PeakRecord& r);
+  static constexpr std::size_t kMaxPerUser = 1000;
   void save(const std::string& path) const;
   std::size_t size() const { return entries_.size(); }
 

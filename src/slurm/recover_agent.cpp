@@ -93,10 +93,17 @@ void RecoverAgent::step() {
       log_ << fmt::format("job {}: {} (retrying next pass)\n", j.job_id, one_line(e.what())) << std::flush;
     }
   }
-  // Slurm forgets finished jobs after MinJobAge; so does the agent (a plan in flight is kept).
+  // Slurm forgets finished jobs after MinJobAge; so does the agent. A plan in flight is kept
+  // until its job has been missing from kPlanGoneAfter passes in a row (a held job is always
+  // listed, so it was cancelled or purged: the plan can never be applied).
   bool pruned = false;
   for (auto it = jobs_.begin(); it != jobs_.end();) {
-    if (!seen.count(it->first) && it->second.phase != "planned") {
+    const bool gone = !seen.count(it->first);
+    const bool stale_plan = gone && it->second.phase == "planned" && ++unseen_[it->first] >= kPlanGoneAfter;
+    if (!gone) unseen_.erase(it->first);
+    if (gone && (it->second.phase != "planned" || stale_plan)) {
+      if (stale_plan) log_ << fmt::format("job {}: gone from Slurm; its unapplied plan is dropped\n", it->first) << std::flush;
+      unseen_.erase(it->first);
       it = jobs_.erase(it);
       pruned = true;
     } else {

@@ -124,6 +124,29 @@ TEST_F(RecoverAgentTest, AnInterruptedPlanIsReappliedNotRaisedAgain) {
   EXPECT_EQ(slurm_.calls.back(), "release 7");
 }
 
+// A plan whose job vanished from Slurm (cancelled while the agent was down) cannot be applied:
+// it is dropped after a few passes instead of staying in agent.json forever; a job that is still
+// listed keeps its plan.
+TEST_F(RecoverAgentTest, APlanForAJobSlurmForgotIsDropped) {
+  slurm_.list = {held(7, 1, "gres:shard:5"), held(8, 1, "gres:shard:5")};
+  slurm_.fail_updates = 2;
+  RecoverAgent agent(site_, slurm_, log_);
+  agent.step();  // both planned, both updates fail
+  ASSERT_EQ(agent.jobs().at(7).phase, "planned");
+  ASSERT_EQ(agent.jobs().at(8).phase, "planned");
+  slurm_.list.erase(slurm_.list.begin());  // job 7 cancelled and purged
+  slurm_.fail_updates = 1000;              // job 8's plan keeps failing: still in flight
+  agent.step();
+  agent.step();
+  EXPECT_TRUE(agent.jobs().count(7));  // two passes: could still be a hiccup
+  agent.step();
+  EXPECT_FALSE(agent.jobs().count(7));
+  EXPECT_EQ(agent.jobs().at(8).phase, "planned");
+  EXPECT_THAT(log_.str(), HasSubstr("job 7: gone from Slurm"));
+  RecoverAgent restarted(site_, slurm_, log_);  // and it is gone from disk too
+  EXPECT_FALSE(restarted.jobs().count(7));
+}
+
 TEST_F(RecoverAgentTest, GivesUpAfterMaxRetriesAndSaysWhy) {
   RecoverAgent agent(site_, slurm_, log_);
   slurm_.list = {held(7, 1, "gres:shard:5")};
@@ -236,6 +259,28 @@ TEST_F(RecoverAgentTest, CorruptStateIsAClearError) {
   } catch (const UserError& e) {
     EXPECT_THAT(e.what(), HasSubstr("corrupt agent state"));
   }
+}
+
+}  // namespace
+}  // namespace colo::slurm
+
+namespace colo::slurm {
+namespace {
+
+// One user's many distinct jobs cannot grow history.json without bound; other users keep theirs.
+TEST(PeakHistoryCap, AUsersOldestFingerprintGoesBeyondTheCap) {
+  PeakHistory h;
+  h.record("u2-other", PeakRecord{100, 1});
+  for (std::uint64_t k = 0; k < PeakHistory::kMaxPerUser + 5; ++k)
+    h.record("u1-" + std::to_string(k), PeakRecord{1000, 10 + k});
+  EXPECT_EQ(h.size(), PeakHistory::kMaxPerUser + 1);
+  EXPECT_FALSE(h.find("u1-0"));  // the oldest five went
+  EXPECT_FALSE(h.find("u1-4"));
+  EXPECT_TRUE(h.find("u1-5"));
+  EXPECT_TRUE(h.find("u2-other"));
+  h.record("u1-5", PeakRecord{2000, 99999});  // a re-run updates in place, evicts nothing
+  EXPECT_EQ(h.size(), PeakHistory::kMaxPerUser + 1);
+  EXPECT_EQ(h.find("u1-5")->peak_mib, 2000);
 }
 
 }  // namespace
