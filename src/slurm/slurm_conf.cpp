@@ -38,13 +38,20 @@ std::string slurm_conf_fragment(const NodeConf& n, const SiteSettings& s) {
   return out;
 }
 
+// One shell word whatever the text holds: single-quoted, a ' written as '\''.
+std::string shell_word(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 std::string task_prolog_script(const NodeConf& n) {
   return fmt::format(
       "#!/bin/sh\n"
       "# Slurm TaskProlog (written by `colo slurm conf --mps`): runs as the job's user before each task;\n"
       "# the `export` lines it prints set the task's environment.\n"
       "exec {} slurm task-prolog --site {}\n",
-      n.colo_binary, n.site_path);
+      shell_word(n.colo_binary), shell_word(n.site_path));
 }
 
 std::string job_submit_lua_template_path() { return resource_path("COLO_SLURM_FILES", "slurm", "job_submit.lua"); }

@@ -28,6 +28,8 @@ std::string gres_conf(const NodeConf& n, const SiteSettings& s);
 std::string slurm_conf_fragment(const NodeConf& n, const SiteSettings& s);
 // The task prolog script (nodes running MPS): `colo slurm task-prolog` as the job's user.
 std::string task_prolog_script(const NodeConf& n);
+// `s` as one /bin/sh word (single quotes): paths with blanks, quotes or $ stay one argument.
+std::string shell_word(const std::string& s);
 // The shipped job_submit.lua template with the site's settings substituted. Throws
 // colo::UserError when the template cannot be found or has no @COLO_SETTINGS@ line.
 std::string job_submit_lua(const SiteSettings& s, const std::string& template_text);
