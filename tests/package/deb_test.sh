@@ -83,6 +83,13 @@ run_from "$tmp/unpacked" unpacked
 if [ "${CI:-}" = "true" ] && [ "$(id -u)" -eq 0 ] && ! dpkg-query -W colo >/dev/null 2>&1; then
   dpkg -i "$deb" >/dev/null || { apt-get install -y -f -qq >/dev/null; dpkg -i "$deb" >/dev/null; }
   run_from "" installed
+  # The units as installed (hardening directives included) must be valid to systemd.
+  if command -v systemd-analyze >/dev/null; then
+    units=(/lib/systemd/system/colod.service /lib/systemd/system/colo-slurm-recover.service
+           /lib/systemd/system/colo-slurm-node-weight.service)
+    verify=$(systemd-analyze verify "${units[@]}" 2>&1) || fail "systemd-analyze verify: $verify"
+    [ -z "$verify" ] || fail "systemd-analyze verify: $verify"
+  fi
   dpkg -r colo >/dev/null
   echo "deb_test: installed with dpkg -i, ran /usr/bin/colod, removed"
 else
