@@ -14,6 +14,7 @@
 #include "cli/command_registry.h"
 #include "cli/number_option.h"
 #include "cli/progress.h"
+#include "cli/sim_collocation.h"
 #include "cli/sim_report.h"
 #include "common/resource_path.h"
 #include "core/error.h"
@@ -373,7 +374,11 @@ RegisterCommand reg([](CLI::App& app) {
   cmd->add_flag("--compare", args->compare, "run the thesis' comparison matrix");
   cmd->add_option("--report", args->report,
                   "also write a self-contained HTML report (Gantt per GPU, memory/SMACT, queue; --compare: bars)");
-  cmd->callback([args, cmd] { run(*args, *cmd); });
+  CLI::App* colocation = add_sim_collocation(cmd);
+  cmd->callback([args, cmd, colocation] {
+    if (colocation->parsed()) return;  // `colo sim collocation …` ran instead
+    run(*args, *cmd);
+  });
 });
 
 }  // namespace

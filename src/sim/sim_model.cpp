@@ -79,6 +79,11 @@ SimModel load_sim_model(const std::string& path) {
       else if (key == "power.max_watts") m.power.max_watts = param(r, n, key, 0, 10000, m);
       else if (key == "timing.ramp_s") m.ramp_s = param(r, n, key, 0, 86400, m);
       else if (key == "timing.oom_detect_s") m.oom_detect_s = param(r, n, key, 0, 86400, m);
+      else if (key == "mig.capacity_1g") m.mig.capacity_1g = param(r, n, key, 0.001, 1, m);
+      else if (key == "mig.capacity_2g") m.mig.capacity_2g = param(r, n, key, 0.001, 1, m);
+      else if (key == "mig.capacity_3g") m.mig.capacity_3g = param(r, n, key, 0.001, 1, m);
+      else if (key == "mig.capacity_4g") m.mig.capacity_4g = param(r, n, key, 0.001, 1, m);
+      else if (key == "mig.capacity_7g") m.mig.capacity_7g = param(r, n, key, 0.001, 1, m);
       else if (key == "checkpoint.save_s") m.checkpoint.save_s = param(r, n, key, 0, 86400, m);
       else if (key == "checkpoint.restore_s") m.checkpoint.restore_s = param(r, n, key, 0, 86400, m);
       else r.bad(n, fmt::format("unknown parameter '{}'", key));
@@ -87,7 +92,8 @@ SimModel load_sim_model(const std::string& path) {
   }
   for (const char* need : {"format", "mps.interference", "streams.busy_floor", "streams.switch_overhead", "streams.slice_wait",
                            "power.idle_watts", "power.busy_watts", "power.max_watts", "timing.ramp_s",
-                           "timing.oom_detect_s", "checkpoint.save_s", "checkpoint.restore_s", "smact"})
+                           "timing.oom_detect_s", "checkpoint.save_s", "checkpoint.restore_s", "mig.capacity_1g", "mig.capacity_2g",
+                           "mig.capacity_3g", "mig.capacity_4g", "mig.capacity_7g", "smact"})
     if (!seen.count(need)) throw UserError(fmt::format("{}: missing '{}' (every parameter is stated, with its source)", path, need));
   if (!(m.power.idle_watts <= m.power.busy_watts && m.power.busy_watts <= m.power.max_watts))
     throw UserError(fmt::format("{}: power must satisfy idle_watts ≤ busy_watts ≤ max_watts", path));

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "sim/checkpoint_model.h"
+#include "sim/mig_model.h"
 #include "sim/mps_model.h"
 #include "sim/power_model.h"
 #include "sim/sm_activity.h"
@@ -22,6 +23,7 @@ struct SimModel {
   double ramp_s = 30;
   double oom_detect_s = 10;
   CheckpointParams checkpoint;
+  MigParams mig;
   SmActivityTable smact = default_sm_activity_table();
   std::map<std::string, std::string> sources;  // "mps.interference" -> its source
 };

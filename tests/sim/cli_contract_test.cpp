@@ -82,6 +82,29 @@ TEST(ColoSimCli, CompareHasColosRules) {
   EXPECT_LT(find("MAGM+allocsim bf10")["avg_wait_s"].get<double>(), find("MAGM+allocsim")["avg_wait_s"].get<double>());
 }
 
+// colo sim collocation: the chapter-4 experiment on the model, JSON and one-line errors.
+TEST(ColoSimCli, CollocationReplaysOneGpu) {
+  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  const CliRun r = test::run_colo_args(
+      "sim collocation --job recommender:0.05:5.36h:0.05 --job resnet152:0.82:6h --sharing mig --mig 3g.20gb,3g.20gb "
+      "--json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["jobs"].size(), 2u);
+  EXPECT_NEAR(j["jobs"][1]["slowdown"].get<double>(), 1.333, 0.01);
+  EXPECT_EQ(j["jobs"][1]["instance"], "3g.20gb");
+  for (const char* bad : {"sim collocation --job a:0.5:1h --sharing mig", "sim collocation --job a:1.5:1h --sharing mps",
+                          "sim collocation --job a:0.5 --sharing mps", "sim collocation --sharing mps",
+                          "sim collocation --job a:0.5:1h:0.5:99GiB --sharing mig --mig 1g.5gb",
+                          "sim collocation --job a:0.5:1h --sharing mig --mig 4g.20gb,4g.20gb",
+                          "sim collocation --job a:0.5:1h --sharing gang"}) {
+    const CliRun e = test::run_colo_args(bad);
+    EXPECT_EQ(e.status, 2) << bad;
+    EXPECT_EQ(e.out.rfind("colo: error: ", 0), 0u) << bad << ": " << e.out;
+    EXPECT_EQ(std::count(e.out.begin(), e.out.end(), '\n'), 1) << bad << ": " << e.out;
+  }
+}
+
 // --floor always: the free-memory floor also holds for known needs. With a floor above every
 // estimate in the 90-task trace, tiny FakeTensor estimates stack fewer jobs into OOM crashes.
 TEST(ColoSimCli, FloorAlwaysHoldsTheFloorForEstimatedJobsToo) {

@@ -57,13 +57,19 @@ TEST(SimModel, TheShippedFileIsTheBuiltInModelWithASourceForEveryParameter) {
   EXPECT_EQ(m.oom_detect_s, builtin.oom_detect_s);
   EXPECT_EQ(m.checkpoint.save_s, builtin.checkpoint.save_s);
   EXPECT_EQ(m.checkpoint.restore_s, builtin.checkpoint.restore_s);
+  const MigParams mig;
+  EXPECT_EQ(m.mig.capacity_1g, mig.capacity_1g);
+  EXPECT_EQ(m.mig.capacity_2g, mig.capacity_2g);
+  EXPECT_EQ(m.mig.capacity_3g, mig.capacity_3g);
+  EXPECT_EQ(m.mig.capacity_4g, mig.capacity_4g);
+  EXPECT_EQ(m.mig.capacity_7g, mig.capacity_7g);
   ASSERT_EQ(m.smact.size(), default_sm_activity_table().size());
   for (const auto& [cls, row] : default_sm_activity_table()) {
     ASSERT_TRUE(m.smact.count(cls)) << cls;
     EXPECT_EQ(m.smact.at(cls).at_batch_32, row.at_batch_32) << cls;
     EXPECT_EQ(m.smact.at(cls).per_doubling, row.per_doubling) << cls;
   }
-  EXPECT_EQ(m.sources.size(), 19u);  // 11 scalars + 4 classes × 2
+  EXPECT_EQ(m.sources.size(), 24u);  // 16 scalars + 4 classes × 2
   for (const auto& [key, source] : m.sources) EXPECT_FALSE(source.empty()) << key;
   EXPECT_EQ(default_sim_model_path(), kShipped);
 }

@@ -1,0 +1,102 @@
+#include "cli/sim_collocation.h"
+
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/limits.h"
+#include "core/parse_number.h"
+#include "sim/collocation_replay.h"
+#include "sim/mps_model.h"
+#include "sim/sim_model.h"
+#include "sim/streams_model.h"
+
+namespace colo::cli {
+
+namespace {
+
+struct ColocArgs {
+  std::vector<std::string> jobs;
+  std::string sharing, mig, model;
+  bool json = false;
+};
+
+// NAME:SMACT:SOLO[:BUSY[:MEM]], e.g. "resnet152:0.82:1.05h" or "recommender:0.05:5.36h:0.05:29GiB".
+sim::CollocatedJob parse_job(const std::string& text) {
+  std::vector<std::string> f;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t colon = text.find(':', start);
+    f.push_back(text.substr(start, colon == std::string::npos ? std::string::npos : colon - start));
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  const std::string where = fmt::format("--job '{}'", text);
+  if (f.size() < 3 || f.size() > 5 || f[0].empty())
+    throw UserError(fmt::format("{}: expected NAME:SMACT:SOLO[:BUSY[:MEM]], e.g. resnet152:0.82:1.05h", where));
+  sim::CollocatedJob j;
+  j.name = f[0];
+  j.smact = parse_real(f[1], where + " SMACT", 0, 1);
+  j.solo_s = parse_seconds(f[2], where + " SOLO", 0, limits::kMaxSeconds);
+  if (f.size() > 3 && !f[3].empty()) j.busy = parse_real(f[3], where + " BUSY", 0, 1);
+  if (f.size() > 4) j.mem_mib = parse_mib(f[4], where + " MEM", 1, limits::kMaxGpuMiB);
+  return j;
+}
+
+void run(const ColocArgs& a) {
+  if (a.jobs.empty()) throw UserError("sim collocation: give the jobs with --job NAME:SMACT:SOLO (one per job)");
+  std::vector<sim::CollocatedJob> jobs;
+  for (const std::string& t : a.jobs) jobs.push_back(parse_job(t));
+  sim::SimModel model;
+  if (!a.model.empty()) model = sim::load_sim_model(a.model);
+  sim::CollocationResult r;
+  if (a.sharing == "mig") {
+    if (a.mig.empty()) throw UserError("sim collocation --sharing mig needs --mig LAYOUT (e.g. 3g.20gb,3g.20gb)");
+    r = sim::replay_mig(jobs, sim::parse_mig_layout(a.mig, model.mig));
+  } else if (a.sharing == "mps" || a.sharing == "streams") {
+    if (!a.mig.empty()) throw UserError("--mig is for --sharing mig");
+    const auto m = a.sharing == "mps" ? sim::make_mps_model(model.mps) : sim::make_streams_model(model.streams);
+    r = sim::replay_shared(jobs, *m);
+  } else {
+    throw UserError(fmt::format("--sharing must be streams, mps or mig, got '{}'", a.sharing));
+  }
+  if (a.json) {
+    nlohmann::json j;
+    j["sharing"] = a.sharing;
+    j["makespan_s"] = r.makespan_s;
+    j["serial_s"] = r.serial_s;
+    j["vs_serial"] = r.serial_s > 0 ? r.makespan_s / r.serial_s - 1 : 0;
+    j["jobs"] = nlohmann::json::array();
+    for (const auto& o : r.jobs)
+      j["jobs"].push_back({{"name", o.name}, {"finish_s", o.finish_s}, {"slowdown", o.slowdown}, {"instance", o.instance}});
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return;
+  }
+  std::cout << fmt::format("{:<20} {:>10} {:>10} {:>9} {}\n", "job", "alone", "together", "slower", a.sharing == "mig" ? "instance" : "");
+  for (std::size_t i = 0; i < jobs.size(); ++i)
+    std::cout << fmt::format("{:<20} {:>9.0f}s {:>9.0f}s {:>+8.1f}% {}\n", r.jobs[i].name, jobs[i].solo_s,
+                             r.jobs[i].finish_s, 100 * (r.jobs[i].slowdown - 1), r.jobs[i].instance);
+  std::cout << fmt::format("all done after {:.0f} s; one after another {:.0f} s ({:+.1f} %)\n", r.makespan_s, r.serial_s,
+                           r.serial_s > 0 ? 100 * (r.makespan_s / r.serial_s - 1) : 0.0);
+}
+
+}  // namespace
+
+CLI::App* add_sim_collocation(CLI::App* sim) {
+  auto a = std::make_shared<ColocArgs>();
+  CLI::App* c = sim->add_subcommand(
+      "collocation", "jobs started together on one GPU under streams, MPS or MIG, on the model (thesis ch. 4)");
+  c->add_option("--job", a->jobs, "NAME:SMACT:SOLO[:BUSY[:MEM]] (SOLO e.g. 1.05h; repeat per job)")
+      ->allow_extra_args(false);
+  c->add_option("--sharing", a->sharing, "streams | mps | mig")->required();
+  c->add_option("--mig", a->mig, "the GPU's MIG instances, e.g. 3g.20gb,3g.20gb (with --sharing mig)");
+  c->add_option("--model", a->model, "simulator model file (default: built in)");
+  c->add_flag("--json", a->json, "print one JSON object");
+  c->callback([a] { run(*a); });
+  return c;
+}
+
+}  // namespace colo::cli
