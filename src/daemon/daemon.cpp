@@ -581,7 +581,8 @@ void Daemon::enforce_slots() {
 
 void Daemon::send_checkpoint_request(Live& l) {
   const AttemptRow& a = l.attempt;
-  if (!a.slot_notice || !a.start_time || !a.shim_pid) return;
+  // Slots switched off across a restart: the job keeps running; a request already delivered stands.
+  if (!cfg_.slots.enabled() || !a.slot_notice || !a.start_time || !a.shim_pid) return;
   try {
     checkpoint_requests_.write(a.job_id, *next_slot_step(cfg_.slots, SlotClock{*a.start_time, a.slot_notice}));
   } catch (const std::exception& e) {
