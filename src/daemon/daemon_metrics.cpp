@@ -117,6 +117,10 @@ std::string Daemon::metrics_text(bool dcgm_model_label) {
   m.sample({}, static_cast<double>(t.oom_attempts));
   m.family("colo_oom_recoveries_total", "counter", "Jobs that ran out of memory and later completed (recovered).");
   m.sample({}, static_cast<double>(t.recovered_jobs));
+  m.family("colo_slot_ends_total", "counter",
+           "Time slots that ended with a job stopped: it checkpointed when asked, or was preempted without.");
+  m.sample({{"outcome", "checkpointed"}}, static_cast<double>(t.slot_ends_checkpointed));
+  m.sample({{"outcome", "preempted"}}, static_cast<double>(t.slot_ends_preempted));
 
   // Per active job: the plan and what it used so far (bounded by the jobs in flight).
   const std::vector<JobRow> active = store_.jobs(std::nullopt, true);

@@ -452,6 +452,15 @@ StoreTotals Store::totals() {
         "SELECT COUNT(*) FROM jobs WHERE state = 'done' AND id IN (SELECT job_id FROM attempts WHERE outcome = 'oom')");
     if (s.step()) t.recovered_jobs = s.i64(0);
   }
+  {
+    auto s = db_.prepare(
+        "SELECT COALESCE(SUM(outcome = 'checkpointed'), 0), COALESCE(SUM(outcome = 'preempted'), 0) FROM attempts "
+        "WHERE outcome IN ('checkpointed', 'preempted')");
+    if (s.step()) {
+      t.slot_ends_checkpointed = s.i64(0);
+      t.slot_ends_preempted = s.i64(1);
+    }
+  }
   return t;
 }
 

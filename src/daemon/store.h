@@ -106,6 +106,8 @@ struct StoreTotals {
   std::int64_t waiting = 0;
   std::int64_t oom_attempts = 0;                 // attempts that ended out of memory
   std::int64_t recovered_jobs = 0;               // jobs that ran out of memory once and then finished
+  std::int64_t slot_ends_checkpointed = 0;       // time slots: attempts that checkpointed when asked
+  std::int64_t slot_ends_preempted = 0;          // time slots: attempts stopped without a checkpoint
 };
 
 // A finished job's plan against what it used: the estimator's error.

@@ -74,7 +74,6 @@ TEST(ColodSlots, CheckpointingJobsTakeTurnsAndResume) {
   bool slot_event = false;
   for (const json& e : ra.at("events")) slot_event |= e.at("kind") == "slot";
   EXPECT_TRUE(slot_event);
-  // The environment told the job how it is asked.
   EXPECT_EQ(ra.at("attempts").back().at("outcome"), "done");
 }
 

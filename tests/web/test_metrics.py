@@ -44,7 +44,7 @@ class MetricsTest(unittest.TestCase):
         for family in ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE",
                        "DCGM_FI_PROF_SM_OCCUPANCY", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
                        "colo_jobs", "colo_queue_length", "colo_queue_oldest_wait_seconds", "colo_oom_crashes_total",
-                       "colo_oom_recoveries_total", "colo_job_estimated_mib", "colo_job_observed_peak_mib",
+                       "colo_oom_recoveries_total", "colo_slot_ends_total", "colo_job_estimated_mib", "colo_job_observed_peak_mib",
                        "colo_scheduler_decision_seconds", "colo_gpus_unhealthy", "colo_estimator_error_ratio"):
             self.assertIn(f"# TYPE {family} ", body)
         self.assertIn('DCGM_FI_DEV_FB_USED{gpu="0",', body)
