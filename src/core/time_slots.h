@@ -13,8 +13,13 @@
 namespace colo {
 
 struct TimeSlots {
+  TimeSlots() = default;
+  TimeSlots(Seconds slot, Seconds notice, Seconds min_run = 0) : slot_s(slot), notice_s(notice), min_run_s(min_run) {}
   Seconds slot_s = 0;    // length of one slot; 0 = off (jobs run to their end)
   Seconds notice_s = 0;  // checkpoint request this long before the slot ends (< slot_s)
+  // Never asked in the first min_run_s of an attempt: a job must get to install its request
+  // handler (a Python job dies of an unhandled SIGUSR1 during its imports).
+  Seconds min_run_s = 0;
   bool enabled() const { return slot_s > 0; }
 };
 

@@ -117,6 +117,7 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
       else if (section == "web" && k == "assets") c.web_assets = r.str(n, full);
       else if (section == "slots" && k == "length_s") c.slots.slot_s = r.number(n, full, 0, 366 * 86400.0);
       else if (section == "slots" && k == "notice_s") c.slots.notice_s = r.number(n, full, 0, 366 * 86400.0);
+      else if (section == "slots" && k == "min_run_s") c.slots.min_run_s = r.number(n, full, 0, 366 * 86400.0);
       else if (section == "slots" && k == "signal") {
         const std::string v = r.str(n, full);
         const auto signo = checkpoint_signal_from_name(v);

@@ -58,7 +58,7 @@ struct DaemonConfig {
   std::string web_assets;             // default: the source tree's or installed web/ directory
   // [slots] fairness time slots for jobs submitted with --checkpoint (core/time_slots.h,
   // daemon/checkpoint_request.h): length_s (0 = off), notice_s, signal.
-  TimeSlots slots{0, 600};
+  TimeSlots slots{0, 600, 60};
   int checkpoint_signal = SIGUSR1;
   // [jobs]
   Seconds cancel_grace = 10.0;  // SIGTERM, then SIGKILL after this

@@ -233,7 +233,9 @@ void Daemon::adopt(const AttemptRow& a) {
   l.attempt = a;
   l.fingerprint = j ? j->fingerprint : "";
   l.peak_mib = a.peak_mib.value_or(0);
-  l.checkpoint = j && j->checkpoint;
+  // Only an attempt launched with the protocol knows how it is asked (slots switched on while
+  // it ran would otherwise stop a job that never heard of them).
+  l.checkpoint = a.slot_protocol;
   for (int s : a.slots) {
     ledger_.reserve(a.job_id, s, a.reserve_mib, a.exclusive, a.launch_time, j ? j->smact : std::nullopt);
     if (l.peak_mib > 0) ledger_.observe(a.job_id, s, l.peak_mib);
@@ -623,7 +625,7 @@ std::vector<std::pair<std::string, std::string>> Daemon::job_environment(const J
   set("CUDA_VISIBLE_DEVICES", cvd);
   set("COLO_JOB_ID", std::to_string(j.id));
   set("COLO_ATTEMPT", std::to_string(a.n));
-  if (j.checkpoint && cfg_.slots.enabled()) {  // daemon/checkpoint_request.h
+  if (a.slot_protocol) {  // daemon/checkpoint_request.h
     set("COLO_CHECKPOINT_SIGNAL", checkpoint_signal_name(cfg_.checkpoint_signal));
     set("COLO_CHECKPOINT_FILE", checkpoint_requests_.path(j.id));
     set("COLO_CHECKPOINT_EXIT", std::to_string(kCheckpointExitCode));
@@ -657,6 +659,9 @@ void Daemon::launch(const Placement& p) {
   a.exclusive = p.alone;
   a.recovery = p.recovery;
   a.launch_time = t;
+  // Time slots apply to it: the job checkpoints and this is not a recovery retry (requeued, a
+  // retry would lose what its recovery asked for).
+  a.slot_protocol = j.checkpoint && cfg_.slots.enabled() && !p.recovery;
   a.out_offset = file_size(log_path(j.id, "stdout"));
   a.err_offset = file_size(log_path(j.id, "stderr"));
   {
@@ -695,7 +700,7 @@ void Daemon::launch(const Placement& p) {
     spec.stderr_path = log_path(j.id, "stderr");
     spec.grace_s = cfg_.cancel_grace;
     spec.cgroup_name = fmt::format("colo-job-{}-{}", j.id, a.n);
-    if (j.checkpoint && cfg_.slots.enabled()) {
+    if (a.slot_protocol) {
       spec.checkpoint_signal = cfg_.checkpoint_signal;
       checkpoint_requests_.remove(j.id);  // a request left from an earlier attempt is not for this one
     }
@@ -993,8 +998,15 @@ void Daemon::tick() {
     if (l.crowded) continue;
     double sum = 0;
     int n = 0;
-    for (int s : l.attempt.slots)
+    for (size_t k = 0; k < l.attempt.slots.size(); ++k) {
+      // A slot index from the database may no longer name the same GPU (managed GPUs or the MIG
+      // layout changed across a restart): only a slot that still has the attempt's UUID counts.
+      const int s = l.attempt.slots[k];
+      if (s < 0 || static_cast<size_t>(s) >= monitor_.slots().size() || k >= l.attempt.uuids.size() ||
+          monitor_.slots()[static_cast<size_t>(s)].uuid != l.attempt.uuids[k])
+        continue;
       if (const auto& v = monitor_.slots()[static_cast<size_t>(s)].last_smact) sum += *v, ++n;
+    }
     if (n == static_cast<int>(l.attempt.slots.size()) && n > 0) {
       l.smact_sum += sum / n;
       ++l.smact_samples;
@@ -1084,9 +1096,9 @@ int Daemon::run() {
       next_tick_ = m + cfg_.sample_interval;
     }
     check_attempts();
-    enforce_slots();
     run_probes();
     if (dirty_ && mono() >= launch_pause_until_) schedule();
+    enforce_slots();  // after scheduling: a job it just placed does not count as waiting
 
     std::vector<pollfd> fds{{signal_fd_, POLLIN, 0}};
     api_->add_pollfds(fds);

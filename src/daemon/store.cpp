@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS attempts (
   outcome TEXT NOT NULL DEFAULT '', evidence TEXT NOT NULL DEFAULT '',
   peak_mib INTEGER,
   out_offset INTEGER NOT NULL DEFAULT 0, err_offset INTEGER NOT NULL DEFAULT 0,
-  slot_notice REAL, slot_stop REAL
+  slot_notice REAL, slot_stop REAL, slot_protocol INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS attempts_job ON attempts(job_id);
 CREATE INDEX IF NOT EXISTS attempts_state ON attempts(state);
@@ -120,7 +120,7 @@ JobRow read_job(const Stmt& s) {
 constexpr const char* kAttemptCols =
     "id, job_id, n, state, slots, uuids, reserve_mib, exclusive, recovery, dir, shim_pid, shim_start, "
     "launch_time, start_time, end_time, exit_code, signal, outcome, evidence, peak_mib, out_offset, err_offset, "
-    "slot_notice, slot_stop";
+    "slot_notice, slot_stop, slot_protocol";
 
 AttemptRow read_attempt(const Stmt& s) {
   AttemptRow a;
@@ -148,6 +148,7 @@ AttemptRow read_attempt(const Stmt& s) {
   a.err_offset = s.i64(21);
   a.slot_notice = s.opt_f64(22);
   a.slot_stop = s.opt_f64(23);
+  a.slot_protocol = s.i64(24) != 0;
   return a;
 }
 
@@ -182,14 +183,17 @@ Store::Store(const std::string& path) : db_(path) {
   };
   add_column("gpu_samples", "reserved_mib", "INTEGER");
   add_column("jobs", "checkpoint", "INTEGER NOT NULL DEFAULT 0");
-  // Queue order: every job's place, set when it is queued (older rows: their id).
-  if (add_column("jobs", "queue_seq", "INTEGER")) db_.exec("UPDATE jobs SET queue_seq = id");
+  // Queue order: every job's place, set when it is queued (older rows: their id; also after a
+  // migration interrupted between adding the column and filling it).
+  add_column("jobs", "queue_seq", "INTEGER");
+  db_.exec("UPDATE jobs SET queue_seq = id WHERE queue_seq IS NULL");
   add_column("jobs", "smact", "REAL");
   add_column("jobs", "smact_source", "TEXT NOT NULL DEFAULT ''");
   add_column("history", "smact", "REAL");
   add_column("history", "smact_runs", "INTEGER NOT NULL DEFAULT 0");
   add_column("attempts", "slot_notice", "REAL");
   add_column("attempts", "slot_stop", "REAL");
+  add_column("attempts", "slot_protocol", "INTEGER NOT NULL DEFAULT 0");
   db_.exec("CREATE INDEX IF NOT EXISTS jobs_queue_seq ON jobs(queue_seq)");
 }
 
@@ -255,11 +259,11 @@ void Store::update_job(const JobRow& j) {
 std::int64_t Store::insert_attempt(const AttemptRow& a) {
   auto s = db_.prepare(
       "INSERT INTO attempts (job_id, n, state, slots, uuids, reserve_mib, exclusive, recovery, dir, launch_time, "
-      "out_offset, err_offset) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+      "out_offset, err_offset, slot_protocol) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
   s.bind(1, static_cast<std::int64_t>(a.job_id)).bind(2, a.n).bind(3, a.state).bind(4, json(a.slots).dump())
       .bind(5, json(a.uuids).dump()).bind(6, a.reserve_mib).bind(7, a.exclusive ? 1 : 0)
       .bind(8, a.recovery ? 1 : 0).bind(9, a.dir).bind(10, a.launch_time).bind(11, a.out_offset)
-      .bind(12, a.err_offset);
+      .bind(12, a.err_offset).bind(13, a.slot_protocol ? 1 : 0);
   s.run();
   return db_.last_insert_id();
 }

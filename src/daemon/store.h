@@ -75,6 +75,7 @@ struct AttemptRow {
   std::int64_t out_offset = 0, err_offset = 0;
   // Time slots: when colod asked the job to checkpoint, and when it stopped it at its slot's end.
   std::optional<double> slot_notice, slot_stop;
+  bool slot_protocol = false;  // launched with the checkpoint protocol (signal, file, environment)
 };
 
 // A probe colod runs for a job submitted with --probe (status: pending → running → done | failed;

@@ -178,6 +178,7 @@ class Engine {
       const bool waiting = queued() > 0;
       if (waiting && (dirty_ || cfg_.eager_decisions)) decide();
       dirty_ = false;
+      evaluate_slots();
       if (cfg_.eager_decisions && queued() > 0) push_wake(static_cast<long>(std::floor(now_)) + 1);
       if (queued() > 0) check_deadlock();
       record_point();
@@ -209,10 +210,21 @@ class Engine {
     enqueued();
   }
 
-  // Someone waits now: jobs whose slot passed while nobody waited are asked to checkpoint.
-  void enqueued() {
-    for (JobId j : slot_due_) heap_.push({now_, Ev::SlotCheck, seq_++, j, runs_[j].attempt});
-    slot_due_.clear();
+  // A job joined a queue: jobs whose slot passed while nobody waited are looked at again after
+  // this instant's decision, if it still waits then (evaluate_slots).
+  void enqueued() { slot_recheck_ = !slot_due_.empty(); }
+
+  // After the decision of an instant: the slot checks that fell due, and those waiting for
+  // someone to wait. Judged now, a job that the decision just placed does not count as waiting.
+  void evaluate_slots() {
+    if (slot_recheck_ && queued() > 0) {
+      slot_eval_.insert(slot_eval_.end(), slot_due_.begin(), slot_due_.end());
+      slot_due_.clear();
+    }
+    slot_recheck_ = false;
+    std::vector<std::pair<JobId, std::uint64_t>> now_due;
+    now_due.swap(slot_eval_);
+    for (const auto& [j, attempt] : now_due) slot_decide(j, attempt);
   }
 
   static Job take_from(std::vector<Job>& q, size_t& head, JobId id, bool& found) {
@@ -400,7 +412,8 @@ class Engine {
     }
     reshare(a.gpus);
     heap_.push({now_ + std::min(cfg_.ramp_s, s.solo_s), Ev::Ramp, seq_++, a.core.id, a.attempt});
-    if (a.core.checkpoint) {
+    // A recovery retry runs to its end: requeued, it would lose what its recovery asked for.
+    if (a.core.checkpoint && !p.recovery) {
       a.slot = SlotClock{now_, std::nullopt};
       heap_.push({*next_slot_step(cfg_.slots, a.slot), Ev::SlotCheck, seq_++, a.core.id, a.attempt});
     }
@@ -585,12 +598,14 @@ class Engine {
   }
 
   // ---- time slots (core/time_slots.h) --------------------------------------------------------
-  void on_slot_check(JobId j, std::uint64_t attempt) {
+  void on_slot_check(JobId j, std::uint64_t attempt) { slot_eval_.emplace_back(j, attempt); }
+
+  void slot_decide(JobId j, std::uint64_t attempt) {
     Attempt& a = runs_[j];
     if (!a.active || a.attempt != attempt || a.slot.notified) return;
     const bool others_wait = queued() > 0;
     if (slot_step(cfg_.slots, a.slot, now_, others_wait) != SlotStep::Notify) {
-      if (!others_wait) slot_due_.push_back(j);  // asked once someone waits
+      if (!others_wait) slot_due_.emplace_back(j, attempt);  // asked once someone waits
       else heap_.push({*next_slot_step(cfg_.slots, a.slot), Ev::SlotCheck, seq_++, j, a.attempt});
       return;
     }
@@ -742,7 +757,9 @@ class Engine {
   std::vector<Attempt> runs_;
   std::vector<JobOutcome> out_;
   std::vector<Seconds> queued_since_;  // when each waiting job (last) entered a queue
-  std::vector<JobId> slot_due_;        // slot notice passed while nobody waited
+  std::vector<std::pair<JobId, std::uint64_t>> slot_due_;   // notice passed while nobody waited
+  std::vector<std::pair<JobId, std::uint64_t>> slot_eval_;  // slot checks to judge after the decision
+  bool slot_recheck_ = false;                                // someone joined a queue this instant
   std::vector<Job> recq_, mainq_;
   size_t rec_head_ = 0, main_head_ = 0;
   std::priority_queue<Event, std::vector<Event>, Later> heap_;

@@ -24,7 +24,8 @@
 //    request is lost), leaves its GPU and queues again at the back; the next launch resumes
 //    from the checkpoint after checkpoint.restore_s. Stopped at its slot's end before the
 //    checkpoint is written, it keeps only what its previous checkpoint held and is not stopped
-//    again. A slot that added less than a tenth of its length to the job's checkpoint (reading
+//    again. "Others wait" is judged after the instant's decision, and recovery retries run to
+//    their end (as in colod). A slot that added less than a tenth of its length to the job's checkpoint (reading
 //    it back ate the rest) is followed by another before the job is asked.
 #include <cstdint>
 #include <functional>

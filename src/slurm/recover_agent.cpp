@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <set>
 #include <thread>
@@ -94,12 +95,18 @@ void RecoverAgent::step() {
     }
   }
   // Slurm forgets finished jobs after MinJobAge; so does the agent. A plan in flight is kept
-  // until its job has been missing from kPlanGoneAfter passes in a row (a held job is always
-  // listed, so it was cancelled or purged: the plan can never be applied).
+  // until its job has been missing from kPlanGoneAfter passes in a row over at least
+  // report_min_age_s (a held job is always listed, so it was cancelled or purged and the plan can
+  // never be applied; a short or filtered listing during a controller failover is not enough).
   bool pruned = false;
+  const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     const bool gone = !seen.count(it->first);
-    const bool stale_plan = gone && it->second.phase == "planned" && ++unseen_[it->first] >= kPlanGoneAfter;
+    bool stale_plan = false;
+    if (gone && it->second.phase == "planned") {
+      auto& [passes, since] = unseen_.try_emplace(it->first, 0, now).first->second;
+      stale_plan = ++passes >= kPlanGoneAfter && now - since >= report_min_age_s_;
+    }
     if (!gone) unseen_.erase(it->first);
     if (gone && (it->second.phase != "planned" || stale_plan)) {
       if (stale_plan) log_ << fmt::format("job {}: gone from Slurm; its unapplied plan is dropped\n", it->first) << std::flush;

@@ -49,8 +49,9 @@ class RecoverAgent {
   std::ostream& log_;
   std::map<std::uint64_t, AgentJob> jobs_;
   std::int64_t report_min_age_s_;
-  // Passes in a row in which a planned job was missing from Slurm's list (in memory).
-  std::map<std::uint64_t, int> unseen_;
+  // Passes in a row in which a planned job was missing from Slurm's list, and since when (in
+  // memory: a restarted agent starts counting again, which only delays the drop).
+  std::map<std::uint64_t, std::pair<int, std::int64_t>> unseen_;
   static constexpr int kPlanGoneAfter = 3;
 };
 

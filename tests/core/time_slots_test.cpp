@@ -44,6 +44,16 @@ TEST(TimeSlots, ALateRequestStillGetsTheFullNotice) {
   EXPECT_EQ(slot_step(kSlots, c, 5600, true), SlotStep::Stop);
 }
 
+// A short slot still leaves the job its first min_run_s to install its handler.
+TEST(TimeSlots, NoRequestWithinTheMinimumRun) {
+  const TimeSlots s{120, 100, 60};
+  const SlotClock c{0, std::nullopt};
+  EXPECT_EQ(slot_step(s, c, 59, true), SlotStep::Keep);
+  EXPECT_EQ(*next_slot_step(s, c), 60);
+  EXPECT_EQ(slot_step(s, c, 60, true), SlotStep::Notify);
+  EXPECT_EQ(*next_slot_step(s, SlotClock{0, 60.0}), 160);  // the full notice after the request
+}
+
 TEST(TimeSlots, ProblemsAreNamed) {
   EXPECT_EQ(time_slots_problem(kSlots), "");
   EXPECT_EQ(time_slots_problem(TimeSlots{}), "");
@@ -51,6 +61,7 @@ TEST(TimeSlots, ProblemsAreNamed) {
   EXPECT_NE(time_slots_problem(TimeSlots{-1, 0}), "");
   EXPECT_NE(time_slots_problem(TimeSlots{NAN, 0}), "");
   EXPECT_NE(time_slots_problem(TimeSlots{3600, INFINITY}), "");
+  EXPECT_NE(time_slots_problem(TimeSlots{3600, 60, -1}), "");
 }
 
 }  // namespace

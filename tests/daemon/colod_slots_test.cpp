@@ -35,7 +35,7 @@ std::string read_file(const std::string& path) {
 
 std::string slots_config(const std::string& dir, double length, double notice) {
   const std::string path = dir + "/colod.toml";
-  std::ofstream(path) << "[slots]\nlength_s = " << length << "\nnotice_s = " << notice << "\n";
+  std::ofstream(path) << "[slots]\nlength_s = " << length << "\nnotice_s = " << notice << "\nmin_run_s = 0\n";
   return path;
 }
 

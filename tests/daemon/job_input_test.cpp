@@ -296,6 +296,8 @@ TEST(DaemonConfig, RefusesNanFractionsZeroStepHugeMemoryAndDirectories) {
   std::ofstream(path) << "[slots]\nlength_s = 43200\nnotice_s = 600\nsignal = \"SIGUSR2\"\n";
   EXPECT_EQ(load_config(path).slots.slot_s, 43200);
   EXPECT_EQ(load_config(path).checkpoint_signal, SIGUSR2);
+  EXPECT_EQ(load_config(path).slots.min_run_s, 60);  // the default
+  EXPECT_EQ(error_for("[slots]\nmin_run_s = -5\n"), path + ":2: 'slots.min_run_s' must be in [0, 31622400]");
   EXPECT_EQ(error_for("[policy]\nbackfill = -1\n"), path + ":2: 'policy.backfill' must be in [0, 1000000]");
   EXPECT_EQ(error_for("[policy]\nbackfill_depth = 0\n"), path + ":2: 'policy.backfill_depth' must be in [1, 1000000]");
   std::ofstream(path) << "[policy]\nbackfill = 3\nbackfill_depth = 50\n";

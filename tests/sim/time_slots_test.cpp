@@ -89,6 +89,18 @@ TEST(SimTimeSlots, ALateArrivalAsksTheRunningJobThen) {
   EXPECT_EQ(r.outcomes[0].checkpoints, 1);
 }
 
+// A newcomer that the same instant's decision places on a free GPU does not wait, so nobody is
+// asked to make room for it.
+TEST(SimTimeSlots, ANewcomerThatFitsElsewhereAsksNobody) {
+  SimConfig c = test::config(PolicyKind::Magm, 2);
+  c.slots = {1000, 100};
+  auto jobs = long_and_short();
+  jobs[1].submit_s = 5000;  // A's slot passed long ago, nobody waited
+  const SimResult r = simulate(c, jobs);
+  EXPECT_EQ(r.checkpoints, 0);
+  EXPECT_EQ(r.outcomes[1].first_start_s, 5000);
+}
+
 // Reading the checkpoint back takes longer than a slot gives: a job that made no net progress
 // gets another slot instead of being stopped, so both jobs finish.
 TEST(SimTimeSlots, NoProgressNoStop) {

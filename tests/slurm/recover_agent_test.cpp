@@ -130,7 +130,7 @@ TEST_F(RecoverAgentTest, AnInterruptedPlanIsReappliedNotRaisedAgain) {
 TEST_F(RecoverAgentTest, APlanForAJobSlurmForgotIsDropped) {
   slurm_.list = {held(7, 1, "gres:shard:5"), held(8, 1, "gres:shard:5")};
   slurm_.fail_updates = 2;
-  RecoverAgent agent(site_, slurm_, log_);
+  RecoverAgent agent(site_, slurm_, log_, /*report_min_age_s=*/0);  // no wall-clock grace here
   agent.step();  // both planned, both updates fail
   ASSERT_EQ(agent.jobs().at(7).phase, "planned");
   ASSERT_EQ(agent.jobs().at(8).phase, "planned");
@@ -145,6 +145,10 @@ TEST_F(RecoverAgentTest, APlanForAJobSlurmForgotIsDropped) {
   EXPECT_THAT(log_.str(), HasSubstr("job 7: gone from Slurm"));
   RecoverAgent restarted(site_, slurm_, log_);  // and it is gone from disk too
   EXPECT_FALSE(restarted.jobs().count(7));
+  // With the default grace (an hour) three passes alone drop nothing.
+  slurm_.list.clear();
+  for (int k = 0; k < 5; ++k) restarted.step();
+  EXPECT_EQ(restarted.jobs().at(8).phase, "planned");
 }
 
 TEST_F(RecoverAgentTest, GivesUpAfterMaxRetriesAndSaysWhy) {
@@ -281,6 +285,19 @@ TEST(PeakHistoryCap, AUsersOldestFingerprintGoesBeyondTheCap) {
   h.record("u1-5", PeakRecord{2000, 99999});  // a re-run updates in place, evicts nothing
   EXPECT_EQ(h.size(), PeakHistory::kMaxPerUser + 1);
   EXPECT_EQ(h.find("u1-5")->peak_mib, 2000);
+  // Job ids wrapped (or slurmctld's state was reset): the new entry stays, the oldest recorded goes.
+  h.record("u1-new", PeakRecord{3000, 1});
+  EXPECT_TRUE(h.find("u1-new"));
+  EXPECT_FALSE(h.find("u1-6"));
+  // The order survives a save and load.
+  const std::string path = (std::filesystem::temp_directory_path() / ("colo-hist-" + std::to_string(::getpid()))).string();
+  h.save(path);
+  PeakHistory back = PeakHistory::load(path);
+  back.record("u1-newer", PeakRecord{3000, 2});
+  EXPECT_TRUE(back.find("u1-new"));
+  EXPECT_TRUE(back.find("u1-5"));  // re-recorded after u1-7…, so not the oldest
+  EXPECT_FALSE(back.find("u1-7"));
+  std::filesystem::remove(path);
 }
 
 }  // namespace
