@@ -39,6 +39,16 @@ std::string slots_config(const std::string& dir, double length, double notice) {
   return path;
 }
 
+// a: a --checkpoint job that takes the request but never checkpoints (gate-a ends it), running;
+// b: a plain 30 GiB job (gate-b) that waits for a's GPU.
+void ignoring_job_then_waiting_job(const ColodProcess& d, const std::string& dir, std::uint64_t& a, std::uint64_t& b) {
+  const std::string fake = colo::gpu::fake_job_path();
+  a = d.submit({"--checkpoint", "--mem", "30GiB", "--", fake, "--mem", "30GiB", "--checkpoint-state", dir + "/a.state",
+                "--checkpoint-ignore", "--until-file", dir + "/gate-a"});
+  ASSERT_TRUE(wait_until([&] { return show(d, a).at("state") == "running"; }, 60s));
+  b = d.submit({"--mem", "30GiB", "--", fake, "--mem", "30GiB", "--until-file", dir + "/gate-b"});
+}
+
 // Both jobs checkpoint: they take turns on the GPU, each resuming from its own checkpoint,
 // until both are let finish.
 TEST(ColodSlots, CheckpointingJobsTakeTurnsAndResume) {
@@ -83,12 +93,9 @@ TEST(ColodSlots, CheckpointingJobsTakeTurnsAndResume) {
 TEST(ColodSlots, AJobThatDoesNotCheckpointIsStoppedOnceThenRunsToItsEnd) {
   TempDir dir;
   ColodProcess d(dir.path(), "1x40GiB", {"--config", slots_config(dir.path(), 2, 1)});
-  const std::string fake = colo::gpu::fake_job_path();
   const std::string gate_a = dir.path() + "/gate-a", gate_b = dir.path() + "/gate-b";
-  const std::uint64_t a = d.submit({"--checkpoint", "--mem", "30GiB", "--", fake, "--mem", "30GiB", "--checkpoint-state",
-                                    dir.path() + "/a.state", "--checkpoint-ignore", "--until-file", gate_a});
-  ASSERT_TRUE(wait_until([&] { return show(d, a).at("state") == "running"; }, 60s));
-  const std::uint64_t b = d.submit({"--mem", "30GiB", "--", fake, "--mem", "30GiB", "--until-file", gate_b});
+  std::uint64_t a = 0, b = 0;
+  ASSERT_NO_FATAL_FAILURE(ignoring_job_then_waiting_job(d, dir.path(), a, b));
   ASSERT_TRUE(wait_until([&] { return attempts_with(show(d, a), "preempted") == 1; }, 90s)) << show(d, a).dump(2);
   json ra = show(d, a);
   EXPECT_FALSE(ra.at("checkpoint").get<bool>());
@@ -122,12 +129,9 @@ TEST(ColodSlots, TheCheckpointExitWithoutARequestIsAFailure) {
 TEST(ColodSlots, KillNineAfterTheRequestLosesNothing) {
   TempDir dir;
   ColodProcess d(dir.path(), "1x40GiB", {"--config", slots_config(dir.path(), 4, 3)});
-  const std::string fake = colo::gpu::fake_job_path();
   const std::string gate_a = dir.path() + "/gate-a", gate_b = dir.path() + "/gate-b";
-  const std::uint64_t a = d.submit({"--checkpoint", "--mem", "30GiB", "--", fake, "--mem", "30GiB", "--checkpoint-state",
-                                    dir.path() + "/a.state", "--checkpoint-ignore", "--until-file", gate_a});
-  ASSERT_TRUE(wait_until([&] { return show(d, a).at("state") == "running"; }, 60s));
-  const std::uint64_t b = d.submit({"--mem", "30GiB", "--", fake, "--mem", "30GiB", "--until-file", gate_b});
+  std::uint64_t a = 0, b = 0;
+  ASSERT_NO_FATAL_FAILURE(ignoring_job_then_waiting_job(d, dir.path(), a, b));
   ASSERT_TRUE(wait_until([&] { return !show(d, a).at("attempts").at(0).at("slot_notice").is_null(); }, 90s));
   d.kill9();
   d.start();

@@ -80,7 +80,10 @@ grep -q "directory '/nonexistent-dir'" <<<"$out" || fail "the unpacked colo does
 grep -q "uPlot" "$tmp/r.html" || fail "the report has no chart code"
 run_from "$tmp/unpacked" unpacked
 
-if [ "${CI:-}" = "true" ] && [ "$(id -u)" -eq 0 ] && ! dpkg-query -W colo >/dev/null 2>&1; then
+# "Installed" is dpkg's "install ok installed": a package removed before (state rc, config files
+# left) does not count.
+if [ "${CI:-}" = "true" ] && [ "$(id -u)" -eq 0 ] &&
+   [ "$(dpkg-query -W -f='${Status}' colo 2>/dev/null || true)" != "install ok installed" ]; then
   dpkg -i "$deb" >/dev/null || { apt-get install -y -f -qq >/dev/null; dpkg -i "$deb" >/dev/null; }
   run_from "" installed
   # The units as installed (hardening directives included) must be valid to systemd.
