@@ -295,9 +295,9 @@
     fillBody($('jobs-table'), rows, $('jobs-empty'));
   }
 
-  var IMPORTANT_KINDS = ['attempt', 'gpu', 'cancel', 'rejected', 'probe-failed'];
+  var IMPORTANT_KINDS = ['attempt', 'gpu', 'cancel', 'rejected', 'probe-failed', 'slot'];
   var BAD_RE = /\boom\b|out of memory|fail|lost|unhealthy|error|xid/i;
-  var WARN_RE = /recover|retry|drain|cancel|reject/i;
+  var WARN_RE = /recover|retry|drain|cancel|reject|checkpoint|stopped/i;
 
   function eventRows(events, all) {
     return events.filter(function (e) {
