@@ -13,14 +13,16 @@ std::optional<RecoveryMode> recovery_mode_from_string(std::string_view s) {
 }
 
 void plan_recovery(Job& job, const RecoveryConfig& cfg, MiB attempted_mib,
-                   std::optional<MiB> observed_peak_mib, MiB largest_gpu_mib) {
+                   std::optional<MiB> observed_peak_mib, MiB largest_gpu_mib,
+                   std::optional<MiB> crashed_alone_on_mib) {
   transition(job, JobState::Recovering);
   if (cfg.mode == RecoveryMode::Strict || job.recovery_alone) {
     job.recovery_alone = true;
     job.recovery_need_mib.reset();
+    if (crashed_alone_on_mib) job.recovery_need_mib = *crashed_alone_on_mib + 1;  // a larger GPU, where there is one
     return;
   }
-  const MiB last = std::max({attempted_mib, observed_peak_mib.value_or(0),
+  const MiB last = std::max({attempted_mib, observed_peak_mib.value_or(0), crashed_alone_on_mib.value_or(0),
                              job.recovery_need_mib.value_or(0), job.need.mib.value_or(0)});
   const MiB next = last + cfg.step_mib;
   if (next >= largest_gpu_mib) {

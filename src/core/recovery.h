@@ -26,8 +26,12 @@ struct RecoveryConfig {
 // Applies the recovery rule to a job that just crashed with OOM (state oom) and moves it to
 // recovering. `attempted_mib` is what the crashed attempt was placed with (its need or its
 // reservation), `observed_peak_mib` what the monitor saw it reach, `largest_gpu_mib` the
-// largest GPU (or MIG slot) it could run on.
+// largest GPU (or MIG slot) it could run on. `crashed_alone_on_mib`: the job had its GPU(s) to
+// itself and still ran out of memory, so it needs more than that GPU's total (MIG instances differ
+// in size): the retry asks for more than that, strict or loose, and the core places it only where
+// that much exists (a larger instance), or on any idle GPU when none is larger.
 void plan_recovery(Job& job, const RecoveryConfig& cfg, MiB attempted_mib,
-                   std::optional<MiB> observed_peak_mib, MiB largest_gpu_mib);
+                   std::optional<MiB> observed_peak_mib, MiB largest_gpu_mib,
+                   std::optional<MiB> crashed_alone_on_mib = std::nullopt);
 
 }  // namespace colo

@@ -149,9 +149,12 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
     // A request for whole GPUs needs idle ones and nothing else. Recovery requests bypass the
     // policy's conditions: loose recovery wants its escalated need free (thesis §7.2), no more.
     std::vector<FilterPtr> filters{base};
-    if (req.alone)
+    if (req.alone) {
       filters.push_back(idle);
-    else if (recovery)
+      // Alone where its need fits a GPU's total, if enough GPUs are that large (MIG instances
+      // differ); otherwise any idle GPU (the whole-GPU fallback).
+      if (req.need_mib && round.gpus_with_at_least(*req.need_mib) >= job.gpus) filters.push_back(holds(*req.need_mib));
+    } else if (recovery)
       filters.push_back(fits_memory(0, cfg_.policy.conditions.min_free_unknown_mib));
     else
       filters.insert(filters.end(), cfg_.policy.filters.begin(), cfg_.policy.filters.end());

@@ -436,7 +436,7 @@ void Daemon::finalize(std::int64_t attempt_id, const ShimExit& ex) {
                                cfg_.max_attempts);
         j.end_time = t;
       } else {
-        plan_recovery(core, cfg_.recovery, a.reserve_mib, a.peak_mib, largest_slot_mib());
+        plan_recovery(core, cfg_.recovery, a.reserve_mib, a.peak_mib, largest_slot_mib(), crashed_alone_on(a));
         j.recovery_seq = store_.next_recovery_seq();
         j.reason = core.recovery_alone
                        ? "out of memory: retry on an idle GPU"
@@ -490,6 +490,30 @@ void Daemon::finalize(std::int64_t attempt_id, const ShimExit& ex) {
   if (a.shim_pid) by_shim_.erase(static_cast<int>(*a.shim_pid));
   live_.erase(attempt_id);
   dirty_ = true;
+}
+
+// The smallest total memory of the attempt's GPUs when it had them to itself (placed alone, or no
+// other attempt on them now, as on a MIG instance): it ran out of memory there, so it needs more.
+std::optional<MiB> Daemon::crashed_alone_on(const AttemptRow& a) const {
+  bool alone = a.exclusive;
+  if (!alone) {
+    alone = true;
+    for (const auto& [id, l] : live_)
+      if (id != a.id)
+        for (int s : a.slots)
+          if (std::find(l.attempt.slots.begin(), l.attempt.slots.end(), s) != l.attempt.slots.end()) alone = false;
+  }
+  if (!alone) return std::nullopt;
+  std::optional<MiB> total;
+  for (size_t k = 0; k < a.slots.size(); ++k) {
+    const int s = a.slots[k];
+    if (s < 0 || static_cast<size_t>(s) >= monitor_.slots().size() || k >= a.uuids.size() ||
+        monitor_.slots()[static_cast<size_t>(s)].uuid != a.uuids[k])
+      return std::nullopt;  // the slot is no longer that GPU: nothing known
+    const MiB t = monitor_.slots()[static_cast<size_t>(s)].total_mib;
+    total = total ? std::min(*total, t) : t;
+  }
+  return total;
 }
 
 void Daemon::mark_lost(std::int64_t attempt_id) {

@@ -80,6 +80,7 @@ class Daemon {
   void probe_done(JobId id, JobProbe::Outcome o);
   void finalize(std::int64_t attempt_id, const ShimExit& ex);
   void mark_lost(std::int64_t attempt_id);
+  std::optional<MiB> crashed_alone_on(const AttemptRow& a) const;
   void unsure(Live& l, const std::string& why);
   void tick();
   void gpu_event(const MonitorEvent& e, double t);

@@ -108,6 +108,21 @@ class SmactBelow final : public Filter {
   double cap_;
 };
 
+class Holds final : public Filter {
+ public:
+  explicit Holds(MiB need) : need_(need) {}
+  std::string_view name() const override { return "holds"; }
+  bool admit(const Candidate& c, const PlacementRequest&) const override { return c.gpu->total_mib >= need_; }
+  std::string why_not(std::span<const Candidate* const> rejected, const PlacementRequest&) const override {
+    std::string on;
+    for (const Candidate* c : rejected) on += fmt::format("{}GPU {}", on.empty() ? "" : ", ", c->gpu->index);
+    return fmt::format("smaller than the {} MiB it needs: {}", need_, on);
+  }
+
+ private:
+  MiB need_;
+};
+
 class SmactPredicted final : public Filter {
  public:
   explicit SmactPredicted(double cap) : cap_(cap) {}
@@ -133,6 +148,7 @@ class SmactPredicted final : public Filter {
 
 FilterPtr usable() { return std::make_shared<Usable>(); }
 FilterPtr idle_only() { return std::make_shared<IdleOnly>(); }
+FilterPtr holds(MiB need_mib) { return std::make_shared<Holds>(need_mib); }
 FilterPtr fits_memory(MiB margin_mib, MiB min_free_unknown_mib, bool floor_always) {
   return std::make_shared<FitsMemory>(margin_mib, min_free_unknown_mib, floor_always);
 }

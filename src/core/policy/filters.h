@@ -32,6 +32,9 @@ using FilterPtr = std::shared_ptr<const Filter>;
 FilterPtr usable();
 // No colo job on the GPU (nor reserved on it this round).
 FilterPtr idle_only();
+// The GPU's total memory is at least `need_mib` (for a job that must run alone: an idle MIG
+// instance too small for it is no place to retry).
+FilterPtr holds(MiB need_mib);
 // Known need: available ≥ need + margin (and ≥ min_free too when floor_always). Unknown need:
 // available ≥ min_free.
 FilterPtr fits_memory(MiB margin_mib, MiB min_free_unknown_mib, bool floor_always = false);
