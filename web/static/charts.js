@@ -12,10 +12,11 @@
   var COLORS = ['#2563eb', '#ea580c', '#16a34a', '#dc2626', '#7c3aed', '#0891b2', '#db2777', '#4b5563',
                 '#ca8a04', '#0d9488', '#9333ea', '#65a30d'];
   var STATE_COLORS = {running: '#3b82f6', collocated: '#8b5cf6', oom: '#dc2626', recovered: '#f59e0b',
-                      done: '#22a05a', other: '#9ca3af'};
+                      done: '#22a05a', slot: '#0891b2', other: '#9ca3af'};
   var STATE_LABELS = {running: 'running', collocated: 'collocated (shared a GPU)', oom: 'OOM (attempt failed)',
-                      recovered: 'recovered after OOM', done: 'done (alone)', other: 'failed / cancelled / lost'};
-  var STATE_ORDER = ['running', 'collocated', 'done', 'oom', 'recovered', 'other'];
+                      recovered: 'recovered after OOM', done: 'done (alone)',
+                      slot: 'time slot ended (checkpointed / preempted)', other: 'failed / cancelled / lost'};
+  var STATE_ORDER = ['running', 'collocated', 'done', 'oom', 'recovered', 'slot', 'other'];
 
   // ---------------------------------------------------------------- formatting
   function isNum(v) { return typeof v === 'number' && isFinite(v); }
@@ -256,6 +257,7 @@
     var s = j.state;
     if (s === 'oom') return 'oom';
     if (s === 'recovered') return 'recovered';
+    if (s === 'checkpointed' || s === 'preempted') return 'slot';
     if (s === 'done' || s === 'running') return j.collocated ? 'collocated' : s;
     return 'other';
   }
