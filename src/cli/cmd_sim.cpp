@@ -42,6 +42,7 @@ struct SimArgs {
   std::string model;        // --model: the simulator's parameters (sim/sim_model.h); "" = built-in
   std::string estimator = "oracle";
   std::string sharing = "mps";
+  std::string mig;  // --mig LAYOUT with --sharing mig
   bool no_conditions = false;
   double smact_cap_pct = 80;
   long long margin_mib = 2 * kGiB;
@@ -153,7 +154,8 @@ void print_one(const SimArgs& a, const sim::SimResult& r) {
     std::cout << to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
-  std::cout << fmt::format("policy      {}\nestimator   {}\nsharing     {}\n", r.policy, a.estimator, a.sharing);
+  std::cout << fmt::format("policy      {}\nestimator   {}\nsharing     {}{}\n", r.policy, a.estimator, a.sharing,
+                           a.mig.empty() ? "" : " (" + a.mig + " per GPU)");
   std::cout << fmt::format("jobs        {} ({} completed, {} failed)\n", r.jobs, r.completed, r.failed);
   std::cout << fmt::format("makespan    {:.0f} s  ({:.2f} h; lower bound {:.0f} s)\n", r.makespan_s,
                            r.makespan_s / 3600, r.lower_bound_s);
@@ -256,8 +258,10 @@ void run(const SimArgs& a, const CLI::App& cmd) {
   // --model: the simulator's parameters from a model file (every value with its source);
   // --ramp-s / --oom-detect-s given on the command line still win.
   sim::SmActivityTable smact = sim::default_sm_activity_table();
+  sim::MigParams mig_params;
   if (!a.model.empty()) {
     const sim::SimModel m = sim::load_sim_model(a.model);
+    mig_params = m.mig;
     base.config.mps = m.mps;
     base.config.streams = m.streams;
     base.config.power = m.power;
@@ -283,8 +287,15 @@ void run(const SimArgs& a, const CLI::App& cmd) {
     throw UserError(fmt::format("--policy must be exclusive, round-robin, first-fit, best-fit, magm, lug, node-weight "
                                 "or one of --policy-file's, got '{}'",
                                 a.policy));
-  const auto sharing = sim::sharing_kind_from_string(a.sharing);
-  if (!sharing) throw UserError(fmt::format("--sharing must be streams or mps, got '{}'", a.sharing));
+  // MIG: every GPU split into --mig's instances (one job each); the core places on instances.
+  if ((a.sharing == "mig") != !a.mig.empty())
+    throw UserError(a.mig.empty() ? "--sharing mig needs --mig LAYOUT (e.g. 3g.20gb,4g.20gb)"
+                                  : "--mig LAYOUT goes with --sharing mig");
+  if (a.compare && !a.mig.empty()) throw UserError("--compare runs streams and MPS; drop --mig");
+  if (!a.mig.empty()) base.config.mig = sim::parse_mig_layout(a.mig, mig_params);
+  const auto sharing = a.sharing == "mig" ? std::optional<sim::SharingKind>(sim::SharingKind::Mps)
+                                          : sim::sharing_kind_from_string(a.sharing);
+  if (!sharing) throw UserError(fmt::format("--sharing must be streams, mps or mig, got '{}'", a.sharing));
   sim::make_estimator(a.estimator, base.estimators);  // validates the name before any file is read
 
   if (!a.report.empty()) check_report_inputs(a.report);
@@ -332,7 +343,8 @@ RegisterCommand reg([](CLI::App& app) {
   cmd->add_option("--policy", args->policy, "exclusive|round-robin|first-fit|best-fit|magm|lug|node-weight (Slurm with colo slurm node-weight)")->capture_default_str();
   cmd->add_option("--estimator", args->estimator, "none|oracle|horus|faketensor|gpumemnet-csv (catalog columns), allocsim|gpumemnet (live, from the summaries), trace (live, the probe on each network)")
       ->capture_default_str();
-  cmd->add_option("--sharing", args->sharing, "streams|mps")->capture_default_str();
+  cmd->add_option("--sharing", args->sharing, "streams|mps|mig (mig: with --mig LAYOUT)")->capture_default_str();
+  cmd->add_option("--mig", args->mig, "with --sharing mig: each GPU's MIG instances, e.g. 3g.20gb,4g.20gb (one job each)");
   cmd->add_flag("--no-conditions", args->no_conditions, "no memory/SMACT conditions (thesis' \"no condition\" runs)");
   add_real_flag(cmd, "--smact-cap", args->smact_cap_pct, 1, 100, "SMACT cap in percent");
   add_mib_flag(cmd, "--margin-mib", args->margin_mib, 0, limits::kMaxGpuMiB,

@@ -89,11 +89,15 @@ struct GpuRt {
   // Memory-time integral (for the average memory utilisation).
   double mem_area = 0;
   Seconds mem_since = 0;
-  // Power: busy time and SM work done (power_model.h).
+};
+
+// Power of one physical GPU (all its MIG instances together): busy time and SM work done
+// (power_model.h).
+struct PowerRt {
   double work = 0;  // Σ solo SMACT × rate of the progressing jobs
   bool busy = false;
   double work_area = 0, busy_area = 0;
-  Seconds power_since = 0;
+  Seconds since = 0;
 };
 
 class Engine {
@@ -113,17 +117,25 @@ class Engine {
     for (size_t i = 1; i < jobs.size(); ++i)
       if (jobs[i].submit_s < jobs[i - 1].submit_s) throw std::invalid_argument("simulate: jobs not sorted by submit time");
     model_ = cfg.sharing == SharingKind::Mps ? make_mps_model(cfg.mps) : make_streams_model(cfg.streams);
-    gpus_.resize(static_cast<size_t>(cfg.gpus));
-    snaps_.resize(static_cast<size_t>(cfg.gpus));
-    used_view_.assign(static_cast<size_t>(cfg.gpus), 0);
-    for (int g = 0; g < cfg.gpus; ++g) {
+    // MIG: every GPU split into the layout's instances, each a slot of its own for the core.
+    per_ = cfg.mig.empty() ? 1 : static_cast<int>(cfg.mig.size());
+    slots_ = cfg.gpus * per_;
+    gpus_.resize(static_cast<size_t>(slots_));
+    snaps_.resize(static_cast<size_t>(slots_));
+    used_view_.assign(static_cast<size_t>(slots_), 0);
+    power_.resize(static_cast<size_t>(cfg.gpus));
+    for (int g = 0; g < slots_; ++g) {
       GpuSnapshot& s = snaps_[static_cast<size_t>(g)];
+      const int phys = g / per_;
       s.index = g;
-      s.uuid = fmt::format("SIM-GPU-{}", g);
-      s.node = g / (cfg.gpus / cfg.nodes);
-      s.total_mib = cfg.gpu_memory_mib;
-      s.mode = cfg.sharing == SharingKind::Mps ? SharingMode::Mps : SharingMode::Plain;
+      s.uuid = cfg.mig.empty() ? fmt::format("SIM-GPU-{}", g) : fmt::format("SIM-GPU-{}-MIG-{}", phys, g % per_);
+      s.node = phys / (cfg.gpus / cfg.nodes);
+      s.total_mib = cfg.mig.empty() ? cfg.gpu_memory_mib : cfg.mig[static_cast<size_t>(g % per_)].memory_mib;
+      s.mode = !cfg.mig.empty() ? SharingMode::MigInstance
+               : cfg.sharing == SharingKind::Mps ? SharingMode::Mps : SharingMode::Plain;
       s.smact = 0.0;
+      largest_mib_ = std::max(largest_mib_, s.total_mib);
+      total_mib_ += static_cast<double>(s.total_mib);
     }
     smact_cap_ = cfg.scheduler.policy.smact_cap;  // the policy's SMACT condition, if it has one
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -271,7 +283,7 @@ class Engine {
 
   void decide() {
     const long tick = static_cast<long>(std::floor(now_));
-    for (int g = 0; g < cfg_.gpus; ++g) snaps_[static_cast<size_t>(g)].smact = smact_of(g, tick);
+    for (int g = 0; g < slots_; ++g) snaps_[static_cast<size_t>(g)].smact = smact_of(g, tick);
     SchedulerInput in;
     in.recovery_queue = std::span<const Job>(recq_.data() + rec_head_, recq_.size() - rec_head_);
     in.main_queue = std::span<const Job>(mainq_.data() + main_head_, mainq_.size() - main_head_);
@@ -289,7 +301,7 @@ class Engine {
     compact(recq_, rec_head_);
     compact(mainq_, main_head_);
     if (cfg_.audit) {
-      for (int g = 0; g < cfg_.gpus; ++g) used_view_[static_cast<size_t>(g)] = gpus_[static_cast<size_t>(g)].used;
+      for (int g = 0; g < slots_; ++g) used_view_[static_cast<size_t>(g)] = gpus_[static_cast<size_t>(g)].used;
       cfg_.audit(AuditView{now_, &ledger_, snaps_, d.placements, used_view_});
     }
     watch(tick);
@@ -302,7 +314,7 @@ class Engine {
     watched_.clear();
     if (!smact_cap_ || cfg_.eager_decisions || queued() == 0) return;
     std::optional<long> first;
-    for (int g = 0; g < cfg_.gpus; ++g) {
+    for (int g = 0; g < slots_; ++g) {
       if (*snaps_[static_cast<size_t>(g)].smact < *smact_cap_) continue;
       gpus_[static_cast<size_t>(g)].watched = true;
       watched_.push_back(g);
@@ -350,7 +362,7 @@ class Engine {
   void check_deadlock() {
     if (residents_ > 0 || next_submit_ < jobs_.size()) return;
     const long tick = static_cast<long>(std::floor(now_));
-    for (int g = 0; g < cfg_.gpus; ++g)
+    for (int g = 0; g < slots_; ++g)
       if (smact_of(g, tick) > 0) return;
     fail_queued("the policy never admitted it on an idle server");
   }
@@ -438,7 +450,14 @@ class Engine {
       solo_buf_.clear();
       for (JobId j : r.active) solo_buf_.push_back(jobs_[j].smact);
       r.slowdown.resize(r.active.size());
-      const double activity = model_->share_into(solo_buf_, {}, r.slowdown);
+      double activity = 0;
+      if (cfg_.mig.empty()) {
+        activity = model_->share_into(solo_buf_, {}, r.slowdown);
+      } else if (!r.active.empty()) {  // one job alone on its instance; SMACT relative to it
+        const MigProfile& m = cfg_.mig[static_cast<size_t>(g % per_)];
+        r.slowdown[0] = mig_slowdown(m, solo_buf_[0]);
+        activity = std::min(1.0, solo_buf_[0] / m.capacity);
+      }
       if (activity != r.hist.level()) {
         r.hist.set(now_, activity);
         r.hist.forget_before(static_cast<long>(std::floor(now_)), cfg_.smact_window_s);
@@ -474,14 +493,19 @@ class Engine {
   }
 
   void update_power(int g) {
-    GpuRt& r = gpus_[static_cast<size_t>(g)];
-    r.work_area += r.work * (now_ - r.power_since);
-    r.busy_area += (r.busy ? 1.0 : 0.0) * (now_ - r.power_since);
-    r.power_since = now_;
-    r.work = 0;
-    for (JobId j : r.active) r.work += jobs_[j].smact * runs_[j].rate;
-    r.work = std::min(1.0, r.work);
-    r.busy = !r.active.empty();
+    const int phys = g / per_;
+    PowerRt& p = power_[static_cast<size_t>(phys)];
+    p.work_area += p.work * (now_ - p.since);
+    p.busy_area += (p.busy ? 1.0 : 0.0) * (now_ - p.since);
+    p.since = now_;
+    p.work = 0;
+    p.busy = false;
+    for (int k = phys * per_; k < (phys + 1) * per_; ++k)
+      for (JobId j : gpus_[static_cast<size_t>(k)].active) {
+        p.work += jobs_[j].smact * runs_[j].rate;
+        p.busy = true;
+      }
+    p.work = std::min(1.0, p.work);
   }
 
   void set_used(int g, MiB used) {
@@ -519,7 +543,7 @@ class Engine {
     if (!a.active || a.ramped || a.attempt != attempt) return;
     const SimJobSpec& s = jobs_[j];
     bool fits = true;
-    for (int g : a.gpus) fits = fits && gpus_[static_cast<size_t>(g)].used + s.true_mib <= cfg_.gpu_memory_mib;
+    for (int g : a.gpus) fits = fits && gpus_[static_cast<size_t>(g)].used + s.true_mib <= snaps_[static_cast<size_t>(g)].total_mib;
     if (fits) {
       a.ramped = true;
       for (int g : a.gpus) {
@@ -581,15 +605,20 @@ class Engine {
     ledger_.release(j);
     --residents_;
     transition(a.core, JobState::Oom);
-    if (a.crashed_alone) {
-      // Alone on its GPU(s) and still out of memory: no placement will ever hold it.
+    if (a.crashed_alone && jobs_[j].true_mib > largest_mib_) {
+      // Alone on its GPU(s) and still out of memory, and no GPU is larger: nothing will hold it.
       transition(a.core, JobState::Failed);
       fail(j, fmt::format("needs {} MiB, more than a whole GPU", jobs_[j].true_mib));
     } else if (!cfg_.recover_ooms) {
       transition(a.core, JobState::Failed);
       fail(j, "out of memory (no recovery)");
     } else {
-      plan_recovery(a.core, cfg_.scheduler.recovery, a.reserve, std::nullopt, cfg_.gpu_memory_mib);
+      // Alone on a smaller MIG instance: the retry asks for more than that instance holds.
+      std::optional<MiB> alone_on;
+      if (a.crashed_alone)
+        for (int g : a.gpus) alone_on = std::min(alone_on.value_or(snaps_[static_cast<size_t>(g)].total_mib),
+                                                 snaps_[static_cast<size_t>(g)].total_mib);
+      plan_recovery(a.core, cfg_.scheduler.recovery, a.reserve, std::nullopt, largest_mib_, alone_on);
       queued_since_[j] = now_;
       recq_.push_back(std::move(a.core));
       enqueued();
@@ -725,17 +754,22 @@ class Engine {
     }
     r.makespan_s = end - start;
     double smact_seconds = 0, mem_area = 0, joules = 0;
-    for (GpuRt& g : gpus_) {
-      smact_seconds += g.hist.integral(end);  // nothing ran before the first submission
-      const double busy = g.busy_area + (g.busy ? 1.0 : 0.0) * (end - g.power_since);
-      const double work = g.work_area + g.work * (end - g.power_since);
-      joules += gpu_joules(cfg_.power, end - start, busy, work);
+    for (int k = 0; k < slots_; ++k) {
+      GpuRt& g = gpus_[static_cast<size_t>(k)];
+      // A MIG instance's SMACT is its own SMs'; the GPU's is each instance's by its share of them.
+      const double sm_share = cfg_.mig.empty() ? 1.0 : cfg_.mig[static_cast<size_t>(k % per_)].compute_slices / 7.0;
+      smact_seconds += sm_share * g.hist.integral(end);  // nothing ran before the first submission
       mem_area += g.mem_area + static_cast<double>(g.used) * (end - g.mem_since);
+    }
+    for (PowerRt& p : power_) {
+      const double busy = p.busy_area + (p.busy ? 1.0 : 0.0) * (end - p.since);
+      const double work = p.work_area + p.work * (end - p.since);
+      joules += gpu_joules(cfg_.power, end - start, busy, work);
     }
     const double gpu_seconds = static_cast<double>(cfg_.gpus) * r.makespan_s;
     r.energy_mj = joules / 1e6;
     r.smact_avg = gpu_seconds > 0 ? smact_seconds / gpu_seconds : 0;
-    r.mem_util_avg = gpu_seconds > 0 ? mem_area / (gpu_seconds * static_cast<double>(cfg_.gpu_memory_mib)) : 0;
+    r.mem_util_avg = r.makespan_s > 0 ? mem_area / (r.makespan_s * total_mib_) : 0;
     r.lower_bound_s = lower_bound(jobs_, cfg_.gpus, cfg_.gpu_memory_mib, cfg_.ramp_s).value() - start;
     r.outcomes = std::move(out_);
     return r;
@@ -749,7 +783,12 @@ class Engine {
   std::unique_ptr<SharingModel> model_;
   std::optional<double> smact_cap_;  // set when the policy filters on SMACT
 
+  int per_ = 1;    // MIG instances per GPU (1: whole GPUs)
+  int slots_ = 0;  // what the core sees as GPUs: GPUs × per_
+  MiB largest_mib_ = 0;
+  double total_mib_ = 0;
   std::vector<GpuRt> gpus_;
+  std::vector<PowerRt> power_;
   std::vector<GpuSnapshot> snaps_;
   std::vector<MiB> used_view_;
   std::vector<double> solo_buf_;

@@ -1,6 +1,6 @@
 #pragma once
-// The discrete-event simulator: N identical GPUs driven by the scheduler core (core/scheduler.h),
-// the same code the daemon runs. Ground truth per job: true peak memory, solo duration, solo SM
+// The discrete-event simulator: N identical GPUs (or their MIG instances, SimConfig::mig) driven
+// by the scheduler core (core/scheduler.h), the same code the daemon runs. Ground truth per job: true peak memory, solo duration, solo SM
 // activity. What happens (docs/SIMULATOR.md has the full model):
 //  * A placed job starts at once and makes progress at 1/slowdown, its slowdown coming from the
 //    sharing model (MPS or streams) of each of its GPUs (a multi-GPU job runs at its slowest
@@ -37,6 +37,7 @@
 #include "core/scheduler.h"
 #include "core/time_slots.h"
 #include "sim/checkpoint_model.h"
+#include "sim/mig_model.h"
 #include "sim/mps_model.h"
 #include "sim/power_model.h"
 #include "sim/sharing_model.h"
@@ -64,6 +65,9 @@ struct SimConfig {
   bool recover_ooms = true;
   SchedulerConfig scheduler;
   SharingKind sharing = SharingKind::Mps;
+  // MIG: when not empty, every GPU is split into these instances (one job each, slowed down by
+  // mig_slowdown; `sharing` is unused); the core places jobs on instances.
+  std::vector<MigProfile> mig;
   MpsParams mps;
   StreamsParams streams;
   PowerParams power;

@@ -52,7 +52,8 @@ TEST(ColoSimCli, BadFlagsGiveOneLine) {
   if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   for (const char* bad : {"--policy nope", "--smact-cap 0.8", "--estimator nope", "--sharing mig", "--compare --policy magm",
                           "--floor sometimes", "--backfill -1", "--backfill-depth 0", "--slots -1",
-                          "--slots 10ms", "--slots 600 --slot-notice 600", "--slot-notice 60"}) {
+                          "--slots 10ms", "--slots 600 --slot-notice 600", "--slot-notice 60", "--sharing mig",
+                          "--mig 3g.20gb", "--sharing mig --mig 9g.90gb", "--compare --sharing mig --mig 3g.20gb"}) {
     const CliRun r = run_colo(bad);
     EXPECT_EQ(r.status, 2) << bad;
     EXPECT_EQ(r.out.rfind("colo: error: ", 0), 0u) << bad << ": " << r.out;
