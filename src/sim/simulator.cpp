@@ -469,11 +469,14 @@ class Engine {
       }
     }
     power_buf_.assign(gs.begin(), gs.end());
-    for (int g : gs)
-      for (JobId j : gpus_[static_cast<size_t>(g)].active) {
+    for (int g : gs) {
+      const GpuRt& r = gpus_[static_cast<size_t>(g)];
+      for (size_t k = 0; k < r.active.size(); ++k) {
+        const JobId j = r.active[k];
         Attempt& a = runs_[j];
-        double worst = 1.0;
-        for (int h : a.gpus) worst = std::max(worst, slowdown_on(h, j));
+        double worst = std::max(1.0, r.slowdown[k]);
+        for (int h : a.gpus)  // its other GPUs (a multi-GPU job runs at its slowest GPU's pace)
+          if (h != g) worst = std::max(worst, slowdown_on(h, j));
         const double rate = 1.0 / worst;
         if (rate == a.rate && a.version > 0) continue;  // unchanged: its finish event stands
         a.rate = rate;
@@ -481,6 +484,7 @@ class Engine {
         heap_.push({now_ + a.remaining / a.rate, Ev::Finish, seq_++, j, a.version});
         if (a.gpus.size() > 1) power_buf_.insert(power_buf_.end(), a.gpus.begin(), a.gpus.end());
       }
+    }
     for (int g : power_buf_) update_power(g);
   }
 
