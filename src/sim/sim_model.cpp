@@ -1,5 +1,7 @@
 #include "sim/sim_model.h"
 
+#include <algorithm>
+#include <array>
 #include <filesystem>
 #include <limits>
 #include <set>
@@ -40,6 +42,30 @@ SimModel load_sim_model(const std::string& path) {
   const daemon::TomlReader r{path};
   SimModel m;
   m.smact.clear();
+  // Every scalar parameter once: its key, where it goes, its range (all are required).
+  struct Scalar {
+    const char* key;
+    double* value;
+    double lo, hi;
+  };
+  const std::array<Scalar, 16> scalars = {{
+      {"mps.interference", &m.mps.interference, 0, 10},
+      {"streams.busy_floor", &m.streams.busy_floor, 0, 1},
+      {"streams.switch_overhead", &m.streams.switch_overhead, 0, 10},
+      {"streams.slice_wait", &m.streams.slice_wait, 0, 10},
+      {"power.idle_watts", &m.power.idle_watts, 0, 10000},
+      {"power.busy_watts", &m.power.busy_watts, 0, 10000},
+      {"power.max_watts", &m.power.max_watts, 0, 10000},
+      {"timing.ramp_s", &m.ramp_s, 0, 86400},
+      {"timing.oom_detect_s", &m.oom_detect_s, 0, 86400},
+      {"mig.capacity_1g", &m.mig.capacity_1g, 0.001, 1},
+      {"mig.capacity_2g", &m.mig.capacity_2g, 0.001, 1},
+      {"mig.capacity_3g", &m.mig.capacity_3g, 0.001, 1},
+      {"mig.capacity_4g", &m.mig.capacity_4g, 0.001, 1},
+      {"mig.capacity_7g", &m.mig.capacity_7g, 0.001, 1},
+      {"checkpoint.save_s", &m.checkpoint.save_s, 0, 86400},
+      {"checkpoint.restore_s", &m.checkpoint.restore_s, 0, 86400},
+  }};
   std::set<std::string> seen;
   for (const auto& [sk, node] : t) {
     const std::string section(sk.str());
@@ -70,30 +96,15 @@ SimModel load_sim_model(const std::string& path) {
     }
     for (const auto& [k, n] : s) {
       const std::string key = section + "." + std::string(k.str());
-      if (key == "mps.interference") m.mps.interference = param(r, n, key, 0, 10, m);
-      else if (key == "streams.busy_floor") m.streams.busy_floor = param(r, n, key, 0, 1, m);
-      else if (key == "streams.switch_overhead") m.streams.switch_overhead = param(r, n, key, 0, 10, m);
-      else if (key == "streams.slice_wait") m.streams.slice_wait = param(r, n, key, 0, 10, m);
-      else if (key == "power.idle_watts") m.power.idle_watts = param(r, n, key, 0, 10000, m);
-      else if (key == "power.busy_watts") m.power.busy_watts = param(r, n, key, 0, 10000, m);
-      else if (key == "power.max_watts") m.power.max_watts = param(r, n, key, 0, 10000, m);
-      else if (key == "timing.ramp_s") m.ramp_s = param(r, n, key, 0, 86400, m);
-      else if (key == "timing.oom_detect_s") m.oom_detect_s = param(r, n, key, 0, 86400, m);
-      else if (key == "mig.capacity_1g") m.mig.capacity_1g = param(r, n, key, 0.001, 1, m);
-      else if (key == "mig.capacity_2g") m.mig.capacity_2g = param(r, n, key, 0.001, 1, m);
-      else if (key == "mig.capacity_3g") m.mig.capacity_3g = param(r, n, key, 0.001, 1, m);
-      else if (key == "mig.capacity_4g") m.mig.capacity_4g = param(r, n, key, 0.001, 1, m);
-      else if (key == "mig.capacity_7g") m.mig.capacity_7g = param(r, n, key, 0.001, 1, m);
-      else if (key == "checkpoint.save_s") m.checkpoint.save_s = param(r, n, key, 0, 86400, m);
-      else if (key == "checkpoint.restore_s") m.checkpoint.restore_s = param(r, n, key, 0, 86400, m);
-      else r.bad(n, fmt::format("unknown parameter '{}'", key));
+      const auto* p = std::find_if(scalars.begin(), scalars.end(), [&](const Scalar& x) { return key == x.key; });
+      if (p == scalars.end()) r.bad(n, fmt::format("unknown parameter '{}'", key));
+      *p->value = param(r, n, key, p->lo, p->hi, m);
       seen.insert(key);
     }
   }
-  for (const char* need : {"format", "mps.interference", "streams.busy_floor", "streams.switch_overhead", "streams.slice_wait",
-                           "power.idle_watts", "power.busy_watts", "power.max_watts", "timing.ramp_s",
-                           "timing.oom_detect_s", "checkpoint.save_s", "checkpoint.restore_s", "mig.capacity_1g", "mig.capacity_2g",
-                           "mig.capacity_3g", "mig.capacity_4g", "mig.capacity_7g", "smact"})
+  for (const Scalar& x : scalars)
+    if (!seen.count(x.key)) throw UserError(fmt::format("{}: missing '{}' (every parameter is stated, with its source)", path, x.key));
+  for (const char* need : {"format", "smact"})
     if (!seen.count(need)) throw UserError(fmt::format("{}: missing '{}' (every parameter is stated, with its source)", path, need));
   if (!(m.power.idle_watts <= m.power.busy_watts && m.power.busy_watts <= m.power.max_watts))
     throw UserError(fmt::format("{}: power must satisfy idle_watts ≤ busy_watts ≤ max_watts", path));
