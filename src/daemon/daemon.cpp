@@ -233,9 +233,6 @@ void Daemon::adopt(const AttemptRow& a) {
   l.attempt = a;
   l.fingerprint = j ? j->fingerprint : "";
   l.peak_mib = a.peak_mib.value_or(0);
-  // Only an attempt launched with the protocol knows how it is asked (slots switched on while
-  // it ran would otherwise stop a job that never heard of them).
-  l.checkpoint = a.slot_protocol;
   for (int s : a.slots) {
     ledger_.reserve(a.job_id, s, a.reserve_mib, a.exclusive, a.launch_time, j ? j->smact : std::nullopt);
     if (l.peak_mib > 0) ledger_.observe(a.job_id, s, l.peak_mib);
@@ -495,25 +492,29 @@ void Daemon::finalize(std::int64_t attempt_id, const ShimExit& ex) {
 // The smallest total memory of the attempt's GPUs when it had them to itself (placed alone, or no
 // other attempt on them now, as on a MIG instance): it ran out of memory there, so it needs more.
 std::optional<MiB> Daemon::crashed_alone_on(const AttemptRow& a) const {
-  bool alone = a.exclusive;
-  if (!alone) {
-    alone = true;
-    for (const auto& [id, l] : live_)
-      if (id != a.id)
-        for (int s : a.slots)
-          if (std::find(l.attempt.slots.begin(), l.attempt.slots.end(), s) != l.attempt.slots.end()) alone = false;
-  }
-  if (!alone) return std::nullopt;
+  if (!a.exclusive && shares_a_gpu(a)) return std::nullopt;
   std::optional<MiB> total;
   for (size_t k = 0; k < a.slots.size(); ++k) {
-    const int s = a.slots[k];
-    if (s < 0 || static_cast<size_t>(s) >= monitor_.slots().size() || k >= a.uuids.size() ||
-        monitor_.slots()[static_cast<size_t>(s)].uuid != a.uuids[k])
-      return std::nullopt;  // the slot is no longer that GPU: nothing known
-    const MiB t = monitor_.slots()[static_cast<size_t>(s)].total_mib;
-    total = total ? std::min(*total, t) : t;
+    const GpuSlot* s = attempt_slot(a, k);
+    if (!s) return std::nullopt;  // the slot is no longer that GPU: nothing known
+    total = total ? std::min(*total, s->total_mib) : s->total_mib;
   }
   return total;
+}
+
+const GpuSlot* Daemon::attempt_slot(const AttemptRow& a, size_t k) const {
+  const int s = a.slots[k];
+  if (s < 0 || static_cast<size_t>(s) >= monitor_.slots().size() || k >= a.uuids.size()) return nullptr;
+  const GpuSlot& slot = monitor_.slots()[static_cast<size_t>(s)];
+  return slot.uuid == a.uuids[k] ? &slot : nullptr;
+}
+
+bool Daemon::shares_a_gpu(const AttemptRow& a) const {
+  for (const auto& [id, l] : live_)
+    if (id != a.id)
+      for (int s : a.slots)
+        if (std::find(l.attempt.slots.begin(), l.attempt.slots.end(), s) != l.attempt.slots.end()) return true;
+  return false;
 }
 
 void Daemon::mark_lost(std::int64_t attempt_id) {
@@ -573,12 +574,14 @@ void Daemon::request_cancel_signal(Live& l) {
 void Daemon::enforce_slots() {
   if (!cfg_.slots.enabled()) return;
   bool any = false;
-  for (const auto& [id, l] : live_) any |= l.checkpoint && !l.attempt.slot_stop;
+  // Only an attempt launched with the protocol knows how it is asked (slots switched on while it
+  // ran would otherwise stop a job that never heard of them).
+  for (const auto& [id, l] : live_) any |= l.attempt.slot_protocol && !l.attempt.slot_stop;
   if (!any || !store_.any_waiting()) return;  // nobody waits: every job keeps its GPU
   const double t = now();
   for (auto& [id, l] : live_) {
     AttemptRow& a = l.attempt;
-    if (!l.checkpoint || a.slot_stop || a.state != "running" || !a.start_time || !a.shim_pid) continue;
+    if (!a.slot_protocol || a.slot_stop || a.state != "running" || !a.start_time || !a.shim_pid) continue;
     const SlotStep step = slot_step(cfg_.slots, SlotClock{*a.start_time, a.slot_notice}, t, true);
     if (step == SlotStep::Keep) continue;
     AttemptRow next = a;
@@ -1014,23 +1017,12 @@ void Daemon::tick() {
   // Solo SM activity for the history: each running attempt alone on its GPUs adds their samples.
   for (auto& [aid, l] : live_) {
     if (l.attempt.state != "running" || l.crowded) continue;
-    for (const auto& [other_id, other] : live_)
-      if (other_id != aid)
-        for (int s : l.attempt.slots)
-          if (std::find(other.attempt.slots.begin(), other.attempt.slots.end(), s) != other.attempt.slots.end())
-            l.crowded = true;
+    l.crowded = shares_a_gpu(l.attempt);
     if (l.crowded) continue;
     double sum = 0;
     int n = 0;
-    for (size_t k = 0; k < l.attempt.slots.size(); ++k) {
-      // A slot index from the database may no longer name the same GPU (managed GPUs or the MIG
-      // layout changed across a restart): only a slot that still has the attempt's UUID counts.
-      const int s = l.attempt.slots[k];
-      if (s < 0 || static_cast<size_t>(s) >= monitor_.slots().size() || k >= l.attempt.uuids.size() ||
-          monitor_.slots()[static_cast<size_t>(s)].uuid != l.attempt.uuids[k])
-        continue;
-      if (const auto& v = monitor_.slots()[static_cast<size_t>(s)].last_smact) sum += *v, ++n;
-    }
+    for (size_t k = 0; k < l.attempt.slots.size(); ++k)
+      if (const GpuSlot* s = attempt_slot(l.attempt, k); s && s->last_smact) sum += *s->last_smact, ++n;
     if (n == static_cast<int>(l.attempt.slots.size()) && n > 0) {
       l.smact_sum += sum / n;
       ++l.smact_samples;

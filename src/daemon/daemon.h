@@ -60,7 +60,6 @@ class Daemon {
     bool peak_dirty = false;
     bool unsure_logged = false;  // liveness could not be read; logged once
     bool shared = false;         // a recovery retry held alone that now lets others join
-    bool checkpoint = false;     // its job checkpoints on request (time slots apply)
     // Its GPUs' SMACT while it had them to itself (the history's solo activity); `crowded` once
     // another attempt shared one of them. In memory: a restart starts the sums again.
     double smact_sum = 0;
@@ -81,6 +80,11 @@ class Daemon {
   void finalize(std::int64_t attempt_id, const ShimExit& ex);
   void mark_lost(std::int64_t attempt_id);
   std::optional<MiB> crashed_alone_on(const AttemptRow& a) const;
+  // The monitor's slot that is still GPU k of the attempt (same index and UUID), or null: a slot
+  // index from the database may name another GPU after the managed GPUs or MIG layout changed.
+  const GpuSlot* attempt_slot(const AttemptRow& a, size_t k) const;
+  // Another open attempt holds one of this attempt's GPUs.
+  bool shares_a_gpu(const AttemptRow& a) const;
   void unsure(Live& l, const std::string& why);
   void tick();
   void gpu_event(const MonitorEvent& e, double t);
