@@ -1081,7 +1081,9 @@ sweep_api() {
 # Run
 # =============================================================================================
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
-dirty=$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo " (with uncommitted changes)")
+changes=$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null || true)
+dirty=""
+[ -n "$changes" ] && dirty=" (with uncommitted changes)"
 echo "bad-inputs: colo $commit${dirty:-}, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), build $build, $case_timeout s per case"
 echo "bad-inputs: command: scripts/bad-inputs.sh ${1:-build-test}"
 echo "bad-inputs: cases that are not a clear one-line error (surface, verdict, case, what happened | first message line):"

@@ -22,7 +22,8 @@ jobs=${JOBS:-$(nproc)}
 [[ "$secs" =~ ^[0-9]+$ ]] || { echo "fuzz.sh: SECONDS_PER_TARGET must be a whole number, not '$secs'" >&2; exit 2; }
 
 # Clang 14 with libFuzzer's runtime (install-deps.sh installs them on a fresh machine).
-if ! command -v clang++-14 >/dev/null || ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install ok installed"; then
+# The status is read whole, then compared: `| grep -q` would end the pipe early (SIGPIPE under pipefail).
+if ! command -v clang++-14 >/dev/null || [ "$(dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null || true)" != "install ok installed" ]; then
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   echo "fuzz.sh: installing clang-14 libclang-rt-14-dev (apt)"

@@ -11,7 +11,8 @@ pkgs=(g++ cmake ninja-build pkg-config
       slurmctld slurmd slurm-client munge)        # a real Slurm 22.05 on localhost (tests/slurm)
 missing=()
 for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  # read whole, then compared (`| grep -q` can end the pipe early: SIGPIPE under pipefail)
+  [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" = "install ok installed" ] || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#pkgs[@]} packages present"
