@@ -5,7 +5,7 @@
 #include <map>
 
 #include "sim/simulator.h"
-#include "sim/synthetic_trace.h"
+#include "sim/workloads/synthetic_trace.h"
 
 namespace {
 

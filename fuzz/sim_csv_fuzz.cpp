@@ -1,8 +1,8 @@
-// The simulator's CSV imports (src/sim/csv_table.cpp, workload_catalog.cpp, trace.cpp): the input
+// The simulator's CSV imports (src/sim/workloads/csv_table.cpp, workload_catalog.cpp, trace.cpp): the input
 // is read as a workload catalog, and as a submission trace against a small fixed catalog.
 #include "fuzz_common.h"
-#include "sim/trace.h"
-#include "sim/workload_catalog.h"
+#include "sim/workloads/trace.h"
+#include "sim/workloads/workload_catalog.h"
 
 namespace {
 

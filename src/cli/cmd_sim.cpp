@@ -22,9 +22,9 @@
 #include "core/time_slots.h"
 #include "daemon/client/policy_file.h"
 #include "sim/scenario.h"
-#include "sim/sim_model.h"
-#include "sim/trace.h"
-#include "sim/workload_catalog.h"
+#include "sim/models/sim_model.h"
+#include "sim/workloads/trace.h"
+#include "sim/workloads/workload_catalog.h"
 
 namespace colo::cli {
 
@@ -39,7 +39,7 @@ struct SimArgs {
   long long gpu_memory_mib = 40960;
   std::string policy = "magm";
   std::string policy_file;  // --policy-file: [policies.NAME] definitions
-  std::string model;        // --model: the simulator's parameters (sim/sim_model.h); "" = built-in
+  std::string model;        // --model: the simulator's parameters (sim/models/sim_model.h); "" = built-in
   std::string estimator = "oracle";
   std::string sharing = "mps";
   std::string mig;  // --mig LAYOUT with --sharing mig

@@ -10,9 +10,9 @@
 #include "core/limits.h"
 #include "core/parse_number.h"
 #include "sim/collocation_replay.h"
-#include "sim/mps_model.h"
-#include "sim/sim_model.h"
-#include "sim/streams_model.h"
+#include "sim/models/mps_model.h"
+#include "sim/models/sim_model.h"
+#include "sim/models/streams_model.h"
 
 namespace colo::cli {
 

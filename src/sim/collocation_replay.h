@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/units.h"
-#include "sim/mig_model.h"
-#include "sim/sharing_model.h"
+#include "sim/models/mig_model.h"
+#include "sim/models/sharing_model.h"
 
 namespace colo::sim {
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/job.h"
-#include "sim/workload.h"
+#include "sim/workloads/workload.h"
 
 namespace colo::sim {
 

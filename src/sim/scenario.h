@@ -11,7 +11,7 @@
 #include "core/policy/policies.h"
 #include "core/units.h"
 #include "core/policy/policy_definition.h"
-#include "sim/sharing_model.h"
+#include "sim/models/sharing_model.h"
 
 namespace colo::sim {
 
@@ -39,7 +39,7 @@ std::vector<Scenario> thesis_matrix();
 
 #include "sim/estimator.h"
 #include "sim/simulator.h"
-#include "sim/trace.h"
+#include "sim/workloads/trace.h"
 
 namespace colo::sim {
 

@@ -8,7 +8,7 @@
 #include "core/job.h"
 #include "core/units.h"
 #include "sim/estimator.h"
-#include "sim/trace.h"
+#include "sim/workloads/trace.h"
 
 namespace colo::sim {
 

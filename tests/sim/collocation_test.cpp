@@ -1,4 +1,4 @@
-// The chapter-4 experiment on the model (sim/collocation_replay.h, sim/mig_model.h): Table 4.2's
+// The chapter-4 experiment on the model (sim/collocation_replay.h, sim/models/mig_model.h): Table 4.2's
 // pair under naïve (streams), MPS and MIG, which the parameters were fitted to, and the §4.3.2
 // text's ranges, which they were not.
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 
 #include "core/error.h"
 #include "sim/collocation_replay.h"
-#include "sim/mps_model.h"
-#include "sim/streams_model.h"
+#include "sim/models/mps_model.h"
+#include "sim/models/streams_model.h"
 
 namespace colo::sim {
 namespace {

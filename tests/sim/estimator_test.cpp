@@ -4,7 +4,7 @@
 #include "core/error.h"
 #include "data_path.h"
 #include "sim/estimator.h"
-#include "sim/workload_catalog.h"
+#include "sim/workloads/workload_catalog.h"
 
 namespace colo::sim {
 namespace {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "sim/synthetic_trace.h"
+#include "sim/workloads/synthetic_trace.h"
 #include "sim_fixture.h"
 
 namespace colo::sim {

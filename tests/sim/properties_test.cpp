@@ -6,7 +6,7 @@
 #include <random>
 #include <set>
 
-#include "sim/synthetic_trace.h"
+#include "sim/workloads/synthetic_trace.h"
 #include "sim_fixture.h"
 
 namespace colo::sim {

@@ -4,9 +4,9 @@
 
 #include <vector>
 
-#include "sim/mps_model.h"
-#include "sim/power_model.h"
-#include "sim/streams_model.h"
+#include "sim/models/mps_model.h"
+#include "sim/models/power_model.h"
+#include "sim/models/streams_model.h"
 
 namespace colo::sim {
 namespace {

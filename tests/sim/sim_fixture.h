@@ -7,8 +7,8 @@
 #include "data_path.h"
 #include "sim/estimator.h"
 #include "sim/simulator.h"
-#include "sim/trace.h"
-#include "sim/workload_catalog.h"
+#include "sim/workloads/trace.h"
+#include "sim/workloads/workload_catalog.h"
 
 namespace colo::sim::test {
 

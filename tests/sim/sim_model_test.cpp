@@ -1,4 +1,4 @@
-// The simulator's model file (sim/sim_model.h): the shipped file states the built-in parameters,
+// The simulator's model file (sim/models/sim_model.h): the shipped file states the built-in parameters,
 // each with a source, and a file with a parameter missing, unsourced or out of range is refused.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "sim/sim_model.h"
+#include "sim/models/sim_model.h"
 #include "sim/simulator.h"
 
 namespace colo::sim {

@@ -3,7 +3,7 @@
 
 #include "core/error.h"
 #include "data_path.h"
-#include "sim/trace.h"
+#include "sim/workloads/trace.h"
 
 namespace colo::sim {
 namespace {

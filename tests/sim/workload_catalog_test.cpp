@@ -3,7 +3,7 @@
 
 #include "core/error.h"
 #include "data_path.h"
-#include "sim/workload_catalog.h"
+#include "sim/workloads/workload_catalog.h"
 
 namespace colo::sim {
 namespace {

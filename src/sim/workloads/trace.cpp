@@ -1,9 +1,9 @@
-#include "sim/trace.h"
+#include "sim/workloads/trace.h"
 
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "sim/csv_table.h"
+#include "sim/workloads/csv_table.h"
 
 namespace colo::sim {
 

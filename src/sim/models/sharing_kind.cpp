@@ -1,4 +1,4 @@
-#include "sim/sharing_model.h"
+#include "sim/models/sharing_model.h"
 
 namespace colo::sim {
 

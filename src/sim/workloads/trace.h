@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/units.h"
-#include "sim/workload_catalog.h"
+#include "sim/workloads/workload_catalog.h"
 
 namespace colo::sim {
 

@@ -1,4 +1,4 @@
-#include "sim/sm_activity.h"
+#include "sim/models/sm_activity.h"
 
 #include <algorithm>
 #include <cmath>

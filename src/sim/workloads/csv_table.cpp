@@ -1,4 +1,4 @@
-#include "sim/csv_table.h"
+#include "sim/workloads/csv_table.h"
 
 
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "sim/workload_catalog.h"
+#include "sim/workloads/workload_catalog.h"
 
 #include <cmath>
 
@@ -7,9 +7,9 @@
 #include "core/error.h"
 #include "core/limits.h"
 #include "core/parse_number.h"
-#include "sim/csv_table.h"
-#include "sim/sm_activity.h"
-#include "sim/workload_assumptions.h"
+#include "sim/workloads/csv_table.h"
+#include "sim/models/sm_activity.h"
+#include "sim/workloads/workload_assumptions.h"
 
 namespace colo::sim {
 

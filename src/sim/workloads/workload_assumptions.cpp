@@ -1,4 +1,4 @@
-#include "sim/workload_assumptions.h"
+#include "sim/workloads/workload_assumptions.h"
 
 namespace colo::sim {
 

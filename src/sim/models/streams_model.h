@@ -17,7 +17,7 @@
 // back to back ("barely better than sequential", as colocation on streams was in chapter 6).
 #include <memory>
 
-#include "sim/sharing_model.h"
+#include "sim/models/sharing_model.h"
 
 namespace colo::sim {
 

@@ -1,4 +1,4 @@
-#include "sim/synthetic_trace.h"
+#include "sim/workloads/synthetic_trace.h"
 
 #include <cmath>
 #include <random>

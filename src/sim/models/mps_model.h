@@ -13,7 +13,7 @@
 // (s ≈ 0.9) → 1.9× each = no gain over sequential.
 #include <memory>
 
-#include "sim/sharing_model.h"
+#include "sim/models/sharing_model.h"
 
 namespace colo::sim {
 

@@ -1,4 +1,4 @@
-#include "sim/mps_model.h"
+#include "sim/models/mps_model.h"
 
 #include <algorithm>
 

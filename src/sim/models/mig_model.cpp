@@ -1,4 +1,4 @@
-#include "sim/mig_model.h"
+#include "sim/models/mig_model.h"
 
 #include <algorithm>
 

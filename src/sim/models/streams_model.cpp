@@ -1,4 +1,4 @@
-#include "sim/streams_model.h"
+#include "sim/models/streams_model.h"
 
 #include <algorithm>
 

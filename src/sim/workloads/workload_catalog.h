@@ -5,9 +5,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sim/workload.h"
+#include "sim/workloads/workload.h"
 
-#include "sim/sm_activity.h"
+#include "sim/models/sm_activity.h"
 
 namespace colo::sim {
 

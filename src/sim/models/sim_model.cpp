@@ -1,4 +1,4 @@
-#include "sim/sim_model.h"
+#include "sim/models/sim_model.h"
 
 #include <algorithm>
 #include <array>

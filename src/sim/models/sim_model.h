@@ -7,12 +7,12 @@
 #include <map>
 #include <string>
 
-#include "sim/checkpoint_model.h"
-#include "sim/mig_model.h"
-#include "sim/mps_model.h"
-#include "sim/power_model.h"
-#include "sim/sm_activity.h"
-#include "sim/streams_model.h"
+#include "sim/models/checkpoint_model.h"
+#include "sim/models/mig_model.h"
+#include "sim/models/mps_model.h"
+#include "sim/models/power_model.h"
+#include "sim/models/sm_activity.h"
+#include "sim/models/streams_model.h"
 
 namespace colo::sim {
 
