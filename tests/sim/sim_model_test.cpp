@@ -97,5 +97,31 @@ TEST(SimModel, MissingUnsourcedOutOfRangeOrUnknownParametersAreRefused) {
   EXPECT_THROW(load_sim_model("/nonexistent/model.toml"), UserError);
 }
 
+// What `colo bench collocation` writes: the whole model, read back equal (values and sources),
+// a source with quotes and backslashes intact; a parameter without a source cannot be written.
+TEST(SimModel, AWrittenModelReadsBackEqual) {
+  SimModel m = load_sim_model(kShipped);
+  m.mps.interference = 0.0731;
+  m.sources["mps.interference"] = "colo bench collocation, \"GPU 0\" C:\\x, 2026-11-25: 3 pairs";
+  m.mig.capacity_3g = 1.0 / 3.0;  // a value with no short decimal form
+  const std::string text = write_sim_model(m, "first line\nsecond line");
+  EXPECT_THAT(text, ::testing::StartsWith("# first line\n# second line\n"));
+  const std::string path = (std::filesystem::temp_directory_path() / "colo-sim-model-written.toml").string();
+  std::ofstream(path) << text;
+  const SimModel back = load_sim_model(path);
+  EXPECT_EQ(back.sources, m.sources);
+  EXPECT_EQ(back.mps.interference, 0.0731);
+  EXPECT_EQ(back.mig.capacity_3g, 1.0 / 3.0);
+  EXPECT_EQ(back.streams.slice_wait, m.streams.slice_wait);
+  EXPECT_EQ(back.checkpoint.restore_s, m.checkpoint.restore_s);
+  ASSERT_EQ(back.smact.size(), m.smact.size());
+  for (const auto& [cls, row] : m.smact) {
+    EXPECT_EQ(back.smact.at(cls).at_batch_32, row.at_batch_32) << cls;
+    EXPECT_EQ(back.smact.at(cls).per_doubling, row.per_doubling) << cls;
+  }
+  m.sources.erase("power.max_watts");
+  EXPECT_THROW(write_sim_model(m, ""), std::logic_error);
+}
+
 }  // namespace
 }  // namespace colo::sim

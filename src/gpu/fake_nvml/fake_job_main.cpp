@@ -5,7 +5,11 @@
 //
 //   colo-fake-job --mem 10GiB [--ramp 5] [--hold 3|inf] [--until-file PATH] [--sm-activity 0.4]
 //                 [--sm-occupancy 0.2] [--exit-code 0] [--checkpoint-state FILE [--checkpoint-ignore]]
+//                 [--progress-rate STEPS_PER_S]
 //
+// --progress-rate: while it holds its memory it reports STEPS_PER_S × seconds held as its
+// training progress in the file COLO_BENCH_PROGRESS names (`colo bench collocation`'s protocol,
+// cli/bench_job.h), rewritten whole every 50 ms.
 // --checkpoint-state: it behaves as a training job under colod's time slots should
 // (daemon/checkpoint_request.h): asked to checkpoint (the signal named by COLO_CHECKPOINT_SIGNAL,
 // or COLO_CHECKPOINT_FILE appearing) it saves how long it has held so far in FILE and exits 75;
@@ -56,6 +60,7 @@ struct Options {
   std::string until_file;
   std::string checkpoint_state;  // --checkpoint-state FILE
   bool checkpoint_ignore = false;
+  double progress_rate = 0;  // --progress-rate: steps per second held
 };
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -116,6 +121,8 @@ Options parse_args(int argc, char** argv) {
       if (o.checkpoint_state.empty()) usage_error("--checkpoint-state needs a path");
     } else if (a == "--checkpoint-ignore") {
       o.checkpoint_ignore = true;
+    } else if (a == "--progress-rate") {
+      o.progress_rate = parse_number(a, value(), 0, 1e9);
     } else if (a == "--exit-code") {
       o.exit_code = static_cast<int>(parse_number(a, value(), 0, 255));
     } else {
@@ -269,10 +276,24 @@ int main(int argc, char** argv) {
     }
     return code;
   };
+  // `colo bench collocation`: progress = rate × seconds held, written whole (temp file, rename).
+  const char* progress_file = std::getenv("COLO_BENCH_PROGRESS");
+  std::optional<std::chrono::steady_clock::time_point> holding_since;
+  auto report_progress = [&] {
+    if (!holding_since || opt.progress_rate <= 0 || !progress_file || !*progress_file) return;
+    const double held_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - *holding_since).count();
+    const std::string tmp = std::string(progress_file) + ".tmp";
+    if (FILE* f = std::fopen(tmp.c_str(), "w")) {
+      std::fprintf(f, "%.3f\n", opt.progress_rate * held_s);
+      std::fclose(f);
+      std::rename(tmp.c_str(), progress_file);
+    }
+  };
   auto sleep_for = [&](double seconds) {
     using namespace std::chrono;
     const auto until = steady_clock::now() + duration<double>(std::min(seconds, 1e9));
     while (!g_stop && steady_clock::now() < until) {
+      report_progress();
       if (!opt.until_file.empty() && ::access(opt.until_file.c_str(), F_OK) == 0) return;
       if (!opt.checkpoint_ignore && checkpoint_requested()) return;
       std::this_thread::sleep_for(std::min<steady_clock::duration>(
@@ -327,6 +348,7 @@ int main(int argc, char** argv) {
   }
   std::fflush(stdout);
   const auto held_from = std::chrono::steady_clock::now();
+  holding_since = held_from;
   sleep_for(opt.until_file.empty() ? std::max(0.0, opt.hold_s - resumed_s) : INFINITY);
   const bool done = !opt.until_file.empty() ? ::access(opt.until_file.c_str(), F_OK) == 0
                                             : std::chrono::duration<double>(std::chrono::steady_clock::now() - held_from)

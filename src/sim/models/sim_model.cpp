@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <limits>
 #include <set>
+#include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -33,6 +35,34 @@ double param(const daemon::TomlReader& r, const toml::node& n, const std::string
   return d;
 }
 
+// Every scalar parameter once: its key, where it goes, its range (all are required). Read and
+// written from this one table.
+struct Scalar {
+  const char* key;
+  double* value;
+  double lo, hi;
+};
+std::array<Scalar, 16> scalar_params(SimModel& m) {
+  return {{
+    {"mps.interference", &m.mps.interference, 0, 10},
+    {"streams.busy_floor", &m.streams.busy_floor, 0, 1},
+    {"streams.switch_overhead", &m.streams.switch_overhead, 0, 10},
+    {"streams.slice_wait", &m.streams.slice_wait, 0, 10},
+    {"power.idle_watts", &m.power.idle_watts, 0, 10000},
+    {"power.busy_watts", &m.power.busy_watts, 0, 10000},
+    {"power.max_watts", &m.power.max_watts, 0, 10000},
+    {"timing.ramp_s", &m.ramp_s, 0, 86400},
+    {"timing.oom_detect_s", &m.oom_detect_s, 0, 86400},
+    {"mig.capacity_1g", &m.mig.capacity_1g, 0.001, 1},
+    {"mig.capacity_2g", &m.mig.capacity_2g, 0.001, 1},
+    {"mig.capacity_3g", &m.mig.capacity_3g, 0.001, 1},
+    {"mig.capacity_4g", &m.mig.capacity_4g, 0.001, 1},
+    {"mig.capacity_7g", &m.mig.capacity_7g, 0.001, 1},
+    {"checkpoint.save_s", &m.checkpoint.save_s, 0, 86400},
+    {"checkpoint.restore_s", &m.checkpoint.restore_s, 0, 86400},
+  }};
+}
+
 }  // namespace
 
 SimModel load_sim_model(const std::string& path) {
@@ -42,30 +72,7 @@ SimModel load_sim_model(const std::string& path) {
   const daemon::TomlReader r{path};
   SimModel m;
   m.smact.clear();
-  // Every scalar parameter once: its key, where it goes, its range (all are required).
-  struct Scalar {
-    const char* key;
-    double* value;
-    double lo, hi;
-  };
-  const std::array<Scalar, 16> scalars = {{
-      {"mps.interference", &m.mps.interference, 0, 10},
-      {"streams.busy_floor", &m.streams.busy_floor, 0, 1},
-      {"streams.switch_overhead", &m.streams.switch_overhead, 0, 10},
-      {"streams.slice_wait", &m.streams.slice_wait, 0, 10},
-      {"power.idle_watts", &m.power.idle_watts, 0, 10000},
-      {"power.busy_watts", &m.power.busy_watts, 0, 10000},
-      {"power.max_watts", &m.power.max_watts, 0, 10000},
-      {"timing.ramp_s", &m.ramp_s, 0, 86400},
-      {"timing.oom_detect_s", &m.oom_detect_s, 0, 86400},
-      {"mig.capacity_1g", &m.mig.capacity_1g, 0.001, 1},
-      {"mig.capacity_2g", &m.mig.capacity_2g, 0.001, 1},
-      {"mig.capacity_3g", &m.mig.capacity_3g, 0.001, 1},
-      {"mig.capacity_4g", &m.mig.capacity_4g, 0.001, 1},
-      {"mig.capacity_7g", &m.mig.capacity_7g, 0.001, 1},
-      {"checkpoint.save_s", &m.checkpoint.save_s, 0, 86400},
-      {"checkpoint.restore_s", &m.checkpoint.restore_s, 0, 86400},
-  }};
+  const auto scalars = scalar_params(m);
   std::set<std::string> seen;
   for (const auto& [sk, node] : t) {
     const std::string section(sk.str());
@@ -109,6 +116,37 @@ SimModel load_sim_model(const std::string& path) {
   if (!(m.power.idle_watts <= m.power.busy_watts && m.power.busy_watts <= m.power.max_watts))
     throw UserError(fmt::format("{}: power must satisfy idle_watts ≤ busy_watts ≤ max_watts", path));
   return m;
+}
+
+std::string write_sim_model(SimModel m, const std::string& comment) {
+  // Laid out as the shipped file (one line per parameter, sections in its order); values in
+  // their shortest exact form, sources quoted and escaped by toml++.
+  auto entry = [&](const std::string& key, double value) {
+    const auto src = m.sources.find(key);
+    if (src == m.sources.end() || src->second.empty())
+      throw std::logic_error(fmt::format("write_sim_model: '{}' has no source", key));
+    std::ostringstream quoted;
+    quoted << toml::value<std::string>(src->second);
+    return fmt::format("{} = {{ value = {}, source = {} }}\n", key.substr(key.rfind('.') + 1), value, quoted.str());
+  };
+  std::ostringstream out;
+  std::istringstream lines(comment);
+  for (std::string line; std::getline(lines, line);) out << "# " << line << "\n";
+  out << "format = \"colo-sim-model 1\"\n";
+  std::string section;
+  for (const Scalar& x : scalar_params(m)) {
+    const std::string key = x.key;
+    if (const std::string sec = key.substr(0, key.find('.')); sec != section) {
+      section = sec;
+      out << "\n[" << section << "]\n";
+    }
+    out << entry(key, *x.value);
+  }
+  for (const auto& [cls, row] : m.smact) {
+    out << "\n[smact." << cls << "]\n";
+    out << entry("smact." + cls + ".at_batch_32", row.at_batch_32) << entry("smact." + cls + ".per_doubling", row.per_doubling);
+  }
+  return out.str();
 }
 
 std::string default_sim_model_path() { return resource_path(nullptr, "models", "sim/a100-thesis.toml"); }

@@ -31,6 +31,10 @@ struct SimModel {
 // Reads and checks a model file; throws colo::UserError "FILE:LINE: what" (unknown or missing
 // parameters, a value out of range, a missing source).
 SimModel load_sim_model(const std::string& path);
+// The model as a model file that load_sim_model reads back equal: every parameter with its
+// value and its source (each must have one: std::logic_error otherwise); `comment` lines first,
+// as TOML comments. For `colo bench collocation`, which writes a site's fitted model.
+std::string write_sim_model(SimModel m, const std::string& comment);
 // models/sim/a100-thesis.toml as found beside the binary or in the source tree.
 std::string default_sim_model_path();
 

@@ -1,0 +1,429 @@
+#include "cli/bench_collocation.h"
+
+#include <stdlib.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/bench_job.h"
+#include "core/error.h"
+#include "core/limits.h"
+#include "core/parse_number.h"
+#include "gpu/backend.h"
+#include "gpu/fake_nvml_env.h"
+#include "gpu/mps.h"
+#include "gpu/nvml_backend.h"
+#include "sim/models/collocation_fit.h"
+#include "sim/models/sim_model.h"
+
+namespace colo::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  std::vector<std::string> jobs, smact, mig_instances;
+  std::string sharing;
+  int gpu = 0;
+  double warmup_s = 30, measure_s = 120, stall_s = 600, stop_grace_s = 10;
+  std::string base_model, out, measurements, work_dir, fake_gpus, mps_control = "nvidia-cuda-mps-control";
+};
+
+struct JobSpec {
+  std::string name, command;
+  std::optional<double> smact;  // --smact NAME=VALUE (when the GPU cannot measure it)
+};
+
+// What one run (jobs started together) measured over its window.
+struct Window {
+  std::vector<double> throughput;  // per job, progress per second
+  std::optional<double> smact, busy;  // the sampled device's averages (when measurable)
+  double seconds = 0;
+};
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+void pause_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
+  return buf;
+}
+
+class Bench {
+ public:
+  explicit Bench(const Args& a) : a_(a) {
+    if (a.work_dir.empty()) {
+      std::string tmpl = (std::filesystem::temp_directory_path() / "colo-bench-XXXXXX").string();
+      if (!::mkdtemp(tmpl.data())) throw UserError("bench: cannot create a work directory in " + tmpl);
+      work_ = tmpl;
+    } else {
+      work_ = a.work_dir;
+      std::error_code ec;
+      std::filesystem::create_directories(work_, ec);
+      if (ec) throw UserError(fmt::format("--work-dir {}: {}", work_, ec.message()));
+    }
+    if (!a.fake_gpus.empty()) {
+      gpu::FakeNvmlSetup setup;
+      backend_ = gpu::open_fake_nvml_backend(a.fake_gpus, work_ + "/fake-nvml", &setup);
+      base_env_ = setup.job_env;
+    } else {
+      backend_ = gpu::open_nvml_backend();
+    }
+    devices_ = backend_->discover();
+    const gpu::DeviceInfo* d = device(a.gpu);
+    if (!d) throw UserError(fmt::format("--gpu {}: no such GPU ({} found)", a.gpu, devices_.size()));
+    if (!d->error.empty()) throw UserError(fmt::format("--gpu {}: {}", a.gpu, d->error));
+    if (d->mig_enabled)
+      throw UserError(fmt::format("--gpu {} has MIG enabled: the solo and shared runs need a whole GPU "
+                                  "(MIG instances of another GPU go in --mig-instance)", a.gpu));
+    gpu_ = *d;
+  }
+
+  const std::string& work_dir() const { return work_; }
+  const gpu::DeviceInfo& gpu() const { return gpu_; }
+
+  // Compute slices of a MIG instance named by its UUID, and the index of its parent GPU.
+  std::pair<int, std::string> mig_instance(const std::string& uuid) const {
+    for (const auto& dev : devices_)
+      for (const auto& m : dev.mig_instances)
+        if (m.uuid == uuid) {
+          std::smatch g;
+          if (!std::regex_search(m.name, g, std::regex(R"(([1-7])g\.\d+gb)")))
+            throw UserError(fmt::format("--mig-instance {}: cannot tell its size from its name '{}'", uuid, m.name));
+          return {std::stoi(g[1].str()), m.name};
+        }
+    std::string known;
+    for (const auto& dev : devices_)
+      for (const auto& m : dev.mig_instances) known += fmt::format("{}{} ({})", known.empty() ? "" : ", ", m.uuid, m.name);
+    throw UserError(fmt::format("--mig-instance {}: no such MIG instance; {}", uuid,
+                                known.empty() ? "no GPU here has MIG enabled" : "there are: " + known));
+  }
+
+  // Starts `jobs` at once with their environments; `sample` is the GPU index sampled for SMACT
+  // and busy share (-1: none).
+  Window run(const std::vector<const JobSpec*>& jobs, const std::vector<BenchJob::Env>& envs, int sample,
+             const std::string& tag) {
+    std::vector<std::unique_ptr<BenchJob>> run;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      BenchJob::Env env = base_env_;
+      env.insert(env.end(), envs[i].begin(), envs[i].end());
+      run.push_back(std::make_unique<BenchJob>(jobs[i]->name, jobs[i]->command, env, work_,
+                                               fmt::format("{}-{}", tag, jobs[i]->name)));
+    }
+    for (auto& j : run) j->start();
+    auto check_alive = [&](const char* when) {
+      for (auto& j : run)
+        if (j->ended()) {
+          const std::string tail = j->log_tail(400);
+          throw UserError(fmt::format("bench: job {} {} {} (run {}; it must run until stopped){}", j->name(),
+                                      j->how_it_ended(), when, tag, tail.empty() ? "" : "; its output ends: " + tail));
+        }
+    };
+    // Every job has reported once (its start-up is over), then the warm-up.
+    const auto started = Clock::now();
+    for (bool all = false; !all;) {
+      check_alive("before reporting progress");
+      all = true;
+      for (auto& j : run) all = all && j->progress().has_value();
+      if (!all && since(started) > a_.stall_s)
+        throw UserError(fmt::format("bench: a job of run {} reported no progress in {:g} s (it writes its progress to "
+                                    "$COLO_BENCH_PROGRESS; see `colo bench collocation --help`)", tag, a_.stall_s));
+      if (!all) pause_s(0.1);
+    }
+    for (const auto warm = Clock::now(); since(warm) < a_.warmup_s; pause_s(0.1)) check_alive("during the warm-up");
+    // The window: progress at both ends, the GPU sampled every second in between.
+    std::vector<double> p0, t0;
+    const auto origin = Clock::now();
+    for (auto& j : run) {
+      p0.push_back(*j->progress());
+      t0.push_back(since(origin));
+    }
+    if (sample >= 0) backend_->sample(sample);  // rates (GPM) need a first sample
+    double smact_sum = 0, busy_sum = 0;
+    int smact_n = 0, busy_n = 0;
+    auto take_sample = [&] {
+      const gpu::DeviceSample s = backend_->sample(sample);
+      if (s.smact) smact_sum += *s.smact, ++smact_n;
+      if (s.gpu_util) busy_sum += *s.gpu_util, ++busy_n;
+    };
+    auto next_sample = Clock::now() + std::chrono::seconds(1);
+    while (since(origin) < a_.measure_s) {
+      check_alive("during the measurement");
+      if (sample >= 0 && Clock::now() >= next_sample) {
+        take_sample();
+        next_sample += std::chrono::seconds(1);
+      }
+      pause_s(0.05);
+    }
+    if (sample >= 0) take_sample();  // the rest of the window (and the only rate of a short one)
+    // Each job's end of window: its first report after the window (a job that reports
+    // seldom is waited for, so its throughput is never read as zero).
+    Window w;
+    for (std::size_t i = 0; i < run.size(); ++i) {
+      while (*run[i]->progress() <= p0[i]) {
+        check_alive("during the measurement");
+        if (since(origin) > a_.measure_s + a_.stall_s)
+          throw UserError(fmt::format("bench: job {} made no progress in {:g} s (run {})", run[i]->name(),
+                                      since(origin), tag));
+        pause_s(0.05);
+      }
+      const double t1 = since(origin);
+      w.throughput.push_back((*run[i]->progress() - p0[i]) / (t1 - t0[i]));
+    }
+    w.seconds = since(origin);
+    for (auto& j : run) j->stop(a_.stop_grace_s);
+    if (smact_n) w.smact = smact_sum / smact_n;
+    if (busy_n) w.busy = busy_sum / busy_n;
+    return w;
+  }
+
+  BenchJob::Env on_gpu(const std::string& uuid) const { return {{"CUDA_VISIBLE_DEVICES", uuid}}; }
+
+  gpu::MpsOptions mps_options() const {
+    gpu::MpsOptions o;
+    o.control_binary = a_.mps_control;
+    o.root_dir = work_ + "/mps";
+    return o;
+  }
+
+ private:
+  const gpu::DeviceInfo* device(int index) const {
+    for (const auto& d : devices_)
+      if (d.index == index) return &d;
+    return nullptr;
+  }
+
+  const Args& a_;
+  std::string work_;
+  std::unique_ptr<gpu::GpuBackend> backend_;
+  std::vector<gpu::DeviceInfo> devices_;
+  gpu::DeviceInfo gpu_;
+  BenchJob::Env base_env_;
+};
+
+std::vector<JobSpec> parse_jobs(const Args& a) {
+  std::vector<JobSpec> jobs;
+  const std::regex name_re("[A-Za-z0-9_.-]{1,64}");
+  for (const std::string& t : a.jobs) {
+    const auto eq = t.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 >= t.size())
+      throw UserError(fmt::format("--job '{}': expected NAME=COMMAND", t));
+    JobSpec j{t.substr(0, eq), t.substr(eq + 1), std::nullopt};
+    if (!std::regex_match(j.name, name_re))
+      throw UserError(fmt::format("--job '{}': NAME must be 1-64 letters, digits, '_', '.' or '-'", t));
+    for (const JobSpec& o : jobs)
+      if (o.name == j.name) throw UserError(fmt::format("--job {}: the name is given twice", j.name));
+    jobs.push_back(std::move(j));
+  }
+  for (const std::string& t : a.smact) {
+    const auto eq = t.find('=');
+    if (eq == std::string::npos) throw UserError(fmt::format("--smact '{}': expected NAME=VALUE (0..1)", t));
+    const std::string name = t.substr(0, eq);
+    auto it = std::find_if(jobs.begin(), jobs.end(), [&](const JobSpec& j) { return j.name == name; });
+    if (it == jobs.end()) throw UserError(fmt::format("--smact '{}': no --job is named {}", t, name));
+    it->smact = parse_real(t.substr(eq + 1), fmt::format("--smact {}", name), 0, 1);
+  }
+  return jobs;
+}
+
+void check(const Args& a) {
+  if (a.sharing != "streams" && a.sharing != "mps" && a.sharing != "mig")
+    throw UserError(fmt::format("--sharing must be streams, mps or mig, got '{}'", a.sharing));
+  if (a.sharing == "mig" && a.mig_instances.empty())
+    throw UserError("--sharing mig needs --mig-instance UUID (the MIG instances to run each job on; colo gpus lists them)");
+  if (a.sharing != "mig" && !a.mig_instances.empty()) throw UserError("--mig-instance is for --sharing mig");
+  if (a.sharing != "mig" && a.jobs.size() < 2) throw UserError("bench collocation: give at least 2 --job (pairs run together)");
+  if (a.jobs.empty()) throw UserError("bench collocation: give the jobs with --job NAME=COMMAND");
+  if (a.gpu < 0) throw UserError(fmt::format("--gpu must be ≥ 0, got {}", a.gpu));
+  auto seconds = [](const char* flag, double v, double lo) {
+    if (!(v >= lo && v <= limits::kMaxSeconds)) throw UserError(fmt::format("{} must be in [{:g}, {:g}] s, got {:g}", flag, lo, limits::kMaxSeconds, v));
+  };
+  seconds("--warmup-s", a.warmup_s, 0);
+  seconds("--measure-s", a.measure_s, 0.1);
+  seconds("--stall-timeout-s", a.stall_s, 1);
+  if (a.out.empty()) throw UserError("bench collocation: --out MODEL.toml is required");
+}
+
+std::string fmt_opt(const std::optional<double>& v) { return v ? fmt::format("{:.3f}", *v) : "-"; }
+
+void run(const Args& a) {
+  check(a);
+  std::vector<JobSpec> jobs = parse_jobs(a);
+  sim::SimModel model = sim::load_sim_model(a.base_model.empty() ? sim::default_sim_model_path() : a.base_model);
+  Bench bench(a);
+  for (const std::string& uuid : a.mig_instances) bench.mig_instance(uuid);  // all known before any run
+  const std::string gpu_text = fmt::format("{} ({})", bench.gpu().name, bench.gpu().uuid);
+  const std::string when = utc_now();
+  std::cerr << fmt::format("bench: {} on GPU {} {}; logs and progress files in {}\n", a.sharing, a.gpu, gpu_text,
+                           bench.work_dir());
+  nlohmann::json meas = {{"format", "colo-bench-collocation 1"}, {"gpu", {{"index", a.gpu}, {"name", bench.gpu().name}, {"uuid", bench.gpu().uuid}}},
+                         {"sharing", a.sharing}, {"date", when}, {"warmup_s", a.warmup_s}, {"measure_s", a.measure_s}};
+
+  // 1. Each job alone on the whole GPU.
+  struct Solo {
+    double throughput = 0;
+    std::optional<double> smact, busy;
+  };
+  std::vector<Solo> solo;
+  for (const JobSpec& j : jobs) {
+    const Window w = bench.run({&j}, {bench.on_gpu(bench.gpu().uuid)}, a.gpu, "solo");
+    Solo s{w.throughput[0], j.smact ? j.smact : w.smact, w.busy};
+    if (!s.smact)
+      throw UserError(fmt::format("bench: GPU {} gave no SM activity for job {} ({}); give each job's solo SM "
+                                  "activity with --smact NAME=VALUE", a.gpu, j.name, bench.gpu().caps.smact_reason));
+    // A kernel runs whenever SMs are active, so utilisation below SMACT means the GPU did not see
+    // the job (e.g. --smact given for a job the GPU cannot attribute): the model's default then.
+    if (s.busy && *s.busy + 0.05 < *s.smact) s.busy.reset();
+    std::cerr << fmt::format("bench: {} alone: {:.4g}/s, SMACT {}, busy {}\n", j.name, s.throughput, fmt_opt(s.smact), fmt_opt(s.busy));
+    meas["solo"].push_back({{"job", j.name}, {"command", j.command}, {"throughput", s.throughput}, {"smact", *s.smact},
+                            {"smact_source", j.smact ? "--smact" : "measured"},
+                            {"busy", s.busy ? nlohmann::json(*s.busy) : nlohmann::json(nullptr)}});
+    solo.push_back(s);
+  }
+  const std::string names = [&] {
+    std::string s;
+    for (const JobSpec& j : jobs) s += (s.empty() ? "" : ", ") + j.name;
+    return s;
+  }();
+  const std::string file_note = a.measurements.empty() ? "" : "; measurements " + std::filesystem::path(a.measurements).filename().string();
+
+  if (a.sharing == "mig") {
+    // 2m. Each job alone on each MIG instance.
+    std::vector<sim::MigRun> runs;
+    for (const std::string& uuid : a.mig_instances) {
+      const auto [slices, name] = bench.mig_instance(uuid);
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        const Window w = bench.run({&jobs[i]}, {bench.on_gpu(uuid)}, -1, fmt::format("mig{}", slices));
+        const double slowdown = solo[i].throughput / w.throughput[0];
+        runs.push_back({slices, *solo[i].smact, slowdown});
+        std::cerr << fmt::format("bench: {} on {}: {:.4g}/s, {:+.1f} %\n", jobs[i].name, name, w.throughput[0], 100 * (slowdown - 1));
+        meas["mig"].push_back({{"job", jobs[i].name}, {"instance", uuid}, {"name", name}, {"compute_slices", slices},
+                               {"throughput", w.throughput[0]}, {"slowdown", slowdown}});
+      }
+    }
+    const std::map<int, std::pair<const char*, double*>> by_slices = {
+        {1, {"mig.capacity_1g", &model.mig.capacity_1g}}, {2, {"mig.capacity_2g", &model.mig.capacity_2g}},
+        {3, {"mig.capacity_3g", &model.mig.capacity_3g}}, {4, {"mig.capacity_4g", &model.mig.capacity_4g}},
+        {7, {"mig.capacity_7g", &model.mig.capacity_7g}}};
+    for (const auto& [slices, target] : by_slices) {
+      const auto fit = sim::fit_mig_capacity(runs, slices);
+      if (!fit) continue;
+      *target.second = fit->value;
+      model.sources[target.first] = fmt::format(
+          "colo bench collocation, {} on {}, {}: jobs {} alone on {}g instances, {} slowed runs, rms {:.3f}{}",
+          gpu_text, a.mig_instances.size() == 1 ? "1 instance" : fmt::format("{} instances", a.mig_instances.size()),
+          when, names, slices, fit->observations, fit->rms, file_note);
+      meas["fitted"][target.first] = {{"value", fit->value}, {"observations", fit->observations}, {"rms", fit->rms}};
+    }
+  } else {
+    // 2. Every pair at once on the whole GPU (under MPS: through one MPS control daemon).
+    std::optional<gpu::MpsDaemon> mps;
+    BenchJob::Env env = bench.on_gpu(bench.gpu().uuid);
+    if (a.sharing == "mps") {
+      mps.emplace(bench.mps_options(), bench.gpu().uuid);
+      mps->start();
+      for (const auto& kv : mps->client_env()) env.push_back(kv);
+    }
+    std::vector<sim::CoRun> runs;
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+      for (std::size_t k = i + 1; k < jobs.size(); ++k) {
+        const Window w = bench.run({&jobs[i], &jobs[k]}, {env, env}, a.gpu, "pair");
+        sim::CoRun r;
+        for (std::size_t x : {i, k}) {
+          r.smact.push_back(*solo[x].smact);
+          r.busy.push_back(solo[x].busy);
+        }
+        r.slowdown = {solo[i].throughput / w.throughput[0], solo[k].throughput / w.throughput[1]};
+        std::cerr << fmt::format("bench: {} + {}: {:+.1f} % / {:+.1f} %\n", jobs[i].name, jobs[k].name,
+                                 100 * (r.slowdown[0] - 1), 100 * (r.slowdown[1] - 1));
+        meas["pairs"].push_back({{"jobs", {jobs[i].name, jobs[k].name}}, {"throughput", w.throughput}, {"slowdown", r.slowdown},
+                                 {"smact", w.smact ? nlohmann::json(*w.smact) : nlohmann::json(nullptr)}});
+        runs.push_back(std::move(r));
+      }
+    if (mps) mps->stop();
+    const std::string what = fmt::format("colo bench collocation, {} on {}, {}: {} pair(s) of jobs {}", a.sharing, gpu_text,
+                                         when, runs.size(), names);
+    if (a.sharing == "mps") {
+      const auto fit = sim::fit_mps_interference(runs);
+      model.mps.interference = fit->value;
+      model.sources["mps.interference"] = fmt::format("{}, {} slowdowns, rms {:.3f}{}", what, fit->observations, fit->rms, file_note);
+      meas["fitted"]["mps.interference"] = {{"value", fit->value}, {"observations", fit->observations}, {"rms", fit->rms}};
+    } else {
+      const auto fit = sim::fit_streams(runs, model.streams.busy_floor);
+      model.streams.switch_overhead = fit->switch_overhead.value;
+      model.streams.slice_wait = fit->slice_wait.value;
+      for (const auto& [key, p] : {std::pair{"streams.switch_overhead", fit->switch_overhead}, std::pair{"streams.slice_wait", fit->slice_wait}}) {
+        model.sources[key] = fmt::format("{}, {} slowdowns fitted jointly, rms {:.3f}{}", what, p.observations, p.rms, file_note);
+        meas["fitted"][key] = {{"value", p.value}, {"observations", p.observations}, {"rms", p.rms}};
+      }
+    }
+  }
+  const std::string text = sim::write_sim_model(
+      model, fmt::format("colo's simulator model (`colo sim --model FILE`), written by `colo bench collocation` on {}, {}.\n"
+                         "The parameters it measured name it as their source; the others are the base model's ({}).",
+                         gpu_text, when, a.base_model.empty() ? "built in" : a.base_model));
+  auto write = [](const std::string& path, const std::string& content) {
+    std::ofstream f(path, std::ios::trunc);
+    if (!(f << content) || !(f.flush())) throw UserError(fmt::format("bench: cannot write {}", path));
+  };
+  write(a.out, text);
+  if (!a.measurements.empty()) write(a.measurements, meas.dump(2) + "\n");
+  if (meas.contains("fitted"))
+    for (const auto& [key, v] : meas["fitted"].items())
+      std::cout << fmt::format("{} = {:.4f}  ({} observations, rms {:.3f})\n", key, v["value"].get<double>(),
+                               v["observations"].get<int>(), v["rms"].get<double>());
+  else
+    std::cout << "nothing fitted: no job was slowed on any instance (each only bounds the capacity from below)\n";
+  std::cout << fmt::format("model written to {} (colo sim --model {})\n", a.out, a.out);
+}
+
+}  // namespace
+
+CLI::App* add_bench_collocation(CLI::App* bench) {
+  auto a = std::make_shared<Args>();
+  CLI::App* c = bench->add_subcommand(
+      "collocation",
+      "run training jobs alone and in pairs (streams, MPS) or alone on MIG instances, and fit the simulator's sharing "
+      "model to their slowdowns (thesis ch. 4). Each job writes its progress (a growing number) to $COLO_BENCH_PROGRESS");
+  c->add_option("--job", a->jobs, "NAME=COMMAND: a training job that runs until stopped (repeat; ≥ 2 for streams/MPS)");
+  c->add_option("--sharing", a->sharing, "streams | mps | mig")->required();
+  c->add_option("--gpu", a->gpu, "GPU index for the solo and shared runs (a whole GPU)")->capture_default_str();
+  c->add_option("--mig-instance", a->mig_instances, "with --sharing mig: a MIG instance UUID to run each job alone on (repeat)");
+  c->add_option("--smact", a->smact, "NAME=VALUE: a job's solo SM activity (0..1) when the GPU cannot measure it");
+  c->add_option("--warmup-s", a->warmup_s, "seconds each run trains before its window")->capture_default_str();
+  c->add_option("--measure-s", a->measure_s, "seconds of each run's measurement window")->capture_default_str();
+  c->add_option("--stall-timeout-s", a->stall_s, "a job with no progress this long is an error")->capture_default_str();
+  c->add_option("--base-model", a->base_model, "model file whose other parameters are kept (default: built in)");
+  c->add_option("--out", a->out, "the fitted model file to write (colo sim --model)")->required();
+  c->add_option("--measurements", a->measurements, "also write every measurement as JSON");
+  c->add_option("--work-dir", a->work_dir, "where progress files and job logs go (default: a new temporary directory)");
+  c->add_option("--fake-gpus", a->fake_gpus, "run on the in-tree fake NVML (tests, demos), e.g. 1x40GiB");
+  c->add_option("--mps-control", a->mps_control, "the MPS control binary (--sharing mps)")->capture_default_str();
+  c->callback([a] {
+    try {
+      run(*a);
+    } catch (const gpu::GpuError& e) {  // no driver, a lost GPU: the user's machine, not a bug
+      throw UserError(fmt::format("bench: {}{}", e.what(), a->fake_gpus.empty() ? " (--fake-gpus 1x40GiB tries the harness on the fake NVML)" : ""));
+    }
+  });
+  return c;
+}
+
+}  // namespace colo::cli

@@ -1,0 +1,135 @@
+// `colo bench collocation` end to end on the fake NVML: real processes (colo-fake-job reporting
+// progress), solo and pair runs, the MPS control daemon (a recording stand-in), MIG instances,
+// the fitted model file read back by the simulator, and the one-line errors. Assertions are on
+// what the runs recorded, never on how fast anything ran.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_run.h"
+#include "sim/models/sim_model.h"
+
+namespace colo::sim::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kFakeJob = std::string(COLO_BINARY_DIR) + "/colo-fake-job";
+
+class CliBench : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("colo-bench-test-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  static std::string job(const std::string& name, double smact, double rate) {
+    return "--job '" + name + "=" + kFakeJob + " --mem 1GiB --hold inf --sm-activity " + std::to_string(smact) +
+           " --progress-rate " + std::to_string(rate) + "'";
+  }
+  CliRun bench(const std::string& args) {
+    return run_colo_args("bench collocation --fake-gpus '1x40GiB+1x80GiB:mig=3g.40gb,4g.40gb' --warmup-s 0 "
+                         "--measure-s 0.5 --work-dir " + path("work") + " " + args);
+  }
+  static std::string shell(const std::string& cmd) {
+    std::string out;
+    if (FILE* p = popen(cmd.c_str(), "r")) {
+      char buf[256];
+      while (fgets(buf, sizeof buf, p)) out += buf;
+      pclose(p);
+    }
+    return out;
+  }
+  static std::string read(const std::string& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(CliBench, StreamsPairsAreMeasuredFittedAndWrittenAsAModelTheSimulatorReads) {
+  const auto r = bench("--sharing streams " + job("small", 0.3, 100) + " " + job("large", 0.6, 40) + " --out " +
+                       path("m.toml") + " --measurements " + path("m.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("streams.slice_wait = "));
+  const SimModel m = load_sim_model(path("m.toml"));
+  EXPECT_THAT(m.sources.at("streams.slice_wait"),
+              HasSubstr("colo bench collocation, streams on Fake NVIDIA GPU 40GiB (GPU-"));
+  EXPECT_THAT(m.sources.at("streams.switch_overhead"), HasSubstr("1 pair(s) of jobs small, large, 2 slowdowns"));
+  EXPECT_THAT(m.sources.at("mps.interference"), HasSubstr("thesis Table 4.2"));  // not measured: kept
+  const auto j = nlohmann::json::parse(read(path("m.json")));
+  EXPECT_EQ(j["format"], "colo-bench-collocation 1");
+  ASSERT_EQ(j["solo"].size(), 2u);
+  EXPECT_EQ(j["solo"][0]["job"], "small");
+  EXPECT_NEAR(j["solo"][0]["smact"].get<double>(), 0.3, 1e-6);  // what the fake GPU reported for it
+  EXPECT_NEAR(j["solo"][1]["smact"].get<double>(), 0.6, 1e-6);
+  ASSERT_EQ(j["pairs"].size(), 1u);
+  for (const auto& t : j["pairs"][0]["throughput"]) EXPECT_GT(t.get<double>(), 0);
+  EXPECT_EQ(j["fitted"]["streams.slice_wait"]["value"].get<double>(), m.streams.slice_wait);
+  // The simulator runs on it.
+  const auto s = run_colo_args("sim --model " + path("m.toml") + " --sharing streams --json");
+  ASSERT_EQ(s.status, 0) << s.out;
+  EXPECT_EQ(nlohmann::json::parse(s.out)["completed"], 90);
+}
+
+TEST_F(CliBench, MpsPairsRunThroughOneMpsControlDaemon) {
+  const auto r = bench("--sharing mps --mps-control " + std::string(COLO_SOURCE_DIR) + "/tests/gpu/fake_mps_control.sh " +
+                       job("a", 0.3, 100) + " " + job("b", 0.5, 50) + " " + job("c", 0.2, 80) + " --out " + path("m.toml"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const SimModel m = load_sim_model(path("m.toml"));
+  EXPECT_THAT(m.sources.at("mps.interference"), HasSubstr("3 pair(s) of jobs a, b, c, 6 slowdowns"));
+  // Started once for the pairs (not for the solo runs), quit at the end.
+  std::string calls;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(path("work") + "/mps"))
+    if (e.path().filename() == "calls") calls += read(e.path().string());
+  EXPECT_THAT(calls, HasSubstr("start -d CUDA_VISIBLE_DEVICES=GPU-"));
+  EXPECT_THAT(calls, HasSubstr("command quit"));
+  EXPECT_EQ(calls.find("start -d"), calls.rfind("start -d"));
+}
+
+TEST_F(CliBench, MigRunsEachJobAloneOnEachInstance) {
+  auto r = bench("--sharing mig --mig-instance MIG-none " + job("a", 0.3, 100) + " --out " + path("m.toml"));
+  EXPECT_NE(r.status, 0);
+  EXPECT_THAT(r.out, HasSubstr("--mig-instance MIG-none: no such MIG instance; there are: MIG-"));
+  const std::string uuid = r.out.substr(r.out.find("there are: ") + 11, r.out.find(" (Fake") - r.out.find("there are: ") - 11);
+  r = bench("--sharing mig --mig-instance " + uuid + " " + job("a", 0.3, 100) + " --out " + path("m.toml") +
+            " --measurements " + path("m.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(read(path("m.json")));
+  ASSERT_EQ(j["mig"].size(), 1u);
+  EXPECT_EQ(j["mig"][0]["compute_slices"], 3);
+  EXPECT_EQ(j["mig"][0]["instance"], uuid);
+  load_sim_model(path("m.toml"));  // written whatever was fitted
+}
+
+TEST_F(CliBench, JobsThatEndOrNeverReportAreOneLineErrorsAndNothingIsLeftRunning) {
+  auto r = bench("--sharing streams " + job("a", 0.3, 100) + " --job 'b=echo starting; exit 3' --out " + path("m.toml"));
+  EXPECT_NE(r.status, 0);
+  EXPECT_THAT(r.out, HasSubstr("bench: job b exited with status 3 before reporting progress (run solo; it must run "
+                               "until stopped); its output ends: starting"));
+  r = bench("--sharing streams --stall-timeout-s 1 --job 'quiet=sleep 301' " + job("b", 0.3, 10) + " --out " + path("m.toml"));
+  EXPECT_NE(r.status, 0);
+  EXPECT_THAT(r.out, HasSubstr("a job of run solo reported no progress in 1 s"));
+  r = bench("--sharing streams --job 'liar=echo lots > $COLO_BENCH_PROGRESS; sleep 301' " + job("b", 0.3, 10) + " --out " + path("m.toml"));
+  EXPECT_THAT(r.out, HasSubstr("bench: job liar wrote 'lots' to its progress file"));
+  EXPECT_FALSE(std::filesystem::exists(path("m.toml")));
+  // The stopped jobs' sessions are gone: nothing of theirs still runs.
+  EXPECT_EQ(shell("pgrep -f 'slee[p] 301' || echo none"), "none\n");
+  r = bench("--sharing streams " + job("a", 0.3, 100) + " --out " + path("m.toml"));
+  EXPECT_THAT(r.out, HasSubstr("give at least 2 --job"));
+  r = bench("--sharing mps --job x=true --job y=true --smact z=0.5 --out " + path("m.toml"));
+  EXPECT_THAT(r.out, HasSubstr("--smact 'z=0.5': no --job is named z"));
+}
+
+}  // namespace
+}  // namespace colo::sim::test
