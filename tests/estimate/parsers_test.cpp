@@ -292,6 +292,15 @@ TEST(GpuMemNetRow, MalformedRowsFailWithLocation) {
                             "cnn.csv:12");
       },
       "cnn.csv:12: layer 1 (conv2d): cannot recover channels");
+  // Shapes whose products would overflow (the fuzzer's input_size^2) or that are empty.
+  expect_error([&] { parse_gpumemnet_row("input_channels:3_input_size:6264637474634.out", "[('conv2d', 64, 7)]",
+                                         GpuMemNetKind::CNN, "cnn.csv:13"); },
+               "cnn.csv:13: filename field 'input_size:6264637474634' must be in [1, 65536]");
+  expect_error([&] { parse_gpumemnet_row("input_channels:0_input_size:8.out", "[('conv2d', 64, 7)]", GpuMemNetKind::CNN,
+                                         "cnn.csv:14"); },
+               "cnn.csv:14: filename field 'input_channels:0' must be in [1, 1048576]");
+  expect_error([&] { parse_gpumemnet_row("input:0_output:2.out", "[('linear', 2, 22)]", GpuMemNetKind::MLP, "mlp.csv:15"); },
+               "mlp.csv:15: filename field 'input:0' must be in [1, 1048576]");
 }
 
 TEST(LoadSummary, MissingOrEmptyFile) {

@@ -12,6 +12,7 @@
 #include "core/limits.h"
 #include "core/parse_number.h"
 #include "core/utf8.h"
+#include "core/one_line.h"
 #include "estimate/input_file.h"
 #include "estimate/graph/parsers.h"
 
@@ -91,7 +92,7 @@ void check_utf8(const std::vector<std::string>& rec, const std::vector<std::stri
   for (std::size_t i = 0; i < rec.size(); ++i)
     if (!is_valid_utf8(rec[i]))
       throw UserError(&rec == &header ? loc + ": header column " + std::to_string(i + 1) + ": not valid UTF-8"
-                                      : loc + ": column '" + header[i] + "': not valid UTF-8");
+                                      : loc + ": column '" + one_line(header[i]) + "': not valid UTF-8");
 }
 
 // The next non-blank record, checked to have the header's field count; returns its location
@@ -123,7 +124,7 @@ std::map<std::string, std::size_t> columns(const std::vector<std::string>& heade
   std::map<std::string, std::size_t> col;
   for (std::size_t i = 0; i < header.size(); ++i)
     if (auto [it, fresh] = col.emplace(header[i], i); !fresh)
-      throw UserError(path + ":1: column '" + header[i] + "' appears twice in the header (columns " +
+      throw UserError(path + ":1: column '" + one_line(header[i]) + "' appears twice in the header (columns " +
                       std::to_string(it->second + 1) + " and " + std::to_string(i + 1) + ")");
   return col;
 }

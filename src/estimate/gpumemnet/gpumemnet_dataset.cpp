@@ -9,6 +9,7 @@
 #include "core/limits.h"
 #include "core/utf8.h"
 #include "core/parse_number.h"
+#include "core/one_line.h"
 #include "estimate/input_file.h"
 #include "estimate/evaluation/dataset.h"
 
@@ -95,7 +96,7 @@ GpuMemNetDataset load_gpumemnet_dataset(const std::string& path, GpuMemNetFamily
   std::map<std::string, std::size_t> col;
   for (std::size_t i = 0; i < fields.size(); ++i)
     if (auto [it, fresh] = col.emplace(fields[i], i); !fresh)
-      throw UserError(fmt::format("{}:1: column '{}' appears twice in the header (columns {} and {})", path, fields[i],
+      throw UserError(fmt::format("{}:1: column '{}' appears twice in the header (columns {} and {})", path, one_line(fields[i]),
                                   it->second + 1, i + 1));
   std::vector<std::string> needed = {"Filename",         "Activations-Params", "Activation Function",
                                      "Total Activations", "Total Parameters",   "Batch Size",

@@ -118,6 +118,15 @@ std::int64_t need_int(const std::multimap<std::string, std::string>& kv, const s
   return parse_int(it->second, location, key.c_str());
 }
 
+// A shape field of the filename, bounded so that products of shapes (H x W, x channels, x the
+// batch) stay far inside int64: an image side up to 65 536 pixels, up to 2^20 channels or features.
+std::int64_t need_dim(const std::multimap<std::string, std::string>& kv, const std::string& key,
+                      const std::string& location, std::int64_t hi) {
+  const std::int64_t v = need_int(kv, key, location);
+  if (v < 1 || v > hi) fail(location, "filename field '" + key + ":" + std::to_string(v) + "' must be in [1, " + std::to_string(hi) + "]");
+  return v;
+}
+
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -213,7 +222,7 @@ ModelGraph parse_gpumemnet_row(std::string_view filename, std::string_view activ
   if (auto it = kv.find("act"); it != kv.end()) g.activation = lower(it->second);
 
   if (kind == GpuMemNetKind::MLP) {
-    const std::int64_t input = need_int(kv, "input", location);
+    const std::int64_t input = need_dim(kv, "input", location, std::int64_t{1} << 20);
     g.input_shape = {input};
     std::int64_t width = input;
     for (std::size_t i = 0; i < tuples.size(); ++i) {
@@ -238,8 +247,8 @@ ModelGraph parse_gpumemnet_row(std::string_view filename, std::string_view activ
       g.layers.push_back(std::move(l));
     }
   } else {
-    std::int64_t channels = need_int(kv, "input_channels", location);
-    const std::int64_t size = need_int(kv, "input_size", location);
+    std::int64_t channels = need_dim(kv, "input_channels", location, std::int64_t{1} << 20);
+    const std::int64_t size = need_dim(kv, "input_size", location, std::int64_t{1} << 16);
     g.input_shape = {channels, size, size};
     std::int64_t hw = size * size;
     std::vector<std::int64_t> history = {channels};  // channel counts seen, most recent first

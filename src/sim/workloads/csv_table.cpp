@@ -7,6 +7,7 @@
 #include "core/limits.h"
 #include "core/parse_number.h"
 #include "core/utf8.h"
+#include "core/one_line.h"
 #include "estimate/input_file.h"
 
 namespace colo::sim {
@@ -58,7 +59,7 @@ CsvTable CsvTable::parse(std::string_view text, const std::string& path) {
       if (!is_valid_utf8(cells[i])) {
         if (!have_header) throw UserError(fmt::format("{}:{}: header column {}: not valid UTF-8", path, line_no, i + 1));
         throw UserError(fmt::format("{}:{}: column '{}': not valid UTF-8", path, line_no,
-                                    i < t.header_.size() ? t.header_[i] : std::to_string(i + 1)));
+                                    i < t.header_.size() ? one_line(t.header_[i]) : std::to_string(i + 1)));
       }
     if (!have_header) {
       // A repeated name would make find() silently pick one of the two columns.
@@ -66,7 +67,7 @@ CsvTable CsvTable::parse(std::string_view text, const std::string& path) {
         for (size_t j = 0; j < i; ++j)
           if (cells[i] == cells[j])
             throw UserError(fmt::format("{}:{}: column '{}' appears twice in the header (columns {} and {})", path,
-                                        line_no, cells[i], j + 1, i + 1));
+                                        line_no, one_line(cells[i]), j + 1, i + 1));
       t.header_ = std::move(cells);
       have_header = true;
       continue;
