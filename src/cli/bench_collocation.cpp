@@ -1,6 +1,7 @@
 #include "cli/bench_collocation.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <ctime>
@@ -259,6 +260,13 @@ void check(const Args& a) {
   seconds("--measure-s", a.measure_s, 0.1);
   seconds("--stall-timeout-s", a.stall_s, 1);
   if (a.out.empty()) throw UserError("bench collocation: --out MODEL.toml is required");
+  // Known before an hour of runs, not after.
+  for (const std::string& path : {a.out, a.measurements}) {
+    if (path.empty()) continue;
+    const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
+    if (::access(parent.c_str(), W_OK) != 0)
+      throw UserError(fmt::format("bench collocation: cannot write {}: {} is not a writable directory", path, parent.string()));
+  }
 }
 
 std::string fmt_opt(const std::optional<double>& v) { return v ? fmt::format("{:.3f}", *v) : "-"; }
@@ -362,11 +370,13 @@ void run(const Args& a) {
                                          when, runs.size(), names);
     if (a.sharing == "mps") {
       const auto fit = sim::fit_mps_interference(runs);
+      if (!fit) throw UserError("bench: no usable pair measurement to fit MPS interference to");
       model.mps.interference = fit->value;
       model.sources["mps.interference"] = fmt::format("{}, {} slowdowns, rms {:.3f}{}", what, fit->observations, fit->rms, file_note);
       meas["fitted"]["mps.interference"] = {{"value", fit->value}, {"observations", fit->observations}, {"rms", fit->rms}};
     } else {
       const auto fit = sim::fit_streams(runs, model.streams.busy_floor);
+      if (!fit) throw UserError("bench: no usable pair measurement to fit the streams model to");
       model.streams.switch_overhead = fit->switch_overhead.value;
       model.streams.slice_wait = fit->slice_wait.value;
       for (const auto& [key, p] : {std::pair{"streams.switch_overhead", fit->switch_overhead}, std::pair{"streams.slice_wait", fit->slice_wait}}) {

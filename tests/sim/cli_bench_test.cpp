@@ -127,6 +127,10 @@ TEST_F(CliBench, JobsThatEndOrNeverReportAreOneLineErrorsAndNothingIsLeftRunning
   EXPECT_EQ(shell("pgrep -f 'slee[p] 301' || echo none"), "none\n");
   r = bench("--sharing streams " + job("a", 0.3, 100) + " --out " + path("m.toml"));
   EXPECT_THAT(r.out, HasSubstr("give at least 2 --job"));
+  std::filesystem::remove_all(path("work"));
+  r = bench("--sharing streams " + job("a", 0.3, 100) + " " + job("b", 0.3, 100) + " --out /nonexistent-dir/m.toml");
+  EXPECT_THAT(r.out, HasSubstr("cannot write /nonexistent-dir/m.toml: /nonexistent-dir is not a writable directory"));
+  EXPECT_FALSE(std::filesystem::exists(path("work") + "/solo-a.log"));  // refused before any run
   r = bench("--sharing mps --job x=true --job y=true --smact z=0.5 --out " + path("m.toml"));
   EXPECT_THAT(r.out, HasSubstr("--smact 'z=0.5': no --job is named z"));
 }
