@@ -3,7 +3,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -33,6 +36,11 @@ namespace colo::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// SIGINT/SIGTERM/SIGHUP: the runs' polling loops see it and throw, so every job (in sessions of
+// their own, out of the terminal's reach) and the MPS daemon are stopped on the way out.
+std::atomic<int> g_interrupted{0};
+void on_interrupt(int sig) { g_interrupted = sig; }
 
 struct Args {
   std::vector<std::string> jobs, smact, mig_instances;
@@ -130,6 +138,7 @@ class Bench {
     }
     for (auto& j : run) j->start();
     auto check_alive = [&](const char* when) {
+      if (g_interrupted) throw UserError(fmt::format("bench: interrupted by signal {} (run {}); its jobs are stopped", g_interrupted.load(), tag));
       for (auto& j : run)
         if (j->ended()) {
           const std::string tail = j->log_tail(400);
@@ -137,35 +146,53 @@ class Bench {
                                       j->how_it_ended(), when, tag, tail.empty() ? "" : "; its output ends: " + tail));
         }
     };
-    // Every job has reported once (its start-up is over), then the warm-up.
-    const auto started = Clock::now();
-    for (bool all = false; !all;) {
-      check_alive("before reporting progress");
-      all = true;
-      for (auto& j : run) all = all && j->progress().has_value();
-      if (!all && since(started) > a_.stall_s)
-        throw UserError(fmt::format("bench: a job of run {} reported no progress in {:g} s (it writes its progress to "
-                                    "$COLO_BENCH_PROGRESS; see `colo bench collocation --help`)", tag, a_.stall_s));
-      if (!all) pause_s(0.1);
-    }
-    for (const auto warm = Clock::now(); since(warm) < a_.warmup_s; pause_s(0.1)) check_alive("during the warm-up");
-    // The window: progress at both ends, the GPU sampled every second in between.
-    std::vector<double> p0, t0;
+    // Every job's first report after now: (value, seconds since `origin`) at the instant the
+    // new value is seen (all jobs polled together every 10 ms), so both ends of a window are
+    // report instants and a job that reports seldom is neither over- nor under-counted.
+    auto next_reports = [&](Clock::time_point origin, double deadline_s, const char* when) {
+      std::vector<std::optional<double>> before;
+      for (auto& j : run) before.push_back(j->progress());
+      std::vector<std::optional<std::pair<double, double>>> seen(run.size());
+      for (std::size_t left = run.size(); left > 0;) {
+        check_alive(when);
+        for (std::size_t i = 0; i < run.size(); ++i) {
+          if (seen[i]) continue;
+          const auto v = run[i]->progress();
+          if (v && (!before[i] || *v > *before[i])) seen[i] = std::pair{*v, since(origin)}, --left;
+        }
+        if (left == 0) break;
+        if (since(origin) > deadline_s) {
+          std::string quiet;
+          for (std::size_t i = 0; i < run.size(); ++i)
+            if (!seen[i]) quiet += (quiet.empty() ? "" : ", ") + run[i]->name();
+          throw UserError(fmt::format("bench: job {} made no progress report within {:g} s {} (run {}; a job writes "
+                                      "its progress to $COLO_BENCH_PROGRESS: `colo bench collocation --help`)",
+                                      quiet, a_.stall_s, when, tag));
+        }
+        pause_s(0.01);
+      }
+      std::vector<std::pair<double, double>> out;
+      for (auto& x : seen) out.push_back(*x);
+      return out;
+    };
     const auto origin = Clock::now();
-    for (auto& j : run) {
-      p0.push_back(*j->progress());
-      t0.push_back(since(origin));
-    }
+    // Start-up over (every job has reported), then the warm-up.
+    next_reports(origin, a_.stall_s, "after starting");
+    for (const auto warm = Clock::now(); since(warm) < a_.warmup_s; pause_s(0.05)) check_alive("during the warm-up");
+    // The window: from each job's next report, the GPU sampled every second, to each job's
+    // first report after measure_s.
+    const auto start = next_reports(origin, since(origin) + a_.stall_s, "after the warm-up");
     if (sample >= 0) backend_->sample(sample);  // rates (GPM) need a first sample
     double smact_sum = 0, busy_sum = 0;
     int smact_n = 0, busy_n = 0;
     auto take_sample = [&] {
       const gpu::DeviceSample s = backend_->sample(sample);
-      if (s.smact) smact_sum += *s.smact, ++smact_n;
-      if (s.gpu_util) busy_sum += *s.gpu_util, ++busy_n;
+      if (s.smact) smact_sum += std::clamp(*s.smact, 0.0, 1.0), ++smact_n;
+      if (s.gpu_util) busy_sum += std::clamp(*s.gpu_util, 0.0, 1.0), ++busy_n;
     };
-    auto next_sample = Clock::now() + std::chrono::seconds(1);
-    while (since(origin) < a_.measure_s) {
+    const auto window = Clock::now();
+    auto next_sample = window + std::chrono::seconds(1);
+    while (since(window) < a_.measure_s) {
       check_alive("during the measurement");
       if (sample >= 0 && Clock::now() >= next_sample) {
         take_sample();
@@ -174,21 +201,11 @@ class Bench {
       pause_s(0.05);
     }
     if (sample >= 0) take_sample();  // the rest of the window (and the only rate of a short one)
-    // Each job's end of window: its first report after the window (a job that reports
-    // seldom is waited for, so its throughput is never read as zero).
+    const auto end = next_reports(origin, since(origin) + a_.stall_s, "during the measurement");
     Window w;
-    for (std::size_t i = 0; i < run.size(); ++i) {
-      while (*run[i]->progress() <= p0[i]) {
-        check_alive("during the measurement");
-        if (since(origin) > a_.measure_s + a_.stall_s)
-          throw UserError(fmt::format("bench: job {} made no progress in {:g} s (run {})", run[i]->name(),
-                                      since(origin), tag));
-        pause_s(0.05);
-      }
-      const double t1 = since(origin);
-      w.throughput.push_back((*run[i]->progress() - p0[i]) / (t1 - t0[i]));
-    }
-    w.seconds = since(origin);
+    for (std::size_t i = 0; i < run.size(); ++i)
+      w.throughput.push_back((end[i].first - start[i].first) / (end[i].second - start[i].second));
+    w.seconds = since(window);
     for (auto& j : run) j->stop(a_.stop_grace_s);
     if (smact_n) w.smact = smact_sum / smact_n;
     if (busy_n) w.busy = busy_sum / busy_n;
@@ -273,6 +290,9 @@ std::string fmt_opt(const std::optional<double>& v) { return v ? fmt::format("{:
 
 void run(const Args& a) {
   check(a);
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
   std::vector<JobSpec> jobs = parse_jobs(a);
   sim::SimModel model = sim::load_sim_model(a.base_model.empty() ? sim::default_sim_model_path() : a.base_model);
   Bench bench(a);
@@ -389,12 +409,20 @@ void run(const Args& a) {
       model, fmt::format("colo's simulator model (`colo sim --model FILE`), written by `colo bench collocation` on {}, {}.\n"
                          "The parameters it measured name it as their source; the others are the base model's ({}).",
                          gpu_text, when, a.base_model.empty() ? "built in" : a.base_model));
+  // Written whole, then renamed: a file is either the old one or the complete new one.
   auto write = [](const std::string& path, const std::string& content) {
-    std::ofstream f(path, std::ios::trunc);
-    if (!(f << content) || !(f.flush())) throw UserError(fmt::format("bench: cannot write {}", path));
+    const std::string tmp = path + ".tmp";
+    {
+      std::ofstream f(tmp, std::ios::trunc);
+      if (!(f << content) || !(f.flush())) throw UserError(fmt::format("bench: cannot write {}", tmp));
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) throw UserError(fmt::format("bench: cannot write {}: {}", path, ec.message()));
   };
+  const std::string meas_text = meas.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   write(a.out, text);
-  if (!a.measurements.empty()) write(a.measurements, meas.dump(2) + "\n");
+  if (!a.measurements.empty()) write(a.measurements, meas_text);
   if (meas.contains("fitted"))
     for (const auto& [key, v] : meas["fitted"].items())
       std::cout << fmt::format("{} = {:.4f}  ({} observations, rms {:.3f})\n", key, v["value"].get<double>(),

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/one_line.h"
 
 extern char** environ;
 
@@ -26,9 +27,7 @@ BenchJob::BenchJob(std::string name, std::string command, Env env, const std::st
     : name_(std::move(name)), command_(std::move(command)), env_(std::move(env)),
       progress_path_(work_dir + "/" + tag + ".progress"), log_path_(work_dir + "/" + tag + ".log") {}
 
-BenchJob::~BenchJob() {
-  if (!reaped_) stop(2);
-}
+BenchJob::~BenchJob() { stop(2); }
 
 void BenchJob::start() {
   ::unlink(progress_path_.c_str());
@@ -65,6 +64,7 @@ void BenchJob::start() {
   ::close(log);
   pid_ = pid;
   reaped_ = false;
+  stopped_ = false;
   ended_how_.clear();
   last_.reset();
 }
@@ -79,7 +79,7 @@ std::optional<double> BenchJob::progress() {
     while (end && (*end == ' ' || *end == '\t' || *end == '\r')) ++end;
     if (end == text.c_str() || *end != '\0' || errno != 0 || !std::isfinite(v) || v < 0)
       throw UserError(fmt::format("bench: job {} wrote '{}' to its progress file {}: expected a non-negative number",
-                                  name_, text.substr(0, 60), progress_path_));
+                                  name_, one_line(text.substr(0, 60)), progress_path_));
     if (last_ && v < *last_)
       throw UserError(fmt::format("bench: job {}'s progress went back from {} to {} ({}): it must only grow", name_,
                                   *last_, v, progress_path_));
@@ -100,13 +100,24 @@ bool BenchJob::ended() {
   return true;
 }
 
+namespace {
+
+// To the job's session (its process group); before the child's setsid() the group does not
+// exist yet, so to the child itself.
+void signal_job(pid_t pid, int sig) {
+  if (::kill(-pid, sig) != 0 && errno == ESRCH) ::kill(pid, sig);
+}
+
+}  // namespace
+
 void BenchJob::stop(double grace_s) {
-  if (reaped_) return;
-  ::kill(-pid_, SIGTERM);
+  if (pid_ < 0 || stopped_) return;
+  stopped_ = true;
+  if (!reaped_) signal_job(pid_, SIGTERM);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_s);
   while (!ended()) {
     if (std::chrono::steady_clock::now() >= deadline) {
-      ::kill(-pid_, SIGKILL);
+      signal_job(pid_, SIGKILL);
       int status = 0;
       ::waitpid(pid_, &status, 0);
       reaped_ = true;
@@ -115,7 +126,10 @@ void BenchJob::stop(double grace_s) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ::kill(-pid_, SIGKILL);  // whatever of its session is left
+  // Whatever else of its session is left (workers, a backgrounded child, also when the job ended
+  // by itself), until the group is gone: the next run must find the GPU as this one left it.
+  ::kill(-pid_, SIGKILL);
+  for (int i = 0; i < 500 && ::kill(-pid_, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
 std::string BenchJob::log_tail(std::size_t bytes) const {
@@ -123,9 +137,9 @@ std::string BenchJob::log_tail(std::size_t bytes) const {
   std::ostringstream s;
   s << in.rdbuf();
   std::string t = s.str();
-  if (t.size() > bytes) t = "…" + t.substr(t.size() - bytes);
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-  return t;
+  if (t.size() > bytes) t = "…" + t.substr(t.size() - bytes);
+  return one_line(t);
 }
 
 }  // namespace colo::cli

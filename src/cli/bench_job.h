@@ -34,9 +34,10 @@ class BenchJob {
   // Whether it has ended (reaps it); then `how_it_ended` says how.
   bool ended();
   const std::string& how_it_ended() const { return ended_how_; }
-  // SIGTERM to its session, SIGKILL after `grace_s`; waits until it is reaped.
+  // SIGTERM to its session, SIGKILL after `grace_s`; returns once it is reaped and its session
+  // has no process left (also when it had ended by itself). Once per start().
   void stop(double grace_s);
-  // The last `bytes` of its output, for error messages.
+  // The last `bytes` of its output on one line (newlines escaped), for error messages.
   std::string log_tail(std::size_t bytes) const;
   const std::string& name() const { return name_; }
 
@@ -46,6 +47,7 @@ class BenchJob {
   std::string progress_path_, log_path_;
   pid_t pid_ = -1;
   bool reaped_ = true;
+  bool stopped_ = false;
   std::string ended_how_;
   std::optional<double> last_;
 };

@@ -5,6 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -115,11 +119,11 @@ TEST_F(CliBench, MigRunsEachJobAloneOnEachInstance) {
 TEST_F(CliBench, JobsThatEndOrNeverReportAreOneLineErrorsAndNothingIsLeftRunning) {
   auto r = bench("--sharing streams " + job("a", 0.3, 100) + " --job 'b=echo starting; exit 3' --out " + path("m.toml"));
   EXPECT_NE(r.status, 0);
-  EXPECT_THAT(r.out, HasSubstr("bench: job b exited with status 3 before reporting progress (run solo; it must run "
-                               "until stopped); its output ends: starting"));
+  EXPECT_THAT(r.out, HasSubstr("bench: job b exited with status 3 after starting (run solo; it must run until "
+                               "stopped); its output ends: starting"));
   r = bench("--sharing streams --stall-timeout-s 1 --job 'quiet=sleep 301' " + job("b", 0.3, 10) + " --out " + path("m.toml"));
   EXPECT_NE(r.status, 0);
-  EXPECT_THAT(r.out, HasSubstr("a job of run solo reported no progress in 1 s"));
+  EXPECT_THAT(r.out, HasSubstr("bench: job quiet made no progress report within 1 s after starting (run solo;"));
   r = bench("--sharing streams --job 'liar=echo lots > $COLO_BENCH_PROGRESS; sleep 301' " + job("b", 0.3, 10) + " --out " + path("m.toml"));
   EXPECT_THAT(r.out, HasSubstr("bench: job liar wrote 'lots' to its progress file"));
   EXPECT_FALSE(std::filesystem::exists(path("m.toml")));
@@ -133,6 +137,34 @@ TEST_F(CliBench, JobsThatEndOrNeverReportAreOneLineErrorsAndNothingIsLeftRunning
   EXPECT_FALSE(std::filesystem::exists(path("work") + "/solo-a.log"));  // refused before any run
   r = bench("--sharing mps --job x=true --job y=true --smact z=0.5 --out " + path("m.toml"));
   EXPECT_THAT(r.out, HasSubstr("--smact 'z=0.5': no --job is named z"));
+}
+
+// Ctrl-C in the middle of a run: colo stops the run's jobs (sessions of their own, which the
+// terminal's signal does not reach) before it exits. Synchronised on the job's progress file.
+TEST_F(CliBench, AnInterruptStopsTheRunningJobsFirst) {
+  const std::string out = path("colo.out");
+  const std::string cmd = std::string(COLO_BINARY_DIR) + "/colo bench collocation --fake-gpus 1x40GiB --sharing streams "
+                          "--warmup-s 3600 --work-dir " + path("work") + " " + job("a", 0.3, 123.25) + " " +
+                          "--job 'b=sleep 302' --out " + path("m.toml") + " > " + out + " 2>&1";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Job a is running (it has reported) and in its hour-long warm-up.
+  const std::string progress = path("work") + "/solo-a.progress";
+  for (int i = 0; i < 60000 && !std::filesystem::exists(progress); ++i) ::usleep(10000);
+  ASSERT_TRUE(std::filesystem::exists(progress));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+  EXPECT_THAT(read(out), HasSubstr("bench: interrupted by signal 2 (run solo); its jobs are stopped"));
+  // Nothing of the run is left (the rate is this test's own, so other tests' jobs do not count).
+  EXPECT_EQ(shell("pgrep -f 'progress-rate 123[.]25' || echo none"), "none\n");
+  EXPECT_EQ(shell("pgrep -f 'slee[p] 302' || echo none"), "none\n");
+  EXPECT_FALSE(std::filesystem::exists(path("m.toml")));
 }
 
 }  // namespace

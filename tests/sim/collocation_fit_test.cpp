@@ -75,6 +75,22 @@ TEST(CollocationFit, ANegativeJointSolutionFallsBackToOneConstant) {
   EXPECT_EQ(fit->slice_wait.value, 0);
 }
 
+TEST(CollocationFit, StreamsDataThatCannotSeparateTheConstantsGiveTheBetterSingleOne) {
+  // Both jobs busy all the time (NVML utilisation 1): the slice-wait term is zero, only the
+  // switch overhead can explain the slowdowns (here 2 × (1 + o) with o = 0.05).
+  const std::vector<CoRun> busy = {{{0.6, 0.7}, {1.0, 1.0}, {2.1, 2.1}}};
+  auto fit = fit_streams(busy, 0.8);
+  ASSERT_TRUE(fit);
+  EXPECT_NEAR(fit->switch_overhead.value, 0.05, 1e-12);
+  EXPECT_EQ(fit->slice_wait.value, 0);
+  // Equal busy shares (both at the floor): the two terms are collinear; one constant fits exactly.
+  const std::vector<CoRun> equal = {{{0.3, 0.4}, {{}, {}}, {1.7, 1.7}}};
+  fit = fit_streams(equal, 0.8);
+  ASSERT_TRUE(fit);
+  EXPECT_GT(fit->switch_overhead.value + fit->slice_wait.value, 0);
+  EXPECT_NEAR(fit->switch_overhead.rms, 0, 1e-12);
+}
+
 TEST(CollocationFit, MigCapacityFromSlowedRunsOnly) {
   // Table 4.2: ResNet152 (SMACT 0.82) on a 3g instance 1.40 h against 1.05 h alone.
   std::vector<MigRun> runs = {{3, 0.82, 1.40 / 1.05}, {3, 0.3, 1.0}, {7, 0.82, 1.0}};

@@ -104,6 +104,9 @@ TEST(SimModel, AWrittenModelReadsBackEqual) {
   m.mps.interference = 0.0731;
   m.sources["mps.interference"] = "colo bench collocation, \"GPU 0\" C:\\x, 2026-11-25: 3 pairs";
   m.mig.capacity_3g = 1.0 / 3.0;  // a value with no short decimal form
+  m.smact["site class.v2"] = {0.3, 0.01};  // not a bare TOML key: written quoted
+  m.sources["smact.site class.v2.at_batch_32"] = "measured";
+  m.sources["smact.site class.v2.per_doubling"] = "assumption";
   const std::string text = write_sim_model(m, "first line\nsecond line");
   EXPECT_THAT(text, ::testing::StartsWith("# first line\n# second line\n"));
   const std::string path = (std::filesystem::temp_directory_path() / "colo-sim-model-written.toml").string();

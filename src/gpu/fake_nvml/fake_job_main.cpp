@@ -123,6 +123,7 @@ Options parse_args(int argc, char** argv) {
       o.checkpoint_ignore = true;
     } else if (a == "--progress-rate") {
       o.progress_rate = parse_number(a, value(), 0, 1e9);
+      if (!std::isfinite(o.progress_rate)) usage_error("--progress-rate must be a finite number of steps per second");
     } else if (a == "--exit-code") {
       o.exit_code = static_cast<int>(parse_number(a, value(), 0, 255));
     } else {

@@ -33,15 +33,16 @@ std::string corun_problem(const CoRun& r) {
 }
 
 std::optional<FittedParam> fit_mps_interference(std::span<const CoRun> runs) {
-  // Least squares through the origin: y = slowdown / max(1, D) − 1 against x = n − 1.
+  // Least squares of the slowdowns themselves (the rms reported below): slowdown − max(1, D) =
+  // k × max(1, D) (n − 1), through the origin.
   double sxy = 0, sxx = 0;
   int obs = 0;
   for (const CoRun& r : runs) {
     if (!usable(r)) continue;
     const double d = std::max(1.0, std::accumulate(r.smact.begin(), r.smact.end(), 0.0));
-    const double x = static_cast<double>(r.slowdown.size() - 1);
+    const double x = d * static_cast<double>(r.slowdown.size() - 1);
     for (double s : r.slowdown) {
-      sxy += x * (s / d - 1);
+      sxy += x * (s - d);
       sxx += x * x;
       ++obs;
     }
@@ -88,11 +89,15 @@ std::optional<StreamsFit> fit_streams(std::span<const CoRun> runs, double busy_f
   }
   const double det = s11 * s22 - s12 * s12;
   double o = 0, w = 0;
-  if (det > 1e-12 * s11 * s22 && s11 > 0 && s22 > 0) {
+  bool solved = false;  // both constants determined (the rows are not collinear)
+  if (s11 > 0 && s22 > 0 && det > 1e-12 * s11 * s22) {
     o = (s1y * s22 - s2y * s12) / det;
     w = (s2y * s11 - s1y * s12) / det;
+    solved = true;
   }
-  if (!(o >= 0 && w >= 0)) {  // the best of the two one-parameter fits (or none)
+  // Otherwise (collinear rows, e.g. every busy share 1 or all equal; or a negative constant):
+  // the better of the two one-constant fits.
+  if (!solved || !(o >= 0 && w >= 0)) {
     const double o_only = s11 > 0 ? std::max(0.0, s1y / s11) : 0, w_only = s22 > 0 ? std::max(0.0, s2y / s22) : 0;
     auto sse = [&](double oo, double ww) {
       double e = 0;

@@ -2,12 +2,14 @@
 // Fitting the sharing models to pair measurements (what `colo bench collocation` measures on a
 // site's own GPUs, or the thesis' Table 4.2): each job's throughput alone and beside others gives
 // its slowdown; with the jobs' solo SM activity s and busy share b (NVML utilisation: the share
-// of time a kernel runs) the models' constants follow by least squares:
+// of time a kernel runs) the models' constants follow:
 //   MPS      slowdown_i = max(1, D) × (1 + k (n − 1))                         → k = interference
 //   streams  slowdown_i = max(1, Σb) × (1 + o (n − 1)) + w (1 − b_i)(Σb − b_i) → o = switch_overhead,
 //                                                                                w = slice_wait
 //   MIG      alone on an instance: slowdown = max(1, s / c)                   → c = capacity
-// (sim/models/mps_model.h, streams_model.h, mig_model.h). Pure: no I/O.
+// (sim/models/mps_model.h, streams_model.h, mig_model.h): MPS and streams by least squares of
+// the slowdowns (streams: both constants, or the better single one when the data cannot separate
+// them), MIG as the mean of s / slowdown over the runs the instance slowed. Pure: no I/O.
 #include <optional>
 #include <span>
 #include <string>

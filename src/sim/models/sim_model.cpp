@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <filesystem>
 #include <limits>
 #include <set>
@@ -13,6 +14,7 @@
 
 #include "common/resource_path.h"
 #include "core/error.h"
+#include "core/one_line.h"
 #include "daemon/client/toml_reader.h"
 
 namespace colo::sim {
@@ -131,7 +133,7 @@ std::string write_sim_model(SimModel m, const std::string& comment) {
   };
   std::ostringstream out;
   std::istringstream lines(comment);
-  for (std::string line; std::getline(lines, line);) out << "# " << line << "\n";
+  for (std::string line; std::getline(lines, line);) out << "# " << one_line(line) << "\n";
   out << "format = \"colo-sim-model 1\"\n";
   std::string section;
   for (const Scalar& x : scalar_params(m)) {
@@ -142,8 +144,20 @@ std::string write_sim_model(SimModel m, const std::string& comment) {
     }
     out << entry(key, *x.value);
   }
+  // A class name that is not a bare TOML key is written quoted; an empty table is still written
+  // (the reader requires the section).
+  auto key_text = [](const std::string& k) {
+    const bool bare = !k.empty() && std::all_of(k.begin(), k.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+    });
+    if (bare) return k;
+    std::ostringstream q;
+    q << toml::value<std::string>(k);
+    return q.str();
+  };
+  if (m.smact.empty()) out << "\n[smact]\n";
   for (const auto& [cls, row] : m.smact) {
-    out << "\n[smact." << cls << "]\n";
+    out << "\n[smact." << key_text(cls) << "]\n";
     out << entry("smact." + cls + ".at_batch_32", row.at_batch_32) << entry("smact." + cls + ".per_doubling", row.per_doubling);
   }
   return out.str();
