@@ -19,6 +19,7 @@ std::vector<SimJobSpec> jobs_from_trace(const Trace& trace, const Estimator& est
     j.true_mib = w.true_mib;
     j.solo_s = w.solo_seconds * (jitter > 0 ? u(rng) : 1.0);
     j.smact = w.smact;
+    j.busy = w.busy.value_or(-1.0);
     j.need = estimate(w);
     out.push_back(std::move(j));
   }

@@ -20,6 +20,7 @@ struct SimJobSpec {
   Seconds solo_s = 0;       // duration alone on its GPU(s)
   double smact = 0;         // solo SM activity 0..1
   MemoryNeed need;          // what the scheduler is told (the estimator's answer)
+  double busy = -1;         // solo busy share 0..1 (streams); < 0: the model's default
 };
 
 // The jobs of a trace, each workload's estimate given by `estimate`. `duration_jitter` (0 by

@@ -3,6 +3,9 @@
 
 #include "core/error.h"
 #include "data_path.h"
+#include "sim/estimator.h"
+#include "sim/simulator.h"
+#include "sim/workloads/trace.h"
 #include "sim/workloads/workload_catalog.h"
 
 namespace colo::sim {
@@ -62,6 +65,36 @@ TEST(WorkloadCatalog, SmactColumnOverridesTheClassTable) {
       "w.csv");
   EXPECT_DOUBLE_EQ(c.find("a")->smact, 0.4);
   EXPECT_EQ(c.find("a")->solo_seconds, 120);
+}
+
+// A measured busy share (what `colo bench collocation` records) is what a job takes from the GPU
+// under streams: a data-bound job that is busy 5 % of the time slows its co-runner far less than
+// the model's default for a training loop (busy ≥ 0.8) would; MPS does not look at it.
+TEST(WorkloadCatalog, BusyColumnReachesTheStreamsModel) {
+  const std::string head =
+      "workload,model,dataset,batch_size,gpus,epochs,epoch_minutes,measured_mib,horus_mib,faketensor_mib,"
+      "gpumemnet_mib,source,smact,busy\n"
+      "heavy,m,x,8,1,1,60,1000,,,,x,0.8,\n";
+  const auto run = [&](const std::string& light_busy, SharingKind sharing) {
+    const auto c = WorkloadCatalog::parse(head + "light,m,x,8,1,1,60,1000,,,,x,0.05," + light_busy + "\n", "w.csv");
+    const Trace t = parse_trace("submit_offset_s,workload\n0,heavy\n0,light\n", "t.csv", c);
+    SimConfig cfg;
+    cfg.gpus = 1;
+    cfg.sharing = sharing;
+    Conditions cond;
+    cond.enabled = false;  // both on the one GPU at once
+    cfg.scheduler.policy = make_policy(PolicyKind::RoundRobin, cond);
+    const auto jobs = jobs_from_trace(t, make_estimator("oracle", {}));
+    return simulate(cfg, jobs).outcomes[0].finish_s;  // the heavy job
+  };
+  EXPECT_LT(run("0.05", SharingKind::Streams), run("", SharingKind::Streams));
+  EXPECT_EQ(run("0.05", SharingKind::Mps), run("", SharingKind::Mps));
+  const auto c = WorkloadCatalog::parse(head + "light,m,x,8,1,1,60,1000,,,,x,0.05,0.05\n", "w.csv");
+  EXPECT_EQ(c.find("light")->busy, 0.05);
+  EXPECT_FALSE(c.find("heavy")->busy);
+  EXPECT_THAT(error_of(head + "light,m,x,8,1,1,60,1000,,,,x,0.3,0.2\n"),
+              HasSubstr("w.csv:3: busy must be in [smact, 1] = [0.3, 1] (a kernel runs whenever SMs are active), got 0.2"));
+  EXPECT_THAT(error_of(head + "light,m,x,8,1,1,60,1000,,,,x,0.3,1.5\n"), HasSubstr("w.csv:3: busy must be in [smact, 1]"));
 }
 
 TEST(WorkloadCatalog, BadInputNamesFileAndLine) {

@@ -180,7 +180,7 @@ class Engine {
   std::vector<PowerRt> power_;
   std::vector<GpuSnapshot> snaps_;
   std::vector<MiB> used_view_;
-  std::vector<double> solo_buf_;
+  std::vector<double> solo_buf_, busy_buf_;
   std::vector<int> power_buf_;
   std::vector<Attempt> runs_;
   std::vector<JobOutcome> out_;

@@ -11,11 +11,15 @@ void Engine::reshare(const std::vector<int>& gs) {
   for (int g : gs) {
     GpuRt& r = gpus_[static_cast<size_t>(g)];
     solo_buf_.clear();
-    for (JobId j : r.active) solo_buf_.push_back(jobs_[j].smact);
+    busy_buf_.clear();
+    for (JobId j : r.active) {
+      solo_buf_.push_back(jobs_[j].smact);
+      busy_buf_.push_back(jobs_[j].busy);
+    }
     r.slowdown.resize(r.active.size());
     double activity = 0;
     if (cfg_.mig.empty()) {
-      activity = model_->share_into(solo_buf_, {}, r.slowdown);
+      activity = model_->share_into(solo_buf_, busy_buf_, r.slowdown);
     } else if (!r.active.empty()) {  // one job alone on its instance; SMACT relative to it
       const MigProfile& m = cfg_.mig[static_cast<size_t>(g % per_)];
       r.slowdown[0] = mig_slowdown(m, solo_buf_[0]);

@@ -23,6 +23,10 @@ struct Workload {
   Seconds solo_seconds = 0;  // epochs × epoch_minutes × 60, alone on its GPU(s)
   double smact = 0;          // SM activity (0..1) when running alone, see sm_activity.h
   std::string smact_class;   // the workload class the SM activity came from
+  // Share of wall time it has GPU work queued when alone (NVML utilisation; `colo bench
+  // collocation` measures it): what it takes from the GPU under streams. nullopt (no `busy`
+  // column or an empty cell): the streams model's default for a training loop.
+  std::optional<double> busy;
   // The prototype's estimates (MiB per GPU); nullopt where the CSV cell is empty.
   std::optional<MiB> horus_mib, faketensor_mib, gpumemnet_mib;
   std::string summary;    // model summary file name (../summaries/…)

@@ -30,7 +30,7 @@ WorkloadCatalog from_table(const CsvTable& t, const SmActivityTable& smact_table
                c_horus = t.require("horus_mib"), c_fake = t.require("faketensor_mib"),
                c_gmn = t.require("gpumemnet_mib"), c_source = t.require("source");
   const auto c_summary = t.find("summary"), c_opt = t.find("optimizer"), c_seq = t.find("seq_len"),
-             c_smact = t.find("smact");
+             c_smact = t.find("smact"), c_busy = t.find("busy");
 
   std::vector<Workload> out;
   std::unordered_map<std::string, int> seen;
@@ -106,6 +106,10 @@ WorkloadCatalog from_table(const CsvTable& t, const SmActivityTable& smact_table
       w.smact = a->value;
       w.smact_class = a->workload_class;
     }
+    if (c_busy) w.busy = t.optional_number(r, *c_busy);
+    if (w.busy && !(*w.busy >= w.smact && *w.busy <= 1))
+      throw UserError(fmt::format("{}: busy must be in [smact, 1] = [{:g}, 1] (a kernel runs whenever SMs are active), "
+                                  "got {}", t.where(r), w.smact, *w.busy));
     out.push_back(std::move(w));
   }
   if (out.empty()) throw UserError(fmt::format("{}: no workloads", t.path()));
