@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <ctime>
 #include <filesystem>
@@ -23,6 +24,7 @@
 #include "cli/bench_job.h"
 #include "core/error.h"
 #include "core/limits.h"
+#include "core/one_line.h"
 #include "core/parse_number.h"
 #include "gpu/backend.h"
 #include "gpu/fake_nvml_env.h"
@@ -48,6 +50,7 @@ struct Args {
   int gpu = 0;
   double warmup_s = 30, measure_s = 120, stall_s = 600, stop_grace_s = 10;
   std::string base_model, out, measurements, work_dir, fake_gpus, mps_control = "nvidia-cuda-mps-control";
+  std::string solo_from;  // --solo-from: the solo runs of an earlier --measurements file
 };
 
 struct JobSpec {
@@ -99,9 +102,10 @@ class Bench {
     const gpu::DeviceInfo* d = device(a.gpu);
     if (!d) throw UserError(fmt::format("--gpu {}: no such GPU ({} found)", a.gpu, devices_.size()));
     if (!d->error.empty()) throw UserError(fmt::format("--gpu {}: {}", a.gpu, d->error));
-    if (d->mig_enabled)
+    if (d->mig_enabled && a.solo_from.empty())
       throw UserError(fmt::format("--gpu {} has MIG enabled: the solo and shared runs need a whole GPU "
-                                  "(MIG instances of another GPU go in --mig-instance)", a.gpu));
+                                  "(MIG instances of another GPU go in --mig-instance, or reuse earlier solo runs "
+                                  "with --solo-from FILE.json)", a.gpu));
     gpu_ = *d;
   }
 
@@ -310,7 +314,42 @@ void run(const Args& a) {
     std::optional<double> smact, busy;
   };
   std::vector<Solo> solo;
+  if (!a.solo_from.empty()) {
+    // The baseline of an earlier run (e.g. measured before the GPU was switched to MIG mode):
+    // the same jobs, by name and command, on a GPU of the same model.
+    nlohmann::json old;
+    try {
+      std::ifstream in(a.solo_from);
+      if (!in) throw UserError(fmt::format("--solo-from {}: cannot read it", a.solo_from));
+      old = nlohmann::json::parse(in);
+      if (old.value("format", "") != "colo-bench-collocation 1" || !old.contains("solo") || !old["solo"].is_array())
+        throw UserError(fmt::format("--solo-from {}: not a `colo bench collocation --measurements` file", a.solo_from));
+      const std::string old_gpu = old.at("gpu").at("name").get<std::string>();
+      if (old_gpu != bench.gpu().name)
+        throw UserError(fmt::format("--solo-from {}: measured on {}, this GPU is {}", a.solo_from, old_gpu, bench.gpu().name));
+      for (const JobSpec& j : jobs) {
+        const auto it = std::find_if(old["solo"].begin(), old["solo"].end(), [&](const nlohmann::json& x) {
+          return x.at("job").get<std::string>() == j.name;
+        });
+        if (it == old["solo"].end())
+          throw UserError(fmt::format("--solo-from {}: has no solo run of job {}", a.solo_from, j.name));
+        if (it->at("command").get<std::string>() != j.command)
+          throw UserError(fmt::format("--solo-from {}: job {} ran another command there", a.solo_from, j.name));
+        Solo x{it->at("throughput").get<double>(), it->at("smact").get<double>(), std::nullopt};
+        if (it->contains("busy") && (*it)["busy"].is_number()) x.busy = (*it)["busy"].get<double>();
+        if (!(std::isfinite(x.throughput) && x.throughput > 0 && *x.smact >= 0 && *x.smact <= 1))
+          throw UserError(fmt::format("--solo-from {}: job {}'s solo run has an unusable throughput or SMACT", a.solo_from, j.name));
+        if (j.smact) x.smact = j.smact;
+        meas["solo"].push_back(*it);
+        solo.push_back(x);
+      }
+      meas["solo_from"] = a.solo_from;
+    } catch (const nlohmann::json::exception& e) {
+      throw UserError(fmt::format("--solo-from {}: {}", a.solo_from, one_line(e.what())));
+    }
+  }
   for (const JobSpec& j : jobs) {
+    if (!a.solo_from.empty()) break;
     const Window w = bench.run({&j}, {bench.on_gpu(bench.gpu().uuid)}, a.gpu, "solo");
     Solo s{w.throughput[0], j.smact ? j.smact : w.smact, w.busy};
     if (!s.smact)
@@ -451,6 +490,9 @@ CLI::App* add_bench_collocation(CLI::App* bench) {
   c->add_option("--base-model", a->base_model, "model file whose other parameters are kept (default: built in)");
   c->add_option("--out", a->out, "the fitted model file to write (colo sim --model)")->required();
   c->add_option("--measurements", a->measurements, "also write every measurement as JSON");
+  c->add_option("--solo-from", a->solo_from,
+                "the solo runs of an earlier --measurements file of the same jobs on the same GPU model, instead of "
+                "running them again (a GPU now in MIG mode)");
   c->add_option("--work-dir", a->work_dir, "where progress files and job logs go (default: a new temporary directory)");
   c->add_option("--fake-gpus", a->fake_gpus, "run on the in-tree fake NVML (tests, demos), e.g. 1x40GiB");
   c->add_option("--mps-control", a->mps_control, "the MPS control binary (--sharing mps)")->capture_default_str();

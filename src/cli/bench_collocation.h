@@ -9,7 +9,7 @@
 //
 //   colo bench collocation --job NAME=COMMAND … --sharing streams|mps|mig [--gpu INDEX]
 //        [--mig-instance UUID …] [--smact NAME=VALUE …] [--warmup-s 30] [--measure-s 120]
-//        [--base-model FILE] --out MODEL.toml [--measurements FILE.json] [--work-dir DIR]
+//        [--base-model FILE] --out MODEL.toml [--measurements FILE.json] [--solo-from FILE.json] [--work-dir DIR]
 //        [--fake-gpus SPEC] [--mps-control BINARY]
 //
 // Jobs report progress through $COLO_BENCH_PROGRESS (cli/bench_job.h).

@@ -116,6 +116,38 @@ TEST_F(CliBench, MigRunsEachJobAloneOnEachInstance) {
   load_sim_model(path("m.toml"));  // written whatever was fitted
 }
 
+// A GPU in MIG mode has no whole GPU to run the baseline on: the solo runs of an earlier
+// measurement (same jobs, same GPU model) stand in, checked job by job.
+TEST_F(CliBench, MigCanReuseTheSoloRunsOfAnEarlierMeasurement) {
+  const std::string spec = "--fake-gpus '1x80GiB+1x80GiB:mig=3g.40gb,4g.40gb' --warmup-s 0 --measure-s 0.5 ";
+  auto r = run_colo_args("bench collocation " + spec + "--work-dir " + path("w1") + " --sharing streams " +
+                         job("a", 0.3, 100) + " " + job("b", 0.5, 60) + " --out " + path("s.toml") +
+                         " --measurements " + path("s.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = bench("--sharing mig --mig-instance MIG-none " + job("a", 0.3, 100) + " --out " + path("m.toml"));
+  const std::string uuid = r.out.substr(r.out.find("there are: ") + 11, r.out.find(" (Fake") - r.out.find("there are: ") - 11);
+  r = run_colo_args("bench collocation " + spec + "--work-dir " + path("w2") + " --gpu 1 --sharing mig --mig-instance " +
+                    uuid + " --solo-from " + path("s.json") + " " + job("a", 0.3, 100) + " --out " + path("m.toml") +
+                    " --measurements " + path("m.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(read(path("m.json")));
+  EXPECT_EQ(j["solo_from"], path("s.json"));
+  ASSERT_EQ(j["mig"].size(), 1u);
+  EXPECT_FALSE(std::filesystem::exists(path("w2") + "/solo-a.log"));  // not run again
+  EXPECT_TRUE(std::filesystem::exists(path("w2") + "/mig3-a.log"));
+  // Another command under the same name, or a GPU of another model, is no baseline.
+  r = run_colo_args("bench collocation " + spec + "--work-dir " + path("w3") + " --gpu 1 --sharing mig --mig-instance " +
+                    uuid + " --solo-from " + path("s.json") + " " + job("a", 0.3, 99) + " --out " + path("m.toml"));
+  EXPECT_THAT(r.out, HasSubstr("--solo-from " + path("s.json") + ": job a ran another command there"));
+  r = bench("--sharing streams --solo-from " + path("s.json") + " " + job("a", 0.3, 100) + " " + job("b", 0.5, 60) +
+            " --out " + path("m.toml"));
+  EXPECT_THAT(r.out, HasSubstr("--solo-from " + path("s.json") + ": measured on Fake NVIDIA GPU 80GiB, this GPU is "
+                               "Fake NVIDIA GPU 40GiB"));
+  r = bench("--sharing streams --solo-from " + path("nope.json") + " " + job("a", 0.3, 100) + " " + job("b", 0.5, 60) +
+            " --out " + path("m.toml"));
+  EXPECT_THAT(r.out, HasSubstr("--solo-from " + path("nope.json") + ": cannot read it"));
+}
+
 TEST_F(CliBench, JobsThatEndOrNeverReportAreOneLineErrorsAndNothingIsLeftRunning) {
   auto r = bench("--sharing streams " + job("a", 0.3, 100) + " --job 'b=echo starting; exit 3' --out " + path("m.toml"));
   EXPECT_NE(r.status, 0);
