@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sched.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -153,14 +155,19 @@ TEST_F(CliBench, JobsThatEndOrNeverReportAreOneLineErrorsAndNothingIsLeftRunning
   EXPECT_NE(r.status, 0);
   EXPECT_THAT(r.out, HasSubstr("bench: job b exited with status 3 after starting (run solo; it must run until "
                                "stopped); its output ends: starting"));
-  r = bench("--sharing streams --stall-timeout-s 1 --job 'quiet=sleep 301' " + job("b", 0.3, 10) + " --out " + path("m.toml"));
+  // Jobs that never end by themselves without a clock: they block opening a FIFO nobody writes.
+  const std::string never = path("never-301");
+  ASSERT_EQ(::mkfifo(never.c_str(), 0600), 0);
+  r = bench("--sharing streams --stall-timeout-s 1 --job 'quiet=read x < " + never + "' " + job("b", 0.3, 10) +
+            " --out " + path("m.toml"));
   EXPECT_NE(r.status, 0);
   EXPECT_THAT(r.out, HasSubstr("bench: job quiet made no progress report within 1 s after starting (run solo;"));
-  r = bench("--sharing streams --job 'liar=echo lots > $COLO_BENCH_PROGRESS; sleep 301' " + job("b", 0.3, 10) + " --out " + path("m.toml"));
+  r = bench("--sharing streams --job 'liar=echo lots > $COLO_BENCH_PROGRESS; read x < " + never + "' " + job("b", 0.3, 10) +
+            " --out " + path("m.toml"));
   EXPECT_THAT(r.out, HasSubstr("bench: job liar wrote 'lots' to its progress file"));
   EXPECT_FALSE(std::filesystem::exists(path("m.toml")));
   // The stopped jobs' sessions are gone: nothing of theirs still runs.
-  EXPECT_EQ(shell("pgrep -f 'slee[p] 301' || echo none"), "none\n");
+  EXPECT_EQ(shell("pgrep -f 'neve[r]-301' || echo none"), "none\n");
   r = bench("--sharing streams " + job("a", 0.3, 100) + " --out " + path("m.toml"));
   EXPECT_THAT(r.out, HasSubstr("give at least 2 --job"));
   std::filesystem::remove_all(path("work"));
@@ -177,7 +184,7 @@ TEST_F(CliBench, AnInterruptStopsTheRunningJobsFirst) {
   const std::string out = path("colo.out");
   const std::string cmd = std::string(COLO_BINARY_DIR) + "/colo bench collocation --fake-gpus 1x40GiB --sharing streams "
                           "--warmup-s 3600 --work-dir " + path("work") + " " + job("a", 0.3, 123.25) + " " +
-                          "--job 'b=sleep 302' --out " + path("m.toml") + " > " + out + " 2>&1";
+                          "--job 'b=read x < " + path("never-302") + "' --out " + path("m.toml") + " > " + out + " 2>&1";
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -186,16 +193,20 @@ TEST_F(CliBench, AnInterruptStopsTheRunningJobsFirst) {
   }
   // Job a is running (it has reported) and in its hour-long warm-up.
   const std::string progress = path("work") + "/solo-a.progress";
-  for (int i = 0; i < 60000 && !std::filesystem::exists(progress); ++i) ::usleep(10000);
-  ASSERT_TRUE(std::filesystem::exists(progress));
-  ::kill(pid, SIGINT);
+  // Polled on the file itself (bounded by the test's timeout, not by a guess); colo ending first
+  // fails the test instead of waiting.
   int status = 0;
+  while (!std::filesystem::exists(progress)) {
+    ASSERT_EQ(::waitpid(pid, &status, WNOHANG), 0) << "colo ended before its job reported: " << read(out);
+    ::sched_yield();
+  }
+  ::kill(pid, SIGINT);
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
   EXPECT_THAT(read(out), HasSubstr("bench: interrupted by signal 2 (run solo); its jobs are stopped"));
   // Nothing of the run is left (the rate is this test's own, so other tests' jobs do not count).
   EXPECT_EQ(shell("pgrep -f 'progress-rate 123[.]25' || echo none"), "none\n");
-  EXPECT_EQ(shell("pgrep -f 'slee[p] 302' || echo none"), "none\n");
+  EXPECT_EQ(shell("pgrep -f 'neve[r]-302' || echo none"), "none\n");
   EXPECT_FALSE(std::filesystem::exists(path("m.toml")));
 }
 
