@@ -32,6 +32,7 @@
 #include "gpu/nvml_backend.h"
 #include "sim/models/collocation_fit.h"
 #include "sim/models/sim_model.h"
+#include "slurm/atomic_file.h"
 
 namespace colo::cli {
 
@@ -448,20 +449,10 @@ void run(const Args& a) {
       model, fmt::format("colo's simulator model (`colo sim --model FILE`), written by `colo bench collocation` on {}, {}.\n"
                          "The parameters it measured name it as their source; the others are the base model's ({}).",
                          gpu_text, when, a.base_model.empty() ? "built in" : a.base_model));
-  // Written whole, then renamed: a file is either the old one or the complete new one.
-  auto write = [](const std::string& path, const std::string& content) {
-    const std::string tmp = path + ".tmp";
-    {
-      std::ofstream f(tmp, std::ios::trunc);
-      if (!(f << content) || !(f.flush())) throw UserError(fmt::format("bench: cannot write {}", tmp));
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) throw UserError(fmt::format("bench: cannot write {}: {}", path, ec.message()));
-  };
   const std::string meas_text = meas.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  write(a.out, text);
-  if (!a.measurements.empty()) write(a.measurements, meas_text);
+  // Written whole, synced and renamed: either the old file or the new one.
+  slurm::write_file_atomically(a.out, text, 0644);
+  if (!a.measurements.empty()) slurm::write_file_atomically(a.measurements, meas_text, 0644);
   if (meas.contains("fitted"))
     for (const auto& [key, v] : meas["fitted"].items())
       std::cout << fmt::format("{} = {:.4f}  ({} observations, rms {:.3f})\n", key, v["value"].get<double>(),
