@@ -173,6 +173,18 @@ void kill_every_descendant(double limit_s) {
 
 }  // namespace
 
+bool reap_exited(pid_t child, int& status) {
+  bool reaped = false;
+  int st = 0;
+  pid_t w;
+  while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+    if (w == child) {
+      status = st;
+      reaped = true;
+    }
+  return reaped;
+}
+
 void write_shim_spec(const std::string& dir, const ShimSpec& s) {
   json env = json::array();
   for (const auto& [k, v] : s.env) env.push_back({k, v});
@@ -362,10 +374,7 @@ int shim_main(const std::string& dir) {
   std::optional<double> kill_at;
   int status = 0;
   for (;;) {
-    const pid_t w = waitpid(child, &status, WNOHANG);
-    if (w == child) break;
-    while (waitpid(-1, nullptr, WNOHANG) > 0) {
-    }
+    if (reap_exited(child, status)) break;
     timespec wait{0, 200 * 1000 * 1000};
     const int sig = sigtimedwait(&set, nullptr, &wait);
     if (sig == SIGUSR1 && spec.checkpoint_signal > 0) ::kill(-child, spec.checkpoint_signal);

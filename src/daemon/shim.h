@@ -11,6 +11,8 @@
 //   3. SIGTERM → SIGTERM to the job's process group, SIGKILL after the grace period;
 //   4. when the job's main process exits, kills what is left of the session, then writes
 //      exit.json atomically (write + fsync + rename).
+#include <sys/types.h>
+
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -56,6 +58,13 @@ void write_shim_spec(const std::string& dir, const ShimSpec& spec);
 // the file cannot be read now, another exception when it is corrupt.
 std::optional<ShimExit> read_shim_exit(const std::string& dir);
 bool shim_started(const std::string& dir);  // the started marker exists
+
+// One pass over the shim's exited children (the job and the orphans re-parented to it): reaps
+// them all; true, with the job's wait status in `status`, when `child` was among them. The job's
+// status comes from the same pass that reaps orphans: a separate waitpid(-1) after a
+// waitpid(child) could reap the job in between and lose its status for good (the shim would then
+// wait forever).
+bool reap_exited(pid_t child, int& status);
 
 // The shim's main; returns its exit status.
 int shim_main(const std::string& dir);
