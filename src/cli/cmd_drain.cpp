@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "core/error.h"
+#include "core/one_line.h"
 #include "cli/command_registry.h"
 #include "daemon/client/api_client.h"
 #include "daemon/client/http_message.h"
@@ -20,6 +22,8 @@ void install(CLI::App& app, bool drain) {
   if (drain) c->add_option("--reason", *reason, "why (shown by `colo gpus --json`)");
   c->add_flag("--json", *as_json, "print JSON");
   c->callback([gpu, reason, as_json, drain] {
+    if (gpu->empty() || gpu->find('/') != std::string::npos || !colo::control_char_in(*gpu).empty())
+      throw colo::UserError(fmt::format("GPU '{}': expected an index (as `colo gpus` shows) or a UUID", colo::one_line(*gpu)));
     const colo::daemon::ApiClient client(colo::cli::globals().socket);
     nlohmann::json body = nlohmann::json::object();
     if (!reason->empty()) body["reason"] = *reason;

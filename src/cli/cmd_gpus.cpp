@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/one_line.h"
 #include "cli/command_registry.h"
 #include "daemon/client/api_client.h"
 #include "daemon/client/job_request.h"
@@ -39,7 +40,7 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
                                     : "ok";
       if (!healthy && admin) state += "+drained";
       if (g.at("mps").get<bool>()) state += "+mps";
-      const std::string uuid = g.at("uuid").get<std::string>();
+      const std::string uuid = colo::one_line(g.at("uuid").get<std::string>());
       std::cout << fmt::format("{:>3}  {:<40} {:>9} {:>9} {:>9} {:>9} {:>6} {:>6}  {:<10} {}\n", index, uuid,
                                format_mib(g.at("total_mib").get<colo::MiB>()), format_mib(g.at("used_mib").get<colo::MiB>()),
                                format_mib(g.at("reserved_mib").get<colo::MiB>()),
@@ -47,10 +48,10 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
                                g.at("smact").is_null() ? std::string("n/a") : fmt::format("{:.0f}%", g.at("smact").get<double>() * 100),
                                g.at("power_w").is_null() ? std::string("n/a") : fmt::format("{:.0f}W", g.at("power_w").get<double>()),
                                state, jobs.empty() ? "-" : jobs);
-      const std::string health = g.value("health_reason", std::string());
+      const std::string health = colo::one_line(g.value("health_reason", std::string()));
       if (!healthy) {
         const json probe = g.value("next_probe_in_s", json());
-        notes.push_back(fmt::format("GPU {} unhealthy: {}{}", index, health.empty() ? g.at("error").get<std::string>() : health,
+        notes.push_back(fmt::format("GPU {} unhealthy: {}{}", index, health.empty() ? colo::one_line(g.at("error").get<std::string>()) : health,
                                     probe.is_number() ? fmt::format("; next probe in {:.0f} s", probe.get<double>())
                                                       : std::string("; returns by itself when healthy")));
       } else if (!health.empty()) {
@@ -58,7 +59,7 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
       }
       if (admin)
         notes.push_back(fmt::format("GPU {} drained by an operator: {} (`colo resume {}` lifts it)", index,
-                                    g.at("drain_reason").get<std::string>(), index));
+                                    colo::one_line(g.at("drain_reason").get<std::string>()), index));
       const json metric_errors = g.value("metric_errors", json::object());
       for (const auto& [field, what] : metric_errors.items())
         notes.push_back(fmt::format("GPU {} {} unknown: {}", index, field, what.get<std::string>()));

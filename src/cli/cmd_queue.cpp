@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "core/one_line.h"
 #include "cli/command_registry.h"
 #include "daemon/client/api_client.h"
 #include "daemon/client/job_request.h"
@@ -13,7 +14,7 @@ using nlohmann::json;
 
 std::string need(const json& j) {
   if (j.at("need_mib").is_null()) return "?";
-  return colo::daemon::format_mib(j.at("need_mib").get<colo::MiB>()) + " " + j.at("need_source").get<std::string>();
+  return colo::daemon::format_mib(j.at("need_mib").get<colo::MiB>()) + " " + colo::one_line(j.at("need_source").get<std::string>());
 }
 
 std::string gpus(const json& j) {
@@ -39,12 +40,12 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
                              "GPUS", "NEED", "TRY", "REASON");
     for (const json& j : jobs)
       std::cout << fmt::format("{:>5}  {:<20} {:<10} {:<11} {:<7} {:<18} {:>3}  {}\n", j.at("id").get<std::uint64_t>(),
-                               j.at("name").get<std::string>().substr(0, 20), j.at("user").get<std::string>().substr(0, 10),
-                               j.at("state").get<std::string>(), gpus(j), need(j), j.at("attempt_count").get<int>(),
-                               j.at("reason").get<std::string>().empty() && j.contains("waiting_reason") &&
+                               colo::one_line(j.at("name").get<std::string>()).substr(0, 20), colo::one_line(j.at("user").get<std::string>()).substr(0, 10),
+                               colo::one_line(j.at("state").get<std::string>()), gpus(j), need(j), j.at("attempt_count").get<int>(),
+                               colo::one_line(j.at("reason").get<std::string>()).empty() && j.contains("waiting_reason") &&
                                        j.at("waiting_reason").is_string()
-                                   ? "waiting: " + j.at("waiting_reason").get<std::string>()
-                                   : j.at("reason").get<std::string>());
+                                   ? "waiting: " + colo::one_line(j.at("waiting_reason").get<std::string>())
+                                   : colo::one_line(j.at("reason").get<std::string>()));
   });
 });
 

@@ -10,6 +10,7 @@
 #include <pwd.h>
 
 #include "core/error.h"
+#include "core/one_line.h"
 #include "daemon/client/job_request.h"
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
@@ -379,7 +380,11 @@ HttpResponse Daemon::drain_gpu(const std::string& key, bool drain, const HttpReq
     for (const auto& [k, v] : b.items()) {
       if (k != "reason") return error(400, fmt::format("unknown field '{}'", k));
       if (!v.is_string()) return error(400, "field 'reason': expected a string");
-      if (drain) reason = v.get<std::string>();
+      if (!drain) return error(400, "field 'reason': only a drain takes a reason");
+      reason = v.get<std::string>();
+      if (reason.size() > 500) return error(400, "field 'reason': longer than 500 bytes");
+      if (const std::string c = control_char_in(reason); !c.empty())
+        return error(400, fmt::format("field 'reason': contains a control character ({})", c));
     }
   }
   if (!drain && !s->healthy && !drained_.count(s->uuid))
@@ -388,6 +393,7 @@ HttpResponse Daemon::drain_gpu(const std::string& key, bool drain, const HttpReq
                                   s->slot, s->health_reason,
                                   s->next_probe ? fmt::format(" (next probe in {:.0f} s)", std::max(0.0, *s->next_probe - now()))
                                                 : std::string()));
+  if (!drain && !drained_.count(s->uuid)) return error(409, fmt::format("GPU {} is not drained: nothing to resume", s->slot));
   {
     Txn txn(store_.db());
     store_.set_drained(s->slot, s->uuid, drain, reason);

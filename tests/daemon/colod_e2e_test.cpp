@@ -97,6 +97,17 @@ TEST(ColodE2E, SubmitQueueShowLogsCancel) {
   EXPECT_TRUE(gpus[0].at("drained").get<bool>());
   ASSERT_EQ(d.colo({"resume", "0"}).rc, 0);
   EXPECT_FALSE(d.colo_json({"gpus", "--json"})[0].at("drained").get<bool>());
+  // Nothing to resume on a GPU that is not drained; a reason is one line; a GPU is a name.
+  RunResult twice = d.colo({"resume", "0"});
+  EXPECT_EQ(twice.rc, 2);
+  EXPECT_NE(twice.err.find("GPU 0 is not drained"), std::string::npos) << twice.err;
+  RunResult forged = d.colo({"drain", "0", "--reason", "fine\nGPU 1 ok"});
+  EXPECT_EQ(forged.rc, 2);
+  EXPECT_NE(forged.err.find("field 'reason': contains a control character (\\n)"), std::string::npos) << forged.err;
+  EXPECT_FALSE(d.colo_json({"gpus", "--json"})[0].at("drained").get<bool>());
+  RunResult route = d.colo({"drain", "0/../1"});
+  EXPECT_EQ(route.rc, 2);
+  EXPECT_NE(route.err.find("expected an index"), std::string::npos) << route.err;
   EXPECT_NE(d.colo({"show", "999"}).err.find("job 999 not found"), std::string::npos);
 }
 

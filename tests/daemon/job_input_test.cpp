@@ -178,9 +178,20 @@ TEST(SubmitRequestJson, ProbeRequestRoundTripsAndBadOnesAreRefusedByName) {
   j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 8}, {"shell", "rm -rf /"}};
   EXPECT_EQ(error_for(j), "field 'probe': unknown probe field 'shell'");
   j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", "8"}};
-  EXPECT_THAT(error_for(j), ::testing::HasSubstr("field 'probe': malformed probe request"));
+  EXPECT_EQ(error_for(j), "field 'probe': probe field 'batch': expected an integer");
+  // Fractions are not truncated, huge numbers not converted into something else.
+  j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 2.7}};
+  EXPECT_EQ(error_for(j), "field 'probe': probe field 'batch': expected an integer");
+  j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 8}, {"num_classes", 10.9}};
+  EXPECT_EQ(error_for(j), "field 'probe': probe field 'num_classes': expected an integer");
+  j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 1e300}};
+  EXPECT_EQ(error_for(j), "field 'probe': probe field 'batch': expected an integer");
+  j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 18446744073709551615ULL}};
+  EXPECT_EQ(error_for(j), "field 'probe': probe field 'batch' is too large");
+  j["probe"] = {{"script", "train.py"}, {"data_parallel", 1.9}};
+  EXPECT_EQ(error_for(j), "field 'probe': probe field 'data_parallel': expected an integer");
   j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 0}};
-  EXPECT_THAT(error_for(j), ::testing::HasSubstr("--batch 0 is out of range"));
+  EXPECT_THAT(error_for(j), ::testing::HasSubstr("field 'probe': --batch 0 is out of range"));
   j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 8}, {"optimizer", "lion"}};
   EXPECT_THAT(error_for(j), ::testing::HasSubstr("--optimizer 'lion'"));
   j = base;
@@ -189,6 +200,55 @@ TEST(SubmitRequestJson, ProbeRequestRoundTripsAndBadOnesAreRefusedByName) {
   j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 8}};
   j["probe_estimator"] = "allocsim";
   EXPECT_THAT(error_for(j), ::testing::HasSubstr("expected 'trace' or 'faketensor'"));
+}
+
+// What colo prints on one line (names, sources, explanations) holds no control characters: a
+// newline would forge rows in `colo queue`, an ESC or a C1 CSI drive the reader's terminal.
+TEST(SubmitRequestJson, RefusesControlCharactersAndClaimsOfHistory) {
+  auto error_for = [](nlohmann::json j) -> std::string {
+    try {
+      submit_request_from_json(j);
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  const nlohmann::json base = {{"argv", {"/bin/true"}}};
+  nlohmann::json j = base;
+  j["name"] = "a\nb";
+  EXPECT_EQ(error_for(j), "field 'name': contains a control character (\\n)");
+  j["name"] = "red\u001b[31m";
+  EXPECT_EQ(error_for(j), "field 'name': contains a control character (\\x1b)");
+  j["name"] = "csi\u009b31m";
+  EXPECT_EQ(error_for(j), "field 'name': contains a control character (\\u009b)");
+  j["name"] = "tab\there";
+  EXPECT_EQ(error_for(j), "field 'name': contains a control character (\\t)");
+  j["name"] = std::string(150, 'x') + "\u00e9\u00e9";  // UTF-8 is fine, the limit is in bytes
+  EXPECT_EQ(error_for(j), "(accepted)");
+  j["name"] = std::string(201, 'x');
+  EXPECT_EQ(error_for(j), "field 'name': longer than 200 bytes");
+  j = base;
+  j["mem_mib"] = 1024;
+  j["mem_explanation"] = "line one\rline two";
+  EXPECT_EQ(error_for(j), "field 'mem_explanation': contains a control character (\\r)");
+  j.erase("mem_explanation");
+  j["mem_source"] = "history";
+  EXPECT_EQ(error_for(j), "field 'mem_source': 'history' is set by colod (measured runs), not by a client");
+  j = base;
+  j["smact"] = 0.5;
+  j["smact_source"] = "history";
+  EXPECT_EQ(error_for(j), "field 'smact_source': 'history' is set by colod (measured runs), not by a client");
+}
+
+// nlohmann stops at a NUL byte: what follows it must not be silently dropped.
+TEST(SubmitRequestJson, RefusesANulByteInTheBody) {
+  const std::string body = std::string(R"({"argv":["true"]})") + '\0' + " garbage {{{";
+  try {
+    parse_request_body(body);
+    FAIL() << "accepted";
+  } catch (const UserError& e) {
+    EXPECT_STREQ(e.what(), "request body: a NUL byte at offset 17 (not JSON)");
+  }
 }
 
 // nlohmann keeps the last of two equal keys; a request body must not say two things at once.

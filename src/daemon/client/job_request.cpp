@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/limits.h"
+#include "core/one_line.h"
 #include "core/parse_number.h"
 
 namespace colo::daemon {
@@ -25,9 +26,21 @@ std::string get_string(const json& j, const char* field, size_t max_len = 4096) 
   const json& v = j.at(field);
   if (!v.is_string()) bad(field, "expected a string");
   std::string s = v.get<std::string>();
-  if (s.size() > max_len) bad(field, fmt::format("longer than {} characters", max_len));
+  if (s.size() > max_len) bad(field, fmt::format("longer than {} bytes", max_len));
   if (s.find('\0') != std::string::npos) bad(field, "contains a NUL character");
   return s;
+}
+
+// A string shown on one line (a name, a source, an explanation): no control characters.
+std::string get_line(const json& j, const char* field, size_t max_len) {
+  std::string s = get_string(j, field, max_len);
+  if (const std::string c = control_char_in(s); !c.empty()) bad(field, fmt::format("contains a control character ({})", c));
+  return s;
+}
+
+// "history" marks what colod measured itself: a client cannot claim it.
+void not_history(std::string_view field, std::string_view source) {
+  if (source == "history") bad(field, "'history' is set by colod (measured runs), not by a client");
 }
 
 }  // namespace
@@ -103,7 +116,7 @@ SubmitRequest submit_request_from_json(const json& j) {
     r.argv.push_back(std::move(s));
   }
   if (r.argv[0].empty()) bad("argv", "the program name is empty");
-  if (j.contains("name")) r.name = get_string(j, "name", 200);
+  if (j.contains("name")) r.name = get_line(j, "name", 200);
   if (j.contains("gpus")) {
     const json& g = j.at("gpus");
     if (!g.is_number_integer() || g.get<std::int64_t>() < 1 || g.get<std::int64_t>() > 64)
@@ -116,8 +129,11 @@ SubmitRequest submit_request_from_json(const json& j) {
       bad("mem_mib", fmt::format("expected an integer in 1..{} (MiB) or null", limits::kMaxGpuMiB));
     r.mem_mib = m.get<MiB>();
   }
-  if (j.contains("mem_source")) r.mem_source = get_string(j, "mem_source", 100);
-  if (j.contains("mem_explanation")) r.mem_explanation = get_string(j, "mem_explanation", 1000);
+  if (j.contains("mem_source")) {
+    r.mem_source = get_line(j, "mem_source", 100);
+    not_history("mem_source", r.mem_source);
+  }
+  if (j.contains("mem_explanation")) r.mem_explanation = get_line(j, "mem_explanation", 1000);
   if (j.contains("workdir")) {
     r.workdir = get_string(j, "workdir");
     if (!r.workdir.empty() && r.workdir[0] != '/') bad("workdir", "must be an absolute path");
@@ -140,7 +156,7 @@ SubmitRequest submit_request_from_json(const json& j) {
   }
   if (j.contains("probe") && !j.at("probe").is_null()) r.probe = estimate::ProbeRequest::from_json(j.at("probe"), "field 'probe'");
   if (j.contains("probe_estimator")) {
-    r.probe_estimator = get_string(j, "probe_estimator", 20);
+    r.probe_estimator = get_line(j, "probe_estimator", 20);
     if (r.probe_estimator != "trace" && r.probe_estimator != "faketensor")
       bad("probe_estimator", "expected 'trace' or 'faketensor'");
     if (!r.probe) bad("probe_estimator", "given without 'probe'");
@@ -157,8 +173,9 @@ SubmitRequest submit_request_from_json(const json& j) {
   }
   if (j.contains("smact_source")) {
     if (!r.smact) bad("smact_source", "given without 'smact'");
-    r.smact_source = get_string(j, "smact_source", 100);
+    r.smact_source = get_line(j, "smact_source", 100);
     if (r.smact_source.empty()) bad("smact_source", "empty");
+    not_history("smact_source", r.smact_source);
   }
   if (r.name.empty()) {
     const std::string& p = r.argv[0];
@@ -189,6 +206,9 @@ nlohmann::json parse_request_body(std::string_view text) {
     }
     return true;
   };
+  // nlohmann stops at a NUL byte as at the end of input: what follows would be silently dropped.
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos)
+    throw UserError(fmt::format("request body: a NUL byte at offset {} (not JSON)", nul));
   json j = json::parse(text, cb, false);
   if (!j.is_discarded() && duplicate) {
     // Shown JSON-escaped (a key may hold a newline) and cut short.

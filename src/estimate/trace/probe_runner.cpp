@@ -163,6 +163,30 @@ nlohmann::json ProbeRequest::to_json() const {
           {"set_to_none", set_to_none}, {"foreach", foreach}, {"data_parallel", data_parallel}};
 }
 
+namespace {
+
+// An integer field: nlohmann's get<int64_t>() would truncate 2.7 to 2 and turn 1e300 into
+// whatever the conversion gives.
+std::int64_t integer_field(const nlohmann::json& j, const char* key, std::int64_t fallback, const std::string& where) {
+  if (!j.contains(key)) return fallback;
+  const nlohmann::json& v = j.at(key);
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+    throw UserError(fmt::format("{}: probe field '{}' is too large", where, key));
+  if (!v.is_number_integer()) throw UserError(fmt::format("{}: probe field '{}': expected an integer", where, key));
+  return v.get<std::int64_t>();
+}
+
+// The request's own checks (ProbeRequest::arguments) name the CLI flag; say where it came from.
+void validate(const ProbeRequest& r, const std::string& where) {
+  try {
+    r.arguments();
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("{}: {}", where, e.what()));
+  }
+}
+
+}  // namespace
+
 ProbeRequest ProbeRequest::from_json(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) throw UserError(where + ": probe request must be an object");
   for (const auto& [key, value] : j.items())
@@ -174,32 +198,33 @@ ProbeRequest ProbeRequest::from_json(const nlohmann::json& j, const std::string&
     try {
       r.script = j.at("script").get<std::string>();
       r.script_args = j.value("script_args", std::vector<std::string>{});
-      r.data_parallel = j.value("data_parallel", std::int64_t{1});
     } catch (const nlohmann::json::exception&) {
       throw UserError(where + ": malformed probe request (script: a string, script_args: strings, data_parallel: an integer)");
     }
     if (r.script.empty()) throw UserError(where + ": probe request has an empty script");
     for (const char* k : {"model", "input", "dtype", "num_classes", "batch", "optimizer", "amp", "checkpointing", "set_to_none", "foreach"})
       if (j.contains(k)) throw UserError(fmt::format("{}: probe field '{}' does not go with 'script'", where, k));
-    r.arguments();
+    r.data_parallel = integer_field(j, "data_parallel", 1, where);
+    validate(r, where);
     return r;
   }
   try {
     r.model = j.at("model").get<std::string>();
     r.input = j.value("input", std::string());
     r.dtype = j.value("dtype", std::string());
-    r.num_classes = j.value("num_classes", std::int64_t{0});
-    r.batch = j.at("batch").get<std::int64_t>();
+    if (!j.contains("batch")) throw UserError(where + ": probe request has no 'batch'");
     r.optimizer = j.value("optimizer", std::string("adam"));
     r.amp = j.value("amp", std::string("none"));
     r.checkpointing = j.value("checkpointing", false);
     r.set_to_none = j.value("set_to_none", true);
     r.foreach = j.value("foreach", std::string("auto"));
-    r.data_parallel = j.value("data_parallel", std::int64_t{1});
   } catch (const nlohmann::json::exception&) {
     throw UserError(where + ": malformed probe request (model and batch are required; strings, integers, booleans)");
   }
-  r.arguments();  // validates
+  r.num_classes = integer_field(j, "num_classes", 0, where);
+  r.batch = integer_field(j, "batch", 0, where);
+  r.data_parallel = integer_field(j, "data_parallel", 1, where);
+  validate(r, where);
   return r;
 }
 
