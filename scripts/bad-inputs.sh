@@ -408,6 +408,7 @@ sweep_cli_eval() {
   run_case $s "carma file as gpumemnet-cnn" "${prefix[@]}" "${args_out[@]}" --format gpumemnet-cnn --json
   run_case $s "cnn file as carma-workloads" "$colo" estimate eval --dataset "$in/cnn.csv" --format carma-workloads --estimator horus --json
   # calibrate writes a profile: --out always points into the temporary directory.
+  mkdir -p "$work/cal"
   prefix=("$colo" estimate calibrate)
   defaults=(--dataset "$in/cnn.csv" --format gpumemnet-cnn --split all --out "$work/cal/p.json")
   suffix=()

@@ -9,6 +9,7 @@
 //   colo estimate calibrate --dataset FILE --format gpumemnet-cnn --split train --gpu a100-40gb
 //                      [--out calibration/a100-40gb.json]
 //   (writes the profile, <stem>.fit-<format>.json (fit results) and <stem>.fit-<format>-inputs.csv)
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -59,7 +60,24 @@ struct CalOpts {
   std::string dataset, format = "gpumemnet-cnn", split = "train", gpu = "a100-40gb", out, optimizer = "adam";
   std::string estimator = "allocsim", traces;  // --estimator trace: fit the trace estimator's constants
   double max_under = 0.05;
+  bool out_given = false;  // --out was on the command line (an empty one is an error, not "default")
 };
+
+// Where calibrate writes the profile: --out (its directory must exist), else calibration/<gpu>.json
+// (the directory is created: it is where profiles are looked up).
+std::filesystem::path calibrate_out(const CalOpts& o) {
+  if (!o.out_given) {
+    std::filesystem::create_directories("calibration");
+    return "calibration/" + o.gpu + ".json";
+  }
+  if (o.out.empty()) throw colo::UserError("--out: empty path");
+  const std::filesystem::path p(o.out);
+  std::error_code ec;
+  if (p.has_parent_path() && !std::filesystem::is_directory(p.parent_path(), ec))
+    throw colo::UserError(fmt::format("--out: directory '{}' does not exist", colo::one_line(p.parent_path().string())));
+  if (std::filesystem::is_directory(p, ec)) throw colo::UserError(fmt::format("--out: '{}' is a directory", colo::one_line(o.out)));
+  return p;
+}
 
 void print(const Opts& o, const Estimate& e, nlohmann::ordered_json j) {
   if (!o.json) {
@@ -179,12 +197,27 @@ void run_eval(const EvalOpts& o) {
     if (o.estimator != "trace" && o.estimator != "faketensor")
       throw colo::UserError("--traces is for --estimator trace or faketensor");
     library.emplace(o.traces);
+  } else if ((o.estimator == "trace" || o.estimator == "faketensor") && fmt_ != DatasetFormat::CarmaWorkloads) {
+    throw colo::UserError("--estimator " + o.estimator +
+                          " on GPUMemNet rows needs --traces DIR (record them: python3 -m colo_probe.gpumemnet --csv FILE "
+                          "--kind cnn|mlp --out-dir DIR)");
   }
   colo::cli::Progress progress("colo estimate eval", rows.size(), o.json);
   const auto results = evaluate(rows, *est, o.gpu, parse_optimizer(o.optimizer), library ? &*library : nullptr,
                                 [&](std::size_t done, std::size_t) { progress.update(done); });
   progress.finish();
   const auto s = summarize(results, profile.gpu_total_mib);
+  if (std::none_of(results.begin(), results.end(), [](const auto& r) { return r.estimate > 0; })) {
+    // A summary of nothing would read as a perfect score.
+    std::string why;
+    for (const auto& r : results)
+      if (!r.skipped_because.empty()) {
+        why = fmt::format(" (e.g. {}: {})", colo::one_line(r.id), r.skipped_because);
+        break;
+      }
+    throw colo::UserError(fmt::format("estimate eval: no row of {} ({} in the {} split) could be estimated{}", o.dataset,
+                                      rows.size(), o.split, why));
+  }
   if (o.json) {
     auto j = s.to_json();
     j["estimator"] = o.estimator;
@@ -244,9 +277,8 @@ void run_trace_calibrate(const CalOpts& o, const std::string& command_line, cons
   res.profile.trace_fitted_on = kept + fmt::format("{} ({}, split {}, {} rows with traces): {}",
                                                    std::filesystem::path(o.dataset).filename().string(), o.format, o.split,
                                                    res.report["rows"].get<std::size_t>(), command_line);
-  const std::string out = o.out.empty() ? "calibration/" + o.gpu + ".json" : o.out;
-  std::filesystem::path outp(out);
-  if (outp.has_parent_path()) std::filesystem::create_directories(outp.parent_path());
+  const std::filesystem::path outp = calibrate_out(o);
+  const std::string out = outp.string();
   write_text(outp, res.profile.to_json());
   res.report["profile"] = nlohmann::ordered_json::parse(res.profile.to_json());
   write_text((outp.parent_path() / outp.stem()).string() + ".fit-trace-" + o.format + ".json", res.report.dump(2) + "\n");
@@ -263,9 +295,16 @@ void run_calibrate(const CalOpts& o, const std::string& command_line) {
   const auto fmt_ = parse_dataset_format(o.format);
   if (fmt_ == DatasetFormat::CarmaWorkloads)
     throw colo::UserError("calibrate: the carma workloads are the held-out test; fit on a GPUMemNet set");
+  check_profile_name(o.gpu);
+  if (o.out_given) calibrate_out(o);  // a bad --out fails before the fit, not after
   const auto rows = load_dataset(o.dataset, fmt_, parse_split(o.split));
   CalibrationProfile base;
   if (!profile_path(o.gpu).empty()) base = load_profile(o.gpu);
+  // The CNN step and the trace constants build on the MLP step's context (docs/ESTIMATION.md).
+  else if (fmt_ == DatasetFormat::GpuMemNetCNN || o.estimator == "trace")
+    throw colo::UserError(fmt::format("no calibration profile '{}' yet: fit the MLP set first (--format gpumemnet-mlp), "
+                                      "then this step builds on its context",
+                                      o.gpu));
   base.gpu = o.gpu;
   if (o.estimator == "trace") {
     run_trace_calibrate(o, command_line, rows, base, fmt_ == DatasetFormat::GpuMemNetCNN);
@@ -293,9 +332,8 @@ void run_calibrate(const CalOpts& o, const std::string& command_line) {
                                                                  std::filesystem::path(o.dataset).filename().string(),
                                                                  o.format, o.split, res.report["rows"].get<std::size_t>()));
   res.profile.fit_command = keep_other(base.fit_command, command_line);
-  const std::string out = o.out.empty() ? "calibration/" + o.gpu + ".json" : o.out;
-  std::filesystem::path outp(out);
-  if (outp.has_parent_path()) std::filesystem::create_directories(outp.parent_path());
+  const std::filesystem::path outp = calibrate_out(o);
+  const std::string out = outp.string();
   auto write = [](const std::filesystem::path& p, const std::string& text) {
     std::ofstream f(p);
     if (!f) throw colo::UserError(p.string() + ": cannot write");
@@ -364,6 +402,7 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   cal->add_option("--traces", c->traces, "pre-recorded probe traces of the data set (python3 -m colo_probe.gpumemnet)");
   colo::cli::add_real_flag(cal, "--max-under-rate", c->max_under, 0, 1, "largest share of under-estimated fit rows");
   cal->callback([c, cal] {
+    c->out_given = cal->get_option("--out")->count() > 0;
     std::string line = "colo estimate calibrate --dataset " + c->dataset + " --format " + c->format + " --split " +
                        c->split + " --gpu " + c->gpu + " --optimizer " + c->optimizer +
                        fmt::format(" --max-under-rate {}", c->max_under);

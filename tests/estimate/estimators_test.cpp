@@ -258,6 +258,21 @@ TEST(Dataset, MalformedCsvNamesFileAndLine) {
   fs::remove(p);
 }
 
+// A Status other than the data set's two values is an error, not a successful run.
+TEST(Dataset, UnknownStatusNamesFileAndLine) {
+  const auto p = fs::temp_directory_path() / ("colo_status_" + std::to_string(::getpid()) + ".csv");
+  std::ofstream(p) << "Filename,Activations-Params,Batch Size,Max GPU Memory (MiB),Status\n"
+                      "input:4_output:2_depth:1_arch:u_batch:2_act:relu.out,\"[('linear', 2, 10)]\",2,1500,SUCCESSFUL\n"
+                      "input:4_output:2_depth:1_arch:u_batch:2_act:relu.out,\"[('linear', 2, 10)]\",2,0,oom_crash\n";
+  try {
+    load_dataset(p.string(), DatasetFormat::GpuMemNetMLP, Split::All);
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()), p.string() + ":3: column 'Status': 'oom_crash' is neither SUCCESSFUL nor OOM_CRASH");
+  }
+  fs::remove(p);
+}
+
 // A quote left open runs to the end of the file; it is an error at the record's line, not a
 // last record swallowing the rest. Text cells must be UTF-8 (they end up in --json output).
 TEST(Dataset, UnterminatedQuoteAndInvalidUtf8NameFileAndLine) {
@@ -385,6 +400,30 @@ TEST(Calibration, CommandWritesProfileAndFitFiles) {
   const std::string bad = colo.string() + " estimate calibrate --dataset " + kData +
                           "carma/workloads.csv --format carma-workloads --out " + (dir / "u.json").string() + " 2>/dev/null";
   EXPECT_NE(std::system(bad.c_str()), 0);
+  // An empty --out is an error, not the shipped profile's path; a profile name is a file name; a
+  // missing --out directory is not created; the CNN step needs the MLP step's profile.
+  const std::string base = colo.string() + " estimate calibrate --dataset " + kData + "gpumemnet/mlp.csv --format gpumemnet-mlp ";
+  auto fails_with = [&](const std::string& args, const std::string& message) {
+    const std::string c = base + args + " > " + (dir / "err.txt").string() + " 2>&1";
+    EXPECT_NE(std::system(c.c_str()), 0) << args;
+    std::ifstream e(dir / "err.txt");
+    std::stringstream es;
+    es << e.rdbuf();
+    EXPECT_NE(es.str().find(message), std::string::npos) << args << ": " << es.str();
+  };
+  fails_with("--out ''", "--out: empty path");
+  // eval: a run in which no row could be estimated is an error, not a perfect score.
+  const std::string no_traces = colo.string() + " estimate eval --dataset " + kData +
+                                "gpumemnet/mlp.csv --format gpumemnet-mlp --estimator trace > " + (dir / "err.txt").string() +
+                                " 2>&1";
+  EXPECT_NE(std::system(no_traces.c_str()), 0);
+  fails_with("--gpu ../escape --out " + (dir / "v.json").string(), "bad GPU profile name '../escape'");
+  fails_with("--out " + (dir / "missing" / "v.json").string(), "does not exist");
+  EXPECT_FALSE(fs::exists(dir / "missing"));
+  const std::string cnn_first = colo.string() + " estimate calibrate --dataset " + kData +
+                                "gpumemnet/cnn.csv --format gpumemnet-cnn --gpu no-such-profile --out " +
+                                (dir / "w.json").string() + " 2>/dev/null";
+  EXPECT_NE(std::system(cnn_first.c_str()), 0);
   fs::remove_all(dir);
 }
 

@@ -1,15 +1,19 @@
 #include "estimate/calibration/calibration_profile.h"
 #include "common/resource_path.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/one_line.h"
 
 namespace colo::estimate {
 
@@ -110,9 +114,18 @@ std::string profile_path(const std::string& gpu) {
   return {};
 }
 
+void check_profile_name(const std::string& gpu) {
+  const bool ok = !gpu.empty() && gpu.size() <= 100 && gpu.front() != '.' &&
+                  std::all_of(gpu.begin(), gpu.end(), [](char c) {
+                    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+                  });
+  if (!ok)
+    throw UserError(fmt::format("bad GPU profile name '{}' (letters, digits, '-', '_', '.'; not starting with '.')",
+                                one_line(gpu)));
+}
+
 CalibrationProfile load_profile(const std::string& gpu) {
-  if (gpu.empty() || gpu.find('/') != std::string::npos)
-    throw UserError("bad GPU profile name '" + gpu + "'");
+  check_profile_name(gpu);
   const std::string path = profile_path(gpu);
   if (path.empty())
     throw UserError("no calibration profile for GPU '" + gpu + "' (looked for " + gpu +

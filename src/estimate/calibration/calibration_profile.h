@@ -47,6 +47,9 @@ struct CalibrationProfile {
 
 // Finds the profile for `gpu` ("a100-40gb"): $COLO_CALIBRATION_DIR, ./calibration, then the
 // source tree's calibration/ directory; file <gpu>.json. Throws colo::UserError if none.
+// A profile name is a file name in a calibration directory: [A-Za-z0-9._-]+, not starting with
+// '.', at most 100 bytes. Throws UserError otherwise.
+void check_profile_name(const std::string& gpu);
 CalibrationProfile load_profile(const std::string& gpu);
 std::string profile_path(const std::string& gpu);  // where load_profile found it ("" if nowhere)
 

@@ -8,6 +8,8 @@
 #include <optional>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "core/limits.h"
 #include "core/parse_number.h"
@@ -196,7 +198,12 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
     r.batch = to_int(rec[c_batch], loc, "Batch Size", 1, limits::kMaxBatch);
     const std::int64_t mem = to_int(rec[c_mem], loc, "Max GPU Memory (MiB)", 0, limits::kMaxGpuMiB);
     if (mem > 0) r.measured = mem;  // 0 = not recorded
-    r.oom = st != col.end() && rec[st->second] == "OOM_CRASH";
+    if (st != col.end()) {
+      const std::string& status = rec[st->second];
+      if (status != "SUCCESSFUL" && status != "OOM_CRASH")
+        throw UserError(fmt::format("{}: column 'Status': '{}' is neither SUCCESSFUL nor OOM_CRASH", loc, one_line(status)));
+      r.oom = status == "OOM_CRASH";
+    }
     // A few generator runs built no layers at all (Depth 0, "[]"): no model to estimate; they
     // are kept without a graph and counted as skipped.
     if (rec[c_ap] != "[]")
