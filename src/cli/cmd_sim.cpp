@@ -18,6 +18,7 @@
 #include "cli/sim_report.h"
 #include "common/resource_path.h"
 #include "core/error.h"
+#include "core/one_line.h"
 #include "core/limits.h"
 #include "core/time_slots.h"
 #include "daemon/client/policy_file.h"
@@ -61,6 +62,7 @@ struct SimArgs {
   std::optional<double> slot_notice_s;  // --slot-notice: default min(600 s, a tenth of the slot)
   bool json = false;
   bool compare = false;
+  bool gpu_memory_mib_given = false;  // --gpu-memory-mib was on the command line
   std::string report;  // --report FILE: a self-contained HTML page (cli/sim_report.h)
 };
 
@@ -77,8 +79,17 @@ std::string report_command(const SimArgs& a) {
                          a.no_conditions ? " --no-conditions" : "");
 }
 
+// The jobs that failed and why (a job no GPU set can hold, an OOM crash without recovery).
+nlohmann::json failures_of(const sim::SimResult& r) {
+  nlohmann::json f = nlohmann::json::array();
+  for (std::size_t i = 0; i < r.outcomes.size(); ++i)
+    if (r.outcomes[i].failed) f.push_back({{"job", i}, {"name", r.outcomes[i].name}, {"reason", r.outcomes[i].fail_reason}});
+  return f;
+}
+
 nlohmann::json to_json(const sim::SimResult& r) {
   return {{"jobs", r.jobs},
+          {"failures", failures_of(r)},
           {"completed", r.completed},
           {"failed", r.failed},
           {"makespan_s", r.makespan_s},
@@ -157,6 +168,12 @@ void print_one(const SimArgs& a, const sim::SimResult& r) {
   std::cout << fmt::format("policy      {}\nestimator   {}\nsharing     {}{}\n", r.policy, a.estimator, a.sharing,
                            a.mig.empty() ? "" : " (" + a.mig + " per GPU)");
   std::cout << fmt::format("jobs        {} ({} completed, {} failed)\n", r.jobs, r.completed, r.failed);
+  const nlohmann::json failures = failures_of(r);
+  for (std::size_t i = 0; i < failures.size() && i < 5; ++i)
+    std::cout << fmt::format("  failed    job {} ({}): {}\n", failures[i].at("job").get<std::size_t>(),
+                             colo::one_line(failures[i].at("name").get<std::string>()),
+                             failures[i].at("reason").get<std::string>());
+  if (failures.size() > 5) std::cout << fmt::format("  failed    … and {} more (--json lists all)\n", failures.size() - 5);
   std::cout << fmt::format("makespan    {:.0f} s  ({:.2f} h; lower bound {:.0f} s)\n", r.makespan_s,
                            r.makespan_s / 3600, r.lower_bound_s);
   std::cout << fmt::format("avg wait    {:.0f} s\navg exec    {:.0f} s\navg JCT     {:.0f} s\n", r.avg_wait_s,
@@ -293,6 +310,8 @@ void run(const SimArgs& a, const CLI::App& cmd) {
                                   : "--mig LAYOUT goes with --sharing mig");
   if (a.compare && !a.mig.empty()) throw UserError("--compare runs streams and MPS; drop --mig");
   if (!a.mig.empty()) base.config.mig = sim::parse_mig_layout(a.mig, mig_params);
+  if (!a.mig.empty() && a.gpu_memory_mib_given)
+    throw UserError("--gpu-memory-mib does not go with --mig: the layout sets each instance's memory");
   const auto sharing = a.sharing == "mig" ? std::optional<sim::SharingKind>(sim::SharingKind::Mps)
                                           : sim::sharing_kind_from_string(a.sharing);
   if (!sharing) throw UserError(fmt::format("--sharing must be streams, mps or mig, got '{}'", a.sharing));
@@ -389,6 +408,7 @@ RegisterCommand reg([](CLI::App& app) {
   CLI::App* colocation = add_sim_collocation(cmd);
   cmd->callback([args, cmd, colocation] {
     if (colocation->parsed()) return;  // `colo sim collocation …` ran instead
+    args->gpu_memory_mib_given = cmd->get_option("--gpu-memory-mib")->count() > 0;
     run(*args, *cmd);
   });
 });

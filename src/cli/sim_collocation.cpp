@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/number_option.h"
 #include "core/error.h"
 #include "core/limits.h"
 #include "core/parse_number.h"
@@ -21,6 +22,7 @@ namespace {
 struct ColocArgs {
   std::vector<std::string> jobs;
   std::string sharing, mig, model;
+  long long gpu_memory_mib = 40960;  // streams/MPS: the jobs' memory together must fit
   bool json = false;
 };
 
@@ -40,7 +42,7 @@ sim::CollocatedJob parse_job(const std::string& text) {
   sim::CollocatedJob j;
   j.name = f[0];
   j.smact = parse_real(f[1], where + " SMACT", 0, 1);
-  j.solo_s = parse_seconds(f[2], where + " SOLO", 0, limits::kMaxSeconds);
+  j.solo_s = parse_seconds(f[2], where + " SOLO", 1, limits::kMaxSeconds);  // at least a second of work
   if (f.size() > 3 && !f[3].empty()) j.busy = parse_real(f[3], where + " BUSY", 0, 1);
   if (f.size() > 4) j.mem_mib = parse_mib(f[4], where + " MEM", 1, limits::kMaxGpuMiB);
   return j;
@@ -49,7 +51,13 @@ sim::CollocatedJob parse_job(const std::string& text) {
 void run(const ColocArgs& a) {
   if (a.jobs.empty()) throw UserError("sim collocation: give the jobs with --job NAME:SMACT:SOLO (one per job)");
   std::vector<sim::CollocatedJob> jobs;
-  for (const std::string& t : a.jobs) jobs.push_back(parse_job(t));
+  for (const std::string& t : a.jobs) {
+    jobs.push_back(parse_job(t));
+    for (std::size_t k = 0; k + 1 < jobs.size(); ++k)
+      if (jobs[k].name == jobs.back().name)
+        throw UserError(fmt::format("--job '{}': the name '{}' is given twice (names tell the jobs apart in the output)", t,
+                                    jobs.back().name));
+  }
   sim::SimModel model;
   if (!a.model.empty()) model = sim::load_sim_model(a.model);
   sim::CollocationResult r;
@@ -58,6 +66,13 @@ void run(const ColocArgs& a) {
     r = sim::replay_mig(jobs, sim::parse_mig_layout(a.mig, model.mig));
   } else if (a.sharing == "mps" || a.sharing == "streams") {
     if (!a.mig.empty()) throw UserError("--mig is for --sharing mig");
+    // Streams and MPS share the GPU's memory: jobs that do not fit together cannot start together.
+    MiB together = 0;
+    for (const auto& j : jobs) together += j.mem_mib;
+    if (together > a.gpu_memory_mib)
+      throw UserError(fmt::format("the jobs need {} MiB together, more than the GPU's {} MiB (--gpu-memory-mib): they "
+                                  "cannot run side by side under {}",
+                                  together, a.gpu_memory_mib, a.sharing));
     const auto m = a.sharing == "mps" ? sim::make_mps_model(model.mps) : sim::make_streams_model(model.streams);
     r = sim::replay_shared(jobs, *m);
   } else {
@@ -94,6 +109,8 @@ CLI::App* add_sim_collocation(CLI::App* sim) {
   c->add_option("--sharing", a->sharing, "streams | mps | mig")->required();
   c->add_option("--mig", a->mig, "the GPU's MIG instances, e.g. 3g.20gb,3g.20gb (with --sharing mig)");
   c->add_option("--model", a->model, "simulator model file (default: built in)");
+  add_mib_flag(c, "--gpu-memory-mib", a->gpu_memory_mib, 1, limits::kMaxGpuMiB,
+               "streams/MPS: the GPU's memory, which the jobs' MEM must fit together (default 40960)");
   c->add_flag("--json", a->json, "print one JSON object");
   c->callback([a] { run(*a); });
   return c;

@@ -7,6 +7,7 @@
 // whole memory (during the ramp its memory is not resident yet); ramp_j = min(ramp, solo_j).
 // Measured from time 0 (trace offsets start at 0). Jobs that can never complete (more GPUs than
 // the server has, or more memory than a GPU) are left out.
+#include <optional>
 #include <span>
 
 #include "sim/sim_job.h"
@@ -20,6 +21,9 @@ struct LowerBound {
   Seconds value() const;
 };
 
-LowerBound lower_bound(std::span<const SimJobSpec> jobs, int gpus, MiB gpu_memory_mib, Seconds ramp_s);
+// gpu_memory_mib: what one GPU holds (with MIG: the sum of its instances); largest_place_mib: the
+// most one job can get in one place (with MIG: the largest instance; default gpu_memory_mib).
+LowerBound lower_bound(std::span<const SimJobSpec> jobs, int gpus, MiB gpu_memory_mib, Seconds ramp_s,
+                       std::optional<MiB> largest_place_mib = std::nullopt);
 
 }  // namespace colo::sim

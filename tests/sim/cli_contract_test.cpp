@@ -98,7 +98,12 @@ TEST(ColoSimCli, CollocationReplaysOneGpu) {
                           "sim collocation --job a:0.5 --sharing mps", "sim collocation --sharing mps",
                           "sim collocation --job a:0.5:1h:0.5:99GiB --sharing mig --mig 1g.5gb",
                           "sim collocation --job a:0.5:1h --sharing mig --mig 4g.20gb,4g.20gb",
-                          "sim collocation --job a:0.5:1h --sharing gang"}) {
+                          "sim collocation --job a:0.5:1h --sharing gang",
+                          // memory is shared under MPS and streams; no zero-length jobs; names are unique
+                          "sim collocation --job a:0.5:1h:0.5:30GiB --job b:0.5:1h:0.5:30GiB --sharing mps",
+                          "sim collocation --job a:0.5:1h:0.5:50GiB --sharing streams",
+                          "sim collocation --job a:0.5:0 --sharing mps",
+                          "sim collocation --job a:0.5:1h --job a:0.2:1h --sharing mps"}) {
     const CliRun e = test::run_colo_args(bad);
     EXPECT_EQ(e.status, 2) << bad;
     EXPECT_EQ(e.out.rfind("colo: error: ", 0), 0u) << bad << ": " << e.out;

@@ -88,7 +88,10 @@ SimResult Engine::result() {
   r.energy_mj = joules / 1e6;
   r.smact_avg = gpu_seconds > 0 ? smact_seconds / gpu_seconds : 0;
   r.mem_util_avg = r.makespan_s > 0 ? mem_area / (r.makespan_s * total_mib_) : 0;
-  r.lower_bound_s = lower_bound(jobs_, cfg_.gpus, cfg_.gpu_memory_mib, cfg_.ramp_s).value() - start;
+  // With MIG a GPU holds its instances' memory, and a job gets at most the largest instance.
+  const MiB per_gpu = cfg_.mig.empty() ? cfg_.gpu_memory_mib
+                                       : static_cast<MiB>(total_mib_ / std::max(1, cfg_.gpus));
+  r.lower_bound_s = lower_bound(jobs_, cfg_.gpus, per_gpu, cfg_.ramp_s, largest_mib_).value() - start;
   r.outcomes = std::move(out_);
   return r;
 }
