@@ -139,6 +139,7 @@ void run_single(const Opts& o) {
   if (!o.probe.script_args.empty() && o.probe.script.empty())
     throw colo::UserError(fmt::format("estimate: unexpected argument '{}' (script arguments follow --script FILE --)",
                                       colo::one_line(o.probe.script_args.front())));
+  if (o.probe.script.empty()) colo::cli::check_probe_only_flags(o.probe, false);  // a probed script has its own checks
   if (!o.probe.model.empty() || !o.probe.script.empty() || !o.trace.empty()) return run_traced(o);
   if (o.summary.empty() && !o.stated) throw colo::UserError("estimate: --summary is required (or --stated-mib for oracle)");
   Estimate e;

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/number_option.h"
+#include "core/error.h"
 #include "core/limits.h"
 #include "estimate/trace/probe_runner.h"
 
@@ -24,6 +25,24 @@ inline void add_probe_flags(CLI::App* cmd, estimate::ProbeRequest& p) {
                "probe: torch.nn.DataParallel over N GPUs; the estimate is GPU 0's (it also gathers the outputs)", false);
   cmd->add_option("--foreach", p.foreach, "probe: optimizer implementation: auto (PyTorch 2's choice on CUDA: foreach), on, off")
       ->capture_default_str();
+}
+
+// The probe's own flags describe a --probe MODEL run. Given with neither --probe nor a probed script
+// (whose own checks say which of them a script decides itself) they are an error, not silently
+// ignored. `data_parallel_ok`: --data-parallel means something here too.
+inline void check_probe_only_flags(const estimate::ProbeRequest& p, bool data_parallel_ok) {
+  if (!p.model.empty()) return;
+  const estimate::ProbeRequest d;
+  const char* flag = !p.input.empty()                   ? "--input"
+                     : !p.dtype.empty()                 ? "--input-dtype"
+                     : p.num_classes != d.num_classes   ? "--num-classes"
+                     : p.amp != d.amp                   ? "--amp"
+                     : p.checkpointing                  ? "--checkpointing"
+                     : p.set_to_none != d.set_to_none   ? "--no-set-to-none"
+                     : p.foreach != d.foreach           ? "--foreach"
+                     : !data_parallel_ok && p.data_parallel != d.data_parallel ? "--data-parallel"
+                                                                               : nullptr;
+  if (flag) throw UserError(std::string(flag) + " goes with --probe MODEL (it describes the probed training step)");
 }
 
 }  // namespace colo::cli

@@ -7,6 +7,7 @@
 #include "cli/number_option.h"
 #include "cli/probe_options.h"
 #include "core/error.h"
+#include "core/one_line.h"
 #include "core/limits.h"
 #include "daemon/client/job_file.h"
 #include "daemon/client/rad_file.h"
@@ -80,7 +81,8 @@ void add_submit_options(CLI::App* c, SubmitOptions& o) {
   c->add_flag("--checkpoint", o.checkpoint,
               "the job checkpoints when asked (COLO_CHECKPOINT_SIGNAL / COLO_CHECKPOINT_FILE) and exits 75: "
               "colod's time slots may stop it and resume it later");
-  c->add_option("--workdir", o.workdir, "working directory (default: the current one)");
+  c->add_option("--workdir", o.workdir, "working directory (default: the current one)")
+      ->each([&o](const std::string&) { o.workdir_given = true; });
   // One KEY=VALUE per --env: a vector option would otherwise keep taking values and swallow the
   // `--` that starts the command, so the command's own flags were read as colo's.
   c->add_option("--env", o.env, "KEY=VALUE added to the job's environment (repeatable)")->allow_extra_args(false);
@@ -126,6 +128,7 @@ SubmitRequest build_submit_request(const SubmitOptions& o) {
     if (o.args.empty()) throw UserError("nothing to run: give `-- command …`, a job file (.toml) or --rad FILE");
     r.argv = o.args;
   }
+  if (!o.probe_script) check_probe_only_flags(o.probe, false);  // a probed script has its own checks
   if (!o.probe.model.empty() || o.probe_script) {
     // colod runs the probe, as the submitter, before the job queues; --mem is the fallback.
     const char* flag = o.probe_script ? "--probe-script" : "--probe";
@@ -186,6 +189,13 @@ SubmitRequest build_submit_request(const SubmitOptions& o) {
   if (o.gpus) r.gpus = o.gpus;
   if (o.checkpoint) r.checkpoint = true;
   if (!o.name.empty()) r.name = o.name;
+  if (o.workdir_given) {
+    // Checked here, as the submitter: a job whose directory is missing would only fail at launch.
+    std::error_code ec;
+    if (o.workdir.empty()) throw UserError("--workdir: empty path");
+    if (!std::filesystem::is_directory(o.workdir, ec))
+      throw UserError(fmt::format("--workdir '{}' is not a directory", one_line(o.workdir)));
+  }
   if (!o.workdir.empty()) r.workdir = std::filesystem::absolute(o.workdir).lexically_normal().string();
   if (r.workdir.empty()) r.workdir = std::filesystem::current_path().string();
   for (const std::string& kv : o.env) {

@@ -130,6 +130,22 @@ TEST(SubmitOptions, ProbeConflictsAreNamed) {
               HasSubstr("--input '3x0'"));
 }
 
+// The probe's flags describe a --probe MODEL run: without it they are errors, not ignored. A working
+// directory is checked by the submitter, before colod would fail the launch.
+TEST(SubmitOptions, ProbeOnlyFlagsAndWorkdirAreChecked) {
+  const auto err = request_error;
+  EXPECT_EQ(err({"--amp", "bf16", "--", "x"}), "--amp goes with --probe MODEL (it describes the probed training step)");
+  EXPECT_EQ(err({"--input", "3x32x32", "--mem", "1GiB", "--", "x"}),
+            "--input goes with --probe MODEL (it describes the probed training step)");
+  EXPECT_EQ(err({"--foreach", "off", "--", "x"}), "--foreach goes with --probe MODEL (it describes the probed training step)");
+  EXPECT_EQ(err({"--data-parallel", "2", "--", "python3", "t.py"}),
+            "--data-parallel goes with --probe MODEL (it describes the probed training step)");
+  EXPECT_EQ(err({"--workdir", "/nonexistent-colo-dir", "--", "x"}), "--workdir '/nonexistent-colo-dir' is not a directory");
+  EXPECT_EQ(err({"--workdir", "/etc/passwd", "--", "x"}), "--workdir '/etc/passwd' is not a directory");
+  EXPECT_EQ(err({"--workdir", "", "--", "x"}), "--workdir: empty path");
+  EXPECT_EQ(build_submit_request(parse({"--workdir", "/tmp", "--", "x"})).workdir, "/tmp");
+}
+
 // --probe-script: colod probes the Python script the job's command runs, with the job's arguments
 // and GPUs; the script's content is part of the job's fingerprint.
 TEST(SubmitOptions, ProbeScriptTakesTheScriptAndArgumentsFromTheCommand) {
