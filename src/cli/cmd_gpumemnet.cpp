@@ -62,6 +62,7 @@ void run(const GpuMemNetOptions& o, bool train, const std::string& command) {
   e.config.seed = o.seed;
   e.command = command;
   if (o.folds == 1 || o.folds < 0) throw UserError("--folds must be 0 (skip) or at least 2");
+  if (!train && o.folds == 0) throw UserError("gpumemnet cv --folds 0 would cross-validate nothing: give at least 2");
   if (train && o.out.empty()) throw UserError("gpumemnet train needs --out <model.json>");
 
   const auto t0 = std::chrono::steady_clock::now();

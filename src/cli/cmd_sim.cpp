@@ -63,6 +63,7 @@ struct SimArgs {
   bool json = false;
   bool compare = false;
   bool gpu_memory_mib_given = false;  // --gpu-memory-mib was on the command line
+  bool report_given = false;          // --report was on the command line
   std::string report;  // --report FILE: a self-contained HTML page (cli/sim_report.h)
 };
 
@@ -317,7 +318,7 @@ void run(const SimArgs& a, const CLI::App& cmd) {
   if (!sharing) throw UserError(fmt::format("--sharing must be streams, mps or mig, got '{}'", a.sharing));
   sim::make_estimator(a.estimator, base.estimators);  // validates the name before any file is read
 
-  if (!a.report.empty()) check_report_inputs(a.report);
+  if (a.report_given) check_report_inputs(a.report);  // '' included: an error, not "no report"
   const sim::WorkloadCatalog catalog = sim::WorkloadCatalog::load(a.workloads, smact);
   const sim::Trace trace = sim::load_trace(a.trace, catalog);
   if (a.compare) {
@@ -409,6 +410,7 @@ RegisterCommand reg([](CLI::App& app) {
   cmd->callback([args, cmd, colocation] {
     if (colocation->parsed()) return;  // `colo sim collocation …` ran instead
     args->gpu_memory_mib_given = cmd->get_option("--gpu-memory-mib")->count() > 0;
+    args->report_given = cmd->get_option("--report")->count() > 0;
     run(*args, *cmd);
   });
 });

@@ -128,8 +128,10 @@ void check_report_inputs(const std::string& path) {
   for (const char* rel : {"report-template.html", "static/vendor/uplot/uPlot.min.css", "static/style.css",
                           "static/vendor/uplot/uPlot.iife.min.js", "static/charts.js", "static/report.js"})
     read_asset(rel);
+  if (path.empty()) throw UserError("--report: empty path");
   const fs::path out(path);
   std::error_code ec;
+  if (fs::is_directory(out, ec)) throw UserError(fmt::format("--report: '{}' is a directory", path));
   if (out.has_parent_path() && !fs::is_directory(out.parent_path(), ec))
     throw UserError(fmt::format("--report: directory '{}' does not exist", out.parent_path().string()));
 }
@@ -150,8 +152,10 @@ void write_report(const std::string& path, const json& report) {
   }
   const std::string page =
       fill_template(tpl, {{"/*COLO_INLINE_CSS*/", css}, {"/*COLO_INLINE_JS*/", js}, {"/*COLO_REPORT_DATA*/", data}});
+  if (path.empty()) throw UserError("--report: empty path");
   const fs::path out(path);
   std::error_code ec;
+  if (fs::is_directory(out, ec)) throw UserError(fmt::format("--report: '{}' is a directory", path));
   if (out.has_parent_path() && !fs::is_directory(out.parent_path(), ec))
     throw UserError(fmt::format("--report: directory '{}' does not exist", out.parent_path().string()));
   const std::string tmp = path + ".tmp";

@@ -34,6 +34,8 @@ std::string time_slots_problem(const TimeSlots& s) {
   if (!std::isfinite(s.slot_s) || s.slot_s < 0) return "the slot length must be a finite number of seconds ≥ 0";
   if (!std::isfinite(s.notice_s) || s.notice_s < 0) return "the checkpoint notice must be a finite number of seconds ≥ 0";
   if (!std::isfinite(s.min_run_s) || s.min_run_s < 0) return "the minimum run before a request must be finite and ≥ 0";
+  // Below a second a slot cannot hold a checkpoint request and its answer (1e-300 s read as "on").
+  if (s.enabled() && s.slot_s < 1) return "a time slot must last at least 1 s (0 switches slots off)";
   if (s.enabled() && s.notice_s >= s.slot_s) return "the checkpoint notice must be shorter than the slot";
   return "";
 }

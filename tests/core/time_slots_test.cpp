@@ -59,6 +59,8 @@ TEST(TimeSlots, ProblemsAreNamed) {
   EXPECT_EQ(time_slots_problem(TimeSlots{}), "");
   EXPECT_NE(time_slots_problem(TimeSlots{600, 600}), "");
   EXPECT_NE(time_slots_problem(TimeSlots{-1, 0}), "");
+  EXPECT_EQ(time_slots_problem(TimeSlots{1e-300, 0}), "a time slot must last at least 1 s (0 switches slots off)");
+  EXPECT_EQ(time_slots_problem(TimeSlots{1, 0}), "");
   EXPECT_NE(time_slots_problem(TimeSlots{NAN, 0}), "");
   EXPECT_NE(time_slots_problem(TimeSlots{3600, INFINITY}), "");
   EXPECT_NE(time_slots_problem(TimeSlots{3600, 60, -1}), "");

@@ -15,6 +15,7 @@ namespace colo::estimate {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::vector<GpuMemNetRow> split_rows(GpuMemNetFamily f, bool train) {
   const std::string path = std::string(COLO_SOURCE_DIR) + "/data/gpumemnet/" + (f == GpuMemNetFamily::CNN ? "cnn.csv" : "mlp.csv");
@@ -99,7 +100,39 @@ TEST(ActivityModel, BadModelFilesAndTooFewRowsAreClearErrors) {
   } catch (const UserError& e) {
     EXPECT_THAT(e.what(), HasSubstr("'w_smact' has 2 values"));
   }
+  // Values no fit produces are refused by name, not turned into SMACT 1.00 or a library message.
+  auto error_for = [](const nlohmann::json& m) -> std::string {
+    try {
+      ActivityModel::from_json(m, "m.json");
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  const auto good = ActivityModel::fit(split_rows(GpuMemNetFamily::MLP, true), GpuMemNetFamily::MLP).to_json();
+  EXPECT_EQ(error_for(good), "(accepted)");
+  j = good;
+  j["w_smact"][3] = 1e308;
+  EXPECT_THAT(error_for(j), HasSubstr("m.json: 'w_smact' holds 1e+308"));
+  j = good;
+  j["lambda"] = -1;
+  EXPECT_EQ(error_for(j), "m.json: 'lambda' must be a number in [0, 1e+06]");
+  j = good;
+  j["fitted_rows"] = -5;
+  EXPECT_EQ(error_for(j), "m.json: 'fitted_rows' must be a number in [1, 1e+09]");
+  j = good;
+  j["w_smocc"][0] = "x";
+  EXPECT_EQ(error_for(j), "m.json: 'w_smocc' must be an array of numbers");
   EXPECT_THROW(load_activity_models("/nonexistent/model.json"), UserError);
+  const std::string bad = testing::TempDir() + "bad_activity_model.json";
+  std::ofstream(bad) << "{\"format\": ";
+  try {
+    load_activity_models(bad);
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("not JSON (syntax error at byte"));
+    EXPECT_THAT(e.what(), Not(HasSubstr("json.exception")));
+  }
 }
 
 // The shipped model file is what `colo estimate smact fit` writes from the repository's data.

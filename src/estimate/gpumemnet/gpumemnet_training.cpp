@@ -48,9 +48,9 @@ GpuMemNetModel train_gpumemnet(const Eigen::MatrixXd& raw, const std::vector<int
 }
 
 std::vector<int> kfold_assignment(std::size_t n, int k, std::uint64_t seed) {
-  if (k < 2 || static_cast<std::size_t>(k) > n) {
-    throw UserError(fmt::format("gpumemnet: {}-fold cross-validation needs between 2 and {} folds", k, n));
-  }
+  if (n < 2) throw UserError(fmt::format("gpumemnet: {}-fold cross-validation needs at least 2 rows, the data has {}", k, n));
+  if (k < 2 || static_cast<std::size_t>(k) > n)
+    throw UserError(fmt::format("gpumemnet: {}-fold cross-validation needs between 2 and {} folds ({} rows)", k, n, n));
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = i;
   DeterministicRng rng(seed);

@@ -52,13 +52,38 @@ double quantile(std::vector<double> v, double q) {
   return v[static_cast<size_t>(std::min<double>(static_cast<double>(v.size() - 1), std::floor(q * static_cast<double>(v.size()))))];
 }
 
-Eigen::VectorXd vector_from(const nlohmann::json& j, const std::string& where, const char* key, Eigen::Index n) {
-  const auto v = j.at(key).get<std::vector<double>>();
+// A fitted ridge model on standardised features has modest weights; anything beyond this is a
+// damaged or hand-made file (a weight of 1e308 turned every prediction into SMACT 1.00).
+constexpr double kMaxModelValue = 1e6;
+
+const nlohmann::json& field(const nlohmann::json& j, const std::string& where, const char* key) {
+  if (!j.is_object() || !j.contains(key)) throw UserError(fmt::format("{}: missing '{}'", where, key));
+  return j.at(key);
+}
+
+double number_in(const nlohmann::json& j, const std::string& where, const char* key, double lo, double hi) {
+  const nlohmann::json& v = field(j, where, key);
+  if (!v.is_number() || !(v.get<double>() >= lo && v.get<double>() <= hi))
+    throw UserError(fmt::format("{}: '{}' must be a number in [{:g}, {:g}]", where, key, lo, hi));
+  return v.get<double>();
+}
+
+Eigen::VectorXd vector_from(const nlohmann::json& j, const std::string& where, const char* key, Eigen::Index n,
+                            double bound = kMaxModelValue) {
+  const nlohmann::json& a = field(j, where, key);
+  if (!a.is_array()) throw UserError(fmt::format("{}: '{}' must be an array of numbers", where, key));
+  std::vector<double> v;
+  for (const nlohmann::json& x : a) {
+    if (!x.is_number()) throw UserError(fmt::format("{}: '{}' must be an array of numbers", where, key));
+    v.push_back(x.get<double>());
+  }
   if (static_cast<Eigen::Index>(v.size()) != n)
     throw UserError(fmt::format("{}: '{}' has {} values, expected {}", where, key, v.size(), n));
   Eigen::VectorXd out(n);
   for (Eigen::Index i = 0; i < n; ++i) {
-    if (!std::isfinite(v[static_cast<size_t>(i)])) throw UserError(fmt::format("{}: '{}' holds a non-finite value", where, key));
+    if (!std::isfinite(v[static_cast<size_t>(i)]) || std::abs(v[static_cast<size_t>(i)]) > bound)
+      throw UserError(fmt::format("{}: '{}' holds {} (a fitted model's values stay within ±{:g})", where, key,
+                                  v[static_cast<size_t>(i)], bound));
     out(i) = v[static_cast<size_t>(i)];
   }
   return out;
@@ -133,18 +158,17 @@ nlohmann::json ActivityModel::to_json() const {
 
 ActivityModel ActivityModel::from_json(const nlohmann::json& j, const std::string& where) {
   ActivityModel m;
-  try {
-    m.family_ = parse_gpumemnet_family("gpumemnet-" + j.at("family").get<std::string>());
-    m.lambda_ = j.at("lambda").get<double>();
-    m.rows_ = j.at("fitted_rows").get<int>();
-    m.standardizer_.mean = vector_from(j, where, "feature_mean", kGpuMemNetFeatureCount);
-    m.standardizer_.scale = vector_from(j, where, "feature_scale", kGpuMemNetFeatureCount);
-    const Eigen::Index cols = expand(Eigen::VectorXd::Zero(kGpuMemNetFeatureCount)).size();
-    m.w_smact_ = vector_from(j, where, "w_smact", cols);
-    m.w_smocc_ = vector_from(j, where, "w_smocc", cols);
-  } catch (const nlohmann::json::exception& e) {
-    throw UserError(fmt::format("{}: malformed activity model: {}", where, e.what()));
-  }
+  const nlohmann::json& family = field(j, where, "family");
+  if (!family.is_string()) throw UserError(fmt::format("{}: 'family' must be \"mlp\" or \"cnn\"", where));
+  m.family_ = parse_gpumemnet_family("gpumemnet-" + family.get<std::string>());
+  m.lambda_ = number_in(j, where, "lambda", 0, kMaxModelValue);
+  m.rows_ = static_cast<int>(number_in(j, where, "fitted_rows", 1, 1e9));
+  // Feature means are in the features' own units (parameters, activations: up to ~1e12).
+  m.standardizer_.mean = vector_from(j, where, "feature_mean", kGpuMemNetFeatureCount, 1e15);
+  m.standardizer_.scale = vector_from(j, where, "feature_scale", kGpuMemNetFeatureCount, 1e15);
+  const Eigen::Index cols = expand(Eigen::VectorXd::Zero(kGpuMemNetFeatureCount)).size();
+  m.w_smact_ = vector_from(j, where, "w_smact", cols);
+  m.w_smocc_ = vector_from(j, where, "w_smocc", cols);
   for (Eigen::Index i = 0; i < m.standardizer_.scale.size(); ++i)
     if (!(m.standardizer_.scale(i) > 0)) throw UserError(fmt::format("{}: feature_scale must be positive", where));
   return m;
@@ -168,6 +192,8 @@ ActivityModels ActivityModels::from_json(const nlohmann::json& j, const std::str
 }
 
 ActivityModels load_activity_models(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw UserError(fmt::format("{}: no such activity model file", path));
   std::ifstream in(path);
   if (!in) throw UserError(fmt::format("{}: cannot read the activity model", path));
   std::stringstream ss;
@@ -175,8 +201,8 @@ ActivityModels load_activity_models(const std::string& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw UserError(fmt::format("{}: not JSON: {}", path, e.what()));
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UserError(fmt::format("{}: not JSON (syntax error at byte {})", path, e.byte));
   }
   return ActivityModels::from_json(j, path);
 }
