@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/one_line.h"
 #include "daemon/sqlite.h"
 
 namespace colo::daemon {
@@ -28,12 +29,27 @@ struct Span {
   bool collocated = false;
 };
 
+json history_report_of(const std::string& state_dir, const std::string& path);  // below
+
 }  // namespace
 
 json history_report_run(const std::string& state_dir) {
   const std::string path = state_dir + "/colo.db";
   if (!std::filesystem::is_regular_file(path))
     throw UserError(fmt::format("--state-dir: no colod database at {}", path));
+  try {
+    return history_report_of(state_dir, path);
+  } catch (const UserError&) {
+    throw;
+  } catch (const std::exception& e) {
+    // A damaged file, or an SQLite database of something else: say so, not "internal error".
+    throw UserError(fmt::format("--state-dir: {} is not a readable colod database ({})", path, one_line(e.what())));
+  }
+}
+
+namespace {
+
+json history_report_of(const std::string& state_dir, const std::string& path) {
   Db db(path, Db::ReadOnly{});
 
   struct JobInfo {
@@ -167,5 +183,7 @@ json history_report_run(const std::string& state_dir) {
           {"jobs", out_jobs},
           {"series", {{"t", t}, {"gpus", per_gpu}, {"queue_length", queue}}}};
 }
+
+}  // namespace
 
 }  // namespace colo::daemon

@@ -1,9 +1,13 @@
 // A state directory written by an older colod (before time slots) opens in place: the new
 // columns are added, and the jobs already queued keep their order ahead of new ones.
 #include <filesystem>
+#include <fstream>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "core/error.h"
+#include "daemon/history_report.h"
 #include "daemon/sqlite.h"
 #include "daemon/store.h"
 #include "daemon_harness.h"
@@ -89,3 +93,33 @@ TEST(StoreMigration, AnOlderStateDirectoryKeepsItsQueueOrder) {
 
 }  // namespace
 }  // namespace colo::daemon::testing
+
+namespace colo::daemon {
+namespace {
+
+// `colo report --state-dir`: a damaged database, or an SQLite file of something else, is a clear
+// error naming the file, not an internal one.
+TEST(HistoryReport, ADamagedOrForeignDatabaseIsAClearError) {
+  const std::string dir = ::testing::TempDir() + "colo_report_bad_db";
+  std::filesystem::create_directories(dir);
+  auto error_for = [&] {
+    try {
+      history_report_run(dir);
+    } catch (const colo::UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  std::ofstream(dir + "/colo.db") << "garbage, not SQLite";
+  EXPECT_THAT(error_for(), ::testing::HasSubstr("colo.db is not a readable colod database"));
+  std::filesystem::remove(dir + "/colo.db");
+  {
+    Db db(dir + "/colo.db");
+    db.exec("CREATE TABLE unrelated (a INTEGER)");
+  }
+  EXPECT_THAT(error_for(), ::testing::HasSubstr("no such table: jobs"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace colo::daemon
