@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/bench_job.h"
+#include "cli/number_option.h"
 #include "core/error.h"
 #include "core/limits.h"
 #include "core/one_line.h"
@@ -472,12 +473,13 @@ CLI::App* add_bench_collocation(CLI::App* bench) {
       "model to their slowdowns (thesis ch. 4). Each job writes its progress (a growing number) to $COLO_BENCH_PROGRESS");
   c->add_option("--job", a->jobs, "NAME=COMMAND: a training job that runs until stopped (repeat; ≥ 2 for streams/MPS)");
   c->add_option("--sharing", a->sharing, "streams | mps | mig")->required();
-  c->add_option("--gpu", a->gpu, "GPU index for the solo and shared runs (a whole GPU)")->capture_default_str();
+  add_int_flag(c, "--gpu", a->gpu, 0, 1023, "GPU index for the solo and shared runs (a whole GPU; default 0)", false);
   c->add_option("--mig-instance", a->mig_instances, "with --sharing mig: a MIG instance UUID to run each job alone on (repeat)");
   c->add_option("--smact", a->smact, "NAME=VALUE: a job's solo SM activity (0..1) when the GPU cannot measure it");
-  c->add_option("--warmup-s", a->warmup_s, "seconds each run trains before its window")->capture_default_str();
-  c->add_option("--measure-s", a->measure_s, "seconds of each run's measurement window")->capture_default_str();
-  c->add_option("--stall-timeout-s", a->stall_s, "a job with no progress this long is an error")->capture_default_str();
+  // Through core/parse_number (an empty value is an error, not 0; units such as 2min work).
+  add_seconds_flag(c, "--warmup-s", a->warmup_s, 0, limits::kMaxSeconds, "seconds each run trains before its window (default 30)");
+  add_seconds_flag(c, "--measure-s", a->measure_s, 0.1, limits::kMaxSeconds, "seconds of each run's measurement window (default 120)");
+  add_seconds_flag(c, "--stall-timeout-s", a->stall_s, 1, limits::kMaxSeconds, "a job with no progress this long is an error (default 600)");
   c->add_option("--base-model", a->base_model, "model file whose other parameters are kept (default: built in)");
   c->add_option("--out", a->out, "the fitted model file to write (colo sim --model)")->required();
   c->add_option("--measurements", a->measurements, "also write every measurement as JSON");
@@ -485,7 +487,8 @@ CLI::App* add_bench_collocation(CLI::App* bench) {
                 "the solo runs of an earlier --measurements file of the same jobs on the same GPU model, instead of "
                 "running them again (a GPU now in MIG mode)");
   c->add_option("--work-dir", a->work_dir, "where progress files and job logs go (default: a new temporary directory)");
-  c->add_option("--fake-gpus", a->fake_gpus, "run on the in-tree fake NVML (tests, demos), e.g. 1x40GiB");
+  c->add_option("--fake-gpus", a->fake_gpus, "run on the in-tree fake NVML (tests, demos), e.g. 1x40GiB")
+      ->check(non_empty());
   c->add_option("--mps-control", a->mps_control, "the MPS control binary (--sharing mps)")->capture_default_str();
   c->callback([a] {
     try {

@@ -241,8 +241,9 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   auto o = std::make_shared<ConfOpts>();
   CLI::App* c = s->add_subcommand("conf", "write gres.conf, slurm.conf lines, job_submit.lua and colo's settings for this node");
   c->add_option("--out", o->out, "directory to write into")->required();
-  c->add_option("--node", o->node, "NodeName (default: the short host name)");
-  c->add_option("--fake-gpus", o->fake_gpus, "fake GPUs instead of NVML (tests, demos), e.g. 4x40GiB");
+  c->add_option("--node", o->node, "NodeName (default: the short host name)")->check(colo::cli::node_name());
+  c->add_option("--fake-gpus", o->fake_gpus, "fake GPUs instead of NVML (tests, demos), e.g. 4x40GiB")
+      ->check(colo::cli::non_empty());
   c->add_option("--fake-gpu-dir", o->fake_gpu_dir, "state directory of the fake GPUs");
   c->add_option("--nvml-library", o->nvml_library, "NVML library (default libnvidia-ml.so.1)");
   c->add_option("--shard-mib", o->shard, "GPU memory per shard (default 1GiB; doubled while a node would pass 1024 shards)");
@@ -274,7 +275,7 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   auto wonce = std::make_shared<bool>(false);
   CLI::App* w = s->add_subcommand("node-weight", "keep this GPU node's Slurm Weight at colo's ranking (free memory, SMACT cap)");
   w->add_option("--site", *wsite, "colo's Slurm settings (default $COLO_SLURM_SITE or /etc/colo/slurm.toml)");
-  w->add_option("--node", *wnode, "this node's NodeName (default: the short host name)");
+  w->add_option("--node", *wnode, "this node's NodeName (default: the short host name)")->check(colo::cli::node_name());
   colo::cli::add_real_flag(w, "--interval", *winterval, 1, 3600, "seconds between updates (default 10)");
   w->add_flag("--once", *wonce, "measure, set the weight once, exit");
   w->callback([wsite, wnode, winterval, wonce] { node_weight(*wsite, *wnode, *winterval, *wonce); });

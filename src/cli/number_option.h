@@ -2,6 +2,8 @@
 // Flags that take numbers go through core/parse_number.h instead of CLI11's own conversion, which
 // wraps or clamps some overflows and accepts values outside any sane range. The range is part of
 // the flag's --help text, and a bad value is a "colo: error: --flag: …" line (exit 2).
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -80,6 +82,30 @@ CLI::Option* add_mib_flag(CLI::App* app, const std::string& name, Int& target, M
           fmt::format("{} [{}..{} MiB; units MiB/GiB allowed]", help, lo, hi))
       ->default_str(std::to_string(target))
       ->type_name("MIB");
+}
+
+}  // namespace colo::cli
+
+namespace colo::cli {
+
+// A text flag that, when given, must say something: `--fake-gpus ''` would otherwise read as "not
+// given" and fall through to the real NVML.
+inline CLI::Validator non_empty() {
+  return CLI::Validator([](std::string& s) { return s.empty() ? std::string("empty value") : std::string(); }, "TEXT");
+}
+
+// A Slurm NodeName: a host name ([A-Za-z0-9._-], not starting with '-'), nothing that would split
+// a gres.conf or slurm.conf line.
+inline CLI::Validator node_name() {
+  return CLI::Validator(
+      [](std::string& s) {
+        const bool ok = !s.empty() && s.size() <= 255 && s.front() != '-' &&
+                        std::all_of(s.begin(), s.end(), [](char c) {
+                          return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+                        });
+        return ok ? std::string() : std::string("not a node name (letters, digits, '.', '_', '-')");
+      },
+      "NAME");
 }
 
 }  // namespace colo::cli

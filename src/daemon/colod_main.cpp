@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
   std::string config_file, state_dir, fake_gpus, socket, policy, metrics_listen;
   app.add_option("--config", config_file, "TOML configuration (see packaging/colod.toml)");
   app.add_option("--state-dir", state_dir, "state directory (database, job logs); overrides paths.state_dir");
-  app.add_option("--fake-gpus", fake_gpus, "run on the in-tree fake NVML, e.g. 2x40GiB");
+  app.add_option("--fake-gpus", fake_gpus, "run on the in-tree fake NVML, e.g. 2x40GiB")
+      ->check(CLI::Validator([](std::string& v) { return v.empty() ? std::string("empty value") : std::string(); }, "SPEC"));
   app.add_option("--socket", socket, "API socket (default STATE_DIR/colo.sock)");
   app.add_option("--metrics-listen", metrics_listen,
                  "serve /metrics and the dashboard on this TCP address, e.g. 127.0.0.1:9400 (port 0: any free port; "

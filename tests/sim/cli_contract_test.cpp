@@ -61,6 +61,27 @@ TEST(ColoSimCli, BadFlagsGiveOneLine) {
   }
 }
 
+// Empty values are errors, not "not given" (which fell through to defaults or the real NVML);
+// text that ends up in config files is checked.
+TEST(ColoSimCli, EmptyAndMalformedTextValuesGiveOneLine) {
+  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  const std::string out = ::testing::TempDir() + "colo_cli_empty";
+  std::filesystem::remove_all(out);
+  for (const std::string& bad : std::vector<std::string>{
+           "sim --report ''", "sim --report /", "sim --slots 1e-300", "slurm conf --out " + out + " --fake-gpus ''",
+        "slurm conf --out " + out + " --fake-gpus 1x40GiB --fake-gpu-dir " + out + "/g --node 'a b'",
+        "bench collocation --sharing mps --job a=x --job b=y --out " + out + ".toml --warmup-s ''",
+        "bench collocation --sharing mps --job a=x --job b=y --out " + out + ".toml --gpu ''",
+        "gpumemnet cv --dataset " + std::string(COLO_SOURCE_DIR) + "/data/gpumemnet/mlp.csv --format gpumemnet-mlp --folds 0",
+        "estimate --summary " + std::string(COLO_SOURCE_DIR) + "/data/carma/summaries/resnet18_cifar100.model --batch 8 --amp bf16"}) {
+    const CliRun r = test::run_colo_args(bad);
+    EXPECT_EQ(r.status, 2) << bad;
+    EXPECT_EQ(r.out.rfind("colo: error: ", 0), 0u) << bad << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << bad << ": " << r.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
 // --compare: the thesis' rows, then each of colo's rules on its own; slots cut the longest wait.
 TEST(ColoSimCli, CompareHasColosRules) {
   if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
