@@ -66,6 +66,13 @@ ApiServer::ApiServer(const ListenAddress& a, ServerLimits limits, Handler handle
                                             : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
 }
 
+std::string socket_path_problem(const std::string& path) {
+  constexpr std::size_t kMax = sizeof(sockaddr_un::sun_path) - 1;
+  if (path.empty()) return "empty path";
+  if (path.size() > kMax) return fmt::format("{} bytes long; a Unix socket path holds at most {}", path.size(), kMax);
+  return "";
+}
+
 ApiServer::ApiServer(const std::string& path, ServerLimits limits, Handler handler)
     : path_(path), limits_(limits), handler_(std::move(handler)) {
   normalise_limits();

@@ -66,6 +66,9 @@ struct ServerLimits {
   double accept_retry_s = 1.0;
 };
 
+// Why `path` cannot be a Unix socket (empty, longer than sun_path holds), or "" when it can.
+std::string socket_path_problem(const std::string& path);
+
 class ApiServer {
  public:
   // Binds `path` (removing a stale socket file), mode 0666: access control is per request.

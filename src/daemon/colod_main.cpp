@@ -14,9 +14,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "core/one_line.h"
 #include "daemon/config.h"
+#include "daemon/api_server.h"
 #include "daemon/client/policy_file.h"
 #include "daemon/daemon.h"
 #include "daemon/shim.h"
@@ -91,7 +94,10 @@ int main(int argc, char** argv) {
       if (getcwd(cwd, sizeof(cwd))) cfg.state_dir = std::string(cwd) + "/" + cfg.state_dir;
     }
     std::filesystem::create_directories(cfg.state_dir);
-    // A socket in a missing directory would fail only after GPU discovery: say so first.
+    // A socket path too long or in a missing directory would fail only after GPU discovery: say
+    // so first.
+    if (const std::string why = colo::daemon::socket_path_problem(cfg.socket_path()); !why.empty())
+      throw colo::UserError(fmt::format("socket path '{}': {}", cfg.socket_path(), why));
     if (const auto sock_dir = std::filesystem::path(cfg.socket_path()).parent_path();
         !sock_dir.empty() && !std::filesystem::is_directory(sock_dir))
       throw colo::UserError("socket directory " + sock_dir.string() + " does not exist");

@@ -1,7 +1,9 @@
 #include "daemon/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -10,11 +12,13 @@
 #include "core/limits.h"
 #include "core/one_line.h"
 #include "core/parse_number.h"
+#include "daemon/api_server.h"
 #include "daemon/checkpoint_request.h"
 #include "daemon/client/job_request.h"
 #include "daemon/client/policy_file.h"
 #include "daemon/client/toml_reader.h"
 #include "daemon/listen_address.h"
+#include "gpu/fake_nvml/fake_spec.h"
 #include "estimate/calibration/calibration_profile.h"
 
 namespace colo::daemon {
@@ -34,22 +38,47 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
       c.policies = read_policy_definitions(s, r);
       continue;
     }
+    static const std::set<std::string> kSections = {"paths",    "gpus", "policy", "recovery", "estimator",
+                                                    "sharing",  "sampling", "web", "slots",   "jobs"};
+    if (!kSections.count(section)) r.bad(snode, fmt::format("unknown section [{}]", one_line(section)));
     for (const auto& [kk, n] : s) {
       const std::string k(kk.str());
       const std::string full = section + "." + k;
       if (section == "paths" && k == "state_dir") c.state_dir = r.str(n, full);
-      else if (section == "paths" && k == "socket") c.socket = r.str(n, full);
-      else if (section == "gpus" && k == "managed") {
+      else if (section == "paths" && k == "socket") {
+        c.socket = r.str(n, full);
+        if (const std::string why = socket_path_problem(c.socket); !why.empty()) r.bad(n, "'paths.socket': " + why);
+      } else if (section == "gpus" && k == "managed") {
         const toml::array* a = n.as_array();
         if (!a) r.bad(n, "'gpus.managed' must be an array of indices or UUIDs");
+        // An empty list would manage nothing, yet read as "every GPU": say which is meant.
+        if (a->empty()) r.bad(n, "'gpus.managed' is empty (leave it out to manage every GPU)");
         c.managed.clear();
         for (const toml::node& e : *a) {
-          if (e.is_integer()) c.managed.push_back(std::to_string(e.as_integer()->get()));
-          else if (e.is_string()) c.managed.push_back(e.as_string()->get());
-          else r.bad(e, "'gpus.managed' entries must be integers (NVML index) or UUID strings");
+          std::string id;
+          if (e.is_integer()) {
+            if (e.as_integer()->get() < 0 || e.as_integer()->get() > 1023)
+              r.bad(e, "'gpus.managed' indices are NVML indices, 0..1023");
+            id = std::to_string(e.as_integer()->get());
+          } else if (e.is_string()) {
+            id = e.as_string()->get();
+            if (id.empty() || !control_char_in(id).empty()) r.bad(e, "'gpus.managed' entries must be non-empty UUIDs");
+          } else {
+            r.bad(e, "'gpus.managed' entries must be integers (NVML index) or UUID strings");
+          }
+          if (std::find(c.managed.begin(), c.managed.end(), id) != c.managed.end())
+            r.bad(e, fmt::format("'gpus.managed' lists '{}' twice", one_line(id)));
+          c.managed.push_back(id);
         }
       } else if (section == "gpus" && k == "nvml_library") c.nvml_library = r.str(n, full);
-      else if (section == "gpus" && k == "fake") c.fake_gpus = r.str(n, full);
+      else if (section == "gpus" && k == "fake") {
+        c.fake_gpus = r.str(n, full);
+        try {
+          gpu::parse_fake_gpu_spec(c.fake_gpus);
+        } catch (const UserError& e) {
+          r.bad(n, e.what());
+        }
+      }
       else if (section == "gpus" && k == "dcgm") {
         c.dcgm = r.str(n, full);
         if (c.dcgm.empty()) r.bad(n, "'gpus.dcgm' must be \"embedded\", \"off\" or an nv-hostengine address");
@@ -130,6 +159,10 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
       else r.bad(n, fmt::format("unknown key '{}'", full));
     }
   }
+  // The window averages samples: shorter than one interval it would hold none.
+  if (c.window < c.sample_interval)
+    throw UserError(fmt::format("{}: [sampling] window_s = {:g} is shorter than interval_s = {:g}", path, c.window,
+                                c.sample_interval));
   if (const std::string why = time_slots_problem(c.slots); !why.empty())
     throw UserError(fmt::format("{}: [slots] length_s = {:g}, notice_s = {:g}: {}", path, c.slots.slot_s,
                                 c.slots.notice_s, why));

@@ -36,7 +36,9 @@ GpuMonitor::GpuMonitor(std::unique_ptr<gpu::GpuBackend> backend, const std::vect
   for (const gpu::DeviceInfo& d : devices) {
     const std::string idx = std::to_string(d.index);
     if (!wanted.empty() && !wanted.count(idx) && !(!d.uuid.empty() && wanted.count(d.uuid))) continue;
-    matched.insert(wanted.count(idx) ? idx : d.uuid);
+    // Named by index, by UUID, or both (the same GPU twice is still one GPU).
+    if (wanted.count(idx)) matched.insert(idx);
+    if (!d.uuid.empty() && wanted.count(d.uuid)) matched.insert(d.uuid);
     DeviceHealth& h = health_[d.index];
     // Never an empty identity: the UUID if that call answered, else a placeholder.
     const std::string uuid = d.uuid.empty() ? placeholder_uuid(d.index) : d.uuid;

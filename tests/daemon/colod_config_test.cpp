@@ -135,5 +135,16 @@ TEST(ColodConfig, MigInstancesAreSlotsForOneJobEach) {
     }
 }
 
+// gpus.managed may name a GPU by index and by UUID at once: still one GPU, and colod starts.
+TEST(ColodConfig, ManagedByIndexAndUuidIsOneGpu) {
+  TempDir dir;
+  const std::string uuid = colo::gpu::fake_gpu_uuid(1);
+  const std::string cfg = write_file(dir.path() + "/colod.toml", "[gpus]\nmanaged = [1, \"" + uuid + "\"]\n");
+  ColodProcess d(dir.path(), "2x40GiB", {"--config", cfg});
+  const json gpus = d.colo_json({"gpus", "--json"});
+  ASSERT_EQ(gpus.size(), 1u) << gpus.dump(2);
+  EXPECT_EQ(gpus[0].at("uuid"), uuid);
+}
+
 }  // namespace
 }  // namespace colo::daemon::testing

@@ -358,6 +358,17 @@ TEST(DaemonConfig, RefusesNanFractionsZeroStepHugeMemoryAndDirectories) {
   EXPECT_EQ(load_config(path).checkpoint_signal, SIGUSR2);
   EXPECT_EQ(load_config(path).slots.min_run_s, 60);  // the default
   EXPECT_EQ(error_for("[slots]\nmin_run_s = -5\n"), path + ":2: 'slots.min_run_s' must be in [0, 31622400]");
+  // [gpus] and [paths]: what would only fail after GPU discovery, or silently mean something else.
+  EXPECT_EQ(error_for("[gpus]\nmanaged = []\n"), path + ":2: 'gpus.managed' is empty (leave it out to manage every GPU)");
+  EXPECT_EQ(error_for("[gpus]\nmanaged = [0, 0]\n"), path + ":2: 'gpus.managed' lists '0' twice");
+  EXPECT_EQ(error_for("[gpus]\nmanaged = [-1]\n"), path + ":2: 'gpus.managed' indices are NVML indices, 0..1023");
+  EXPECT_THAT(error_for("[gpus]\nfake = \"banana\"\n"), ::testing::StartsWith(path + ":2: fake GPU spec 'banana'"));
+  EXPECT_EQ(error_for("[gpus]\nfake = \"2x40GiB\"\nmanaged = [1, \"GPU-x\"]\n"), "(accepted)");
+  EXPECT_THAT(error_for("[paths]\nsocket = \"/" + std::string(200, 's') + "\"\n"),
+              ::testing::StartsWith(path + ":2: 'paths.socket': 201 bytes long; a Unix socket path holds at most 107"));
+  EXPECT_EQ(error_for("[sampling]\ninterval_s = 60\nwindow_s = 1\n"),
+            path + ": [sampling] window_s = 1 is shorter than interval_s = 60");
+  EXPECT_EQ(error_for("[bogus]\n"), path + ":1: unknown section [bogus]");
   EXPECT_EQ(error_for("[policy]\nbackfill = -1\n"), path + ":2: 'policy.backfill' must be in [0, 1000000]");
   EXPECT_EQ(error_for("[policy]\nbackfill_depth = 0\n"), path + ":2: 'policy.backfill_depth' must be in [1, 1000000]");
   std::ofstream(path) << "[policy]\nbackfill = 3\nbackfill_depth = 50\n";
