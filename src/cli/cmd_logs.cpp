@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "cli/command_registry.h"
+#include "common/base64.h"
+#include "core/error.h"
 #include "core/parse_number.h"
 #include "daemon/client/api_client.h"
 
@@ -30,11 +32,17 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
     std::int64_t offset = 0;
     const char* stream = o->stderr_stream ? "stderr" : "stdout";
     for (;;) {
-      const nlohmann::json r = client.call("GET", fmt::format("/v1/jobs/{}/logs?stream={}&offset={}", id, stream, offset));
-      const std::string data = r.at("data").get<std::string>();
+      // The bytes exactly (base64) for the terminal; JSON lines carry text.
+      const nlohmann::json r = client.call("GET", fmt::format("/v1/jobs/{}/logs?stream={}&offset={}&encoding={}", id, stream,
+                                                               offset, o->json ? "text" : "base64"));
       offset = r.at("offset").get<std::int64_t>();
-      if (o->json) std::cout << r.dump() << "\n";
-      else std::cout << data << std::flush;
+      if (o->json) {
+        std::cout << r.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      } else {
+        const auto bytes = colo::base64_decode(r.at("data").get<std::string>());
+        if (!bytes) throw colo::UserError("colod sent a log chunk that is not base64");
+        std::cout << *bytes << std::flush;
+      }
       const bool more = offset < r.at("size").get<std::int64_t>();
       if (more) continue;
       if (!o->follow || r.at("finished").get<bool>()) break;

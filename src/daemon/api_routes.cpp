@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <pwd.h>
 
+#include "common/base64.h"
 #include "core/error.h"
 #include "core/one_line.h"
 #include "daemon/client/job_request.h"
@@ -64,6 +65,18 @@ HttpResponse Daemon::handle(const HttpRequest& req, const Peer& peer) {
 HttpResponse Daemon::route(const HttpRequest& req, const Peer& peer) {
   const std::vector<std::string> p = split_path(req.path);
   const std::string& m = req.method;
+  // A query parameter a route does not read is a mistake to report, not to ignore.
+  const bool listing = p.size() == 2 && p[0] == "v1" && p[1] == "jobs" && m == "GET";
+  const bool logs = p.size() == 4 && p[0] == "v1" && p[1] == "jobs" && p[3] == "logs";
+  for (const auto& [key, value] : req.query) {
+    const bool known = (listing && key == "all") ||
+                       (logs && (key == "stream" || key == "offset" || key == "max" || key == "encoding"));
+    if (!known) return error(400, fmt::format("unknown query parameter '{}' for {} {}", one_line(key), m, one_line(req.path)));
+  }
+  if (listing && req.query.count("all")) {
+    const std::string& v = req.query.at("all");
+    if (v != "0" && v != "1" && v != "true" && v != "false") return error(400, "query 'all' must be 0, 1, true or false");
+  }
   auto method_not_allowed = [&](const char* allowed) {
     return error(405, fmt::format("{} is not allowed on {} (use {})", m, req.path, allowed));
   };
@@ -254,7 +267,7 @@ HttpResponse Daemon::submit(const HttpRequest& req, const Peer& peer) {
 }
 
 HttpResponse Daemon::list_jobs(const HttpRequest& req, const Peer& peer) {
-  const bool all = req.query.count("all") && req.query.at("all") != "0";
+  const bool all = req.query.count("all") && (req.query.at("all") == "1" || req.query.at("all") == "true");
   std::optional<std::int64_t> uid;
   if (!is_admin(peer)) uid = peer.uid;
   json out = json::array();
@@ -304,6 +317,11 @@ HttpResponse Daemon::job_logs(JobId id, const HttpRequest& req, const Peer& peer
   std::string stream = "stdout";
   if (req.query.count("stream")) stream = req.query.at("stream");
   if (stream != "stdout" && stream != "stderr") return error(400, "query 'stream' must be stdout or stderr");
+  // text: a JSON string (bytes that are not UTF-8 show as U+FFFD; a chunk never splits a
+  // character); base64: the bytes exactly.
+  std::string encoding = "text";
+  if (req.query.count("encoding")) encoding = req.query.at("encoding");
+  if (encoding != "text" && encoding != "base64") return error(400, "query 'encoding' must be text or base64");
   std::int64_t offset = 0, max = 1 << 20;
   auto num = [&](const char* key, std::int64_t& v) -> bool {
     if (!req.query.count(key)) return true;
@@ -327,8 +345,22 @@ HttpResponse Daemon::job_logs(JobId id, const HttpRequest& req, const Peer& peer
       data.resize(static_cast<size_t>(in.gcount()));
     }
   }
-  return reply(200, json{{"data", data}, {"offset", offset + static_cast<std::int64_t>(data.size())}, {"size", size},
-                         {"state", std::string(to_string(j->state))}, {"finished", is_terminal(j->state)}});
+  if (encoding == "text" && offset + static_cast<std::int64_t>(data.size()) < size) {
+    // Stop before a character the chunk would cut (the next chunk starts at its lead byte).
+    std::size_t keep = data.size();
+    for (std::size_t back = 1; back <= 3 && back <= data.size(); ++back) {
+      const auto c = static_cast<unsigned char>(data[data.size() - back]);
+      if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+      const std::size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+      if (len > back) keep = data.size() - back;
+      break;
+    }
+    if (keep > 0) data.resize(keep);  // a lone fragment is sent as it is (it cannot be completed)
+  }
+  const std::int64_t next = offset + static_cast<std::int64_t>(data.size());
+  return reply(200, json{{"data", encoding == "base64" ? base64_encode(data) : data}, {"encoding", encoding},
+                         {"offset", next}, {"size", size}, {"state", std::string(to_string(j->state))},
+                         {"finished", is_terminal(j->state)}});
 }
 
 HttpResponse Daemon::list_gpus(const Peer& peer) {

@@ -262,6 +262,28 @@ std::string post(const std::string& path, const std::string& body) {
   return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
+// A job's output comes back byte for byte (`colo logs`: base64 on the wire), and text chunks
+// never split a UTF-8 character.
+TEST(ColodE2E, LogsAreExactBytesAndTextChunksKeepCharactersWhole) {
+  TempDir dir;
+  ColodProcess d(dir.path(), "1x40GiB");
+  const std::uint64_t id = d.submit({"--", "/bin/sh", "-c", "printf 'a\\377b\\303\\251\\n'"});
+  ASSERT_EQ(d.wait_terminal(id, 30s).at("state"), "done");
+  EXPECT_EQ(d.colo({"logs", std::to_string(id)}).out, std::string("a\xff" "b\xc3\xa9\n"));
+  const std::string base = "GET /v1/jobs/" + std::to_string(id) + "/logs?";
+  auto body_of = [&](const std::string& query) {
+    const std::string resp = raw_request(d.socket(), base + query + " HTTP/1.1\r\n\r\n");
+    return json::parse(resp.substr(resp.find("\r\n\r\n") + 4));
+  };
+  // "é" is bytes 3..4: a 4-byte chunk stops before it, the next one starts at its lead byte.
+  const json first = body_of("offset=0&max=4");
+  EXPECT_EQ(first.at("offset"), 3) << first.dump();
+  const json second = body_of("offset=3&max=4");
+  EXPECT_EQ(second.at("data"), "\xc3\xa9\n") << second.dump();
+  EXPECT_EQ(body_of("encoding=base64").at("data"), "Yf9iw6kK");
+  EXPECT_EQ(body_of("encoding=hex").at("error").get<std::string>(), "query 'encoding' must be text or base64");
+}
+
 TEST(ColodE2E, MalformedRequestsGetClearErrorsAndTheDaemonStaysUp) {
   TempDir dir;
   ColodProcess d(dir.path(), "1x40GiB");
@@ -287,6 +309,11 @@ TEST(ColodE2E, MalformedRequestsGetClearErrorsAndTheDaemonStaysUp) {
       {"GET / HTTP/2.0\r\n\r\n", "505", "unsupported HTTP version"},
       {"GET /v1/jobs HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n", "431", "exceeds"},
       {"GET /v1/jobs/1/logs?offset=-3 HTTP/1.1\r\n\r\n", "404", "not found"},
+      {"GET /v1/jobs?all=banana HTTP/1.1\r\n\r\n", "400", "query 'all' must be 0, 1, true or false"},
+      {"GET /v1/jobs?al=1 HTTP/1.1\r\n\r\n", "400", "unknown query parameter 'al'"},
+      {"GET /v1/jobs?all=1&all=0 HTTP/1.1\r\n\r\n", "400", "given twice"},
+      {"GET /v1/status?x=1 HTTP/1.1\r\n\r\n", "400", "unknown query parameter 'x'"},
+      {post("/v1/jobs", std::string(R"({"argv":["true"]})") + '\0' + " junk"), "400", "NUL byte"},
   };
   for (const Case& c : cases) {
     const std::string resp = raw_request(s, c.bytes);
