@@ -31,9 +31,21 @@ std::string shown(std::string_view text) {
   throw UserError(fmt::format("{}: '{}' is not {}", where, shown(text), what));
 }
 
+// "1..1024"; a bound that only stands for "no bound" (beyond 2^53) is left out of the message
+// rather than printed as -1.7976931348623157e+308.
+template <class T>
+std::string range_text(T lo, T hi) {
+  constexpr double kNoBound = 9007199254740992.0;  // 2^53
+  const bool open_lo = static_cast<double>(lo) <= -kNoBound, open_hi = static_cast<double>(hi) >= kNoBound;
+  if (open_lo && open_hi) return "a number of sensible size";
+  if (open_lo) return fmt::format("at most {}", hi);
+  if (open_hi) return fmt::format("at least {}", lo);
+  return fmt::format("{}..{}", lo, hi);
+}
+
 template <class T>
 [[noreturn]] void out_of_range(std::string_view where, std::string_view text, T lo, T hi) {
-  throw UserError(fmt::format("{}: {} is out of range (expected {}..{})", where, shown(text), lo, hi));
+  throw UserError(fmt::format("{}: {} is out of range (expected {})", where, shown(text), range_text(lo, hi)));
 }
 
 // from_chars over the whole (trimmed) text; false on garbage. Sets `overflow` on ERANGE.
@@ -142,9 +154,9 @@ std::int64_t round_checked(double v, std::string_view where, std::int64_t lo, st
   constexpr double k2p63 = 9223372036854775808.0;
   if (!std::isfinite(v) || v >= k2p63 || v < -k2p63 || v < static_cast<double>(lo) - 0.5 ||
       v > static_cast<double>(hi) + 0.5)
-    throw UserError(fmt::format("{}: {} is out of range (expected {}..{})", where, v, lo, hi));
+    throw UserError(fmt::format("{}: {} is out of range (expected {})", where, v, range_text(lo, hi)));
   const std::int64_t r = std::llround(v);
-  if (r < lo || r > hi) throw UserError(fmt::format("{}: {} is out of range (expected {}..{})", where, v, lo, hi));
+  if (r < lo || r > hi) throw UserError(fmt::format("{}: {} is out of range (expected {})", where, v, range_text(lo, hi)));
   return r;
 }
 

@@ -43,7 +43,7 @@ TEST(CliSmact, BadRequestsGetOneLineErrors) {
   r = run_colo_args("estimate smact --summary " + kData + "carma/summaries/resnet18_cifar100.model");
   EXPECT_EQ(r.out, "colo: error: estimate smact: --batch N is required\n");
   r = run_colo_args("estimate smact --summary " + kData + "carma/summaries/resnet18_cifar100.model --batch 8 --model /nonexistent.json");
-  EXPECT_EQ(r.out, "colo: error: /nonexistent.json: cannot read the activity model\n");
+  EXPECT_EQ(r.out, "colo: error: /nonexistent.json: no such activity model file\n");
   r = run_colo_args("estimate smact eval --dataset " + kData + "gpumemnet/mlp.csv --format keras");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("keras"), std::string::npos) << r.out;

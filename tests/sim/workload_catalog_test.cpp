@@ -107,7 +107,7 @@ TEST(WorkloadCatalog, BadInputNamesFileAndLine) {
   EXPECT_THAT(error_of(std::string(kHeader) + "a,resnet50,imagenet,32,1,1,,1000,900,800,8000,s,table6.2,adam,\n"),
               HasSubstr("w.csv:2: column 'epoch_minutes' is empty"));
   EXPECT_THAT(error_of(std::string(kHeader) + "a,resnet50,imagenet,32,0,1,2,1000,900,800,8000,s,t,adam,\n"),
-              HasSubstr("w.csv:2: gpus must be 1..1024"));
+              HasSubstr("w.csv:2: column 'gpus': 0 is out of range (expected 1..1024)"));
   EXPECT_THAT(error_of(std::string(kHeader) + "a,resnet50,imagenet,32,1,1,2,-5,900,800,8000,s,t,adam,\n"),
               HasSubstr("w.csv:2: measured_mib must be positive"));
   EXPECT_THAT(error_of(std::string(kHeader) + "a,resnet50,imagenet,32,1,1,2,1000,900,800\n"),

@@ -47,8 +47,7 @@ WorkloadCatalog from_table(const CsvTable& t, const SmActivityTable& smact_table
     if (batch < 1 || batch > limits::kMaxBatch)
       throw UserError(fmt::format("{}: batch_size must be 1..{}, got {}", t.where(r), limits::kMaxBatch, batch));
     w.batch_size = static_cast<int>(batch);
-    const long long gpus = t.integer(r, c_gpus);
-    if (gpus < 1 || gpus > 1024) throw UserError(fmt::format("{}: gpus must be 1..1024, got {}", t.where(r), gpus));
+    const long long gpus = t.integer(r, c_gpus, 1, 1024);
     w.gpus = static_cast<int>(gpus);
     // Bounded so that epochs × epoch_minutes × 60 (the solo duration) stays finite.
     w.epochs = t.number(r, c_epochs, -CsvTable::kAny, 1e6);
