@@ -18,6 +18,7 @@ std::string human(std::uintmax_t bytes) {
 }  // namespace
 
 void check_input_size(const std::string& path, std::uintmax_t max_bytes, std::string_view what) {
+  if (path.empty()) throw UserError(fmt::format("an empty path was given for the {}", what));
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(st)) throw UserError(fmt::format("{}: cannot open {}", path, what));
@@ -42,6 +43,8 @@ std::string read_input_file(const std::string& path, std::uintmax_t max_bytes, s
     if (text.size() > max_bytes)
       throw UserError(fmt::format("{}: {} is over the {} limit", path, what, human(max_bytes)));
   }
+  // A UTF-8 byte-order mark (spreadsheets write one) is not part of the first line's text.
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
   return text;
 }
 

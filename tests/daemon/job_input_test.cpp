@@ -103,6 +103,13 @@ TEST(JobFile, BadValuesAreOneLineErrorsWithTheLocationOnce) {
   EXPECT_EQ(error_for("command = \"  \"\n"), path + ":1: 'command' is empty");
   EXPECT_EQ(error_for("command = [\"\", \"a\"]\n"), path + ":1: 'command' starts with an empty program name");
   EXPECT_EQ(error_for("command = \"x\"\nmem = \"1TiB\"\n"), "(accepted)");
+  // [estimate]'s names are checked where they are written.
+  EXPECT_EQ(error_for("command = \"x\"\n[estimate]\nsummary = \"s\"\nbatch = 2\noptimizer = \"lamb\"\n").rfind(
+                path + ":5: unknown optimizer 'lamb'", 0),
+            0u);
+  EXPECT_EQ(error_for("command = \"x\"\n[estimate]\nsummary = \"s\"\nbatch = 2\nestimator = \"magic\"\n").rfind(
+                path + ":5: unknown estimator 'magic'", 0),
+            0u);
   fs::remove_all(dir);
 }
 

@@ -108,6 +108,8 @@ TEST(WorkloadCatalog, BadInputNamesFileAndLine) {
               HasSubstr("w.csv:2: column 'epoch_minutes' is empty"));
   EXPECT_THAT(error_of(std::string(kHeader) + "a,resnet50,imagenet,32,0,1,2,1000,900,800,8000,s,t,adam,\n"),
               HasSubstr("w.csv:2: column 'gpus': 0 is out of range (expected 1..1024)"));
+  EXPECT_THAT(error_of(std::string(kHeader) + "a,resnet50,imagenet,32,1,1,2,1000,900,800,8000,s,t,lamb,\n"),
+              HasSubstr("w.csv:2: column 'optimizer': unknown optimizer 'lamb'"));
   EXPECT_THAT(error_of(std::string(kHeader) + "a,resnet50,imagenet,32,1,1,2,-5,900,800,8000,s,t,adam,\n"),
               HasSubstr("w.csv:2: measured_mib must be positive"));
   EXPECT_THAT(error_of(std::string(kHeader) + "a,resnet50,imagenet,32,1,1,2,1000,900,800\n"),

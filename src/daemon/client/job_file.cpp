@@ -10,6 +10,8 @@
 #include "core/error.h"
 #include "core/limits.h"
 #include "core/one_line.h"
+#include "estimate/estimator.h"
+#include "estimate/optimizer.h"
 #include "estimate/input_file.h"
 
 namespace colo::daemon {
@@ -99,12 +101,26 @@ JobFile parse_job_file(const std::string& path) {
       EstimateSpec s;
       for (const auto& [ek, ev] : *e) {
         const std::string kk(ek.str());
-        if (kk == "estimator") s.estimator = need_string(path, ev, "estimator");
+        if (kk == "estimator") {
+          s.estimator = need_string(path, ev, "estimator");
+          try {
+            estimate::make_estimator(s.estimator);  // the name, checked where it is written
+          } catch (const UserError& err) {
+            bad(path, ev, err.what());
+          }
+        }
         else if (kk == "summary") {
           s.summary = need_string(path, ev, "summary");
           if (s.summary.empty() || s.summary[0] != '/') s.summary = (dir / s.summary).lexically_normal().string();
         } else if (kk == "batch") s.batch = need_int(path, ev, "batch", 1, limits::kMaxBatch);
-        else if (kk == "optimizer") s.optimizer = need_string(path, ev, "optimizer");
+        else if (kk == "optimizer") {
+          s.optimizer = need_string(path, ev, "optimizer");
+          try {
+            estimate::parse_optimizer(s.optimizer);
+          } catch (const UserError& err) {
+            bad(path, ev, err.what());
+          }
+        }
         else if (kk == "seq_len") s.seq_len = need_int(path, ev, "seq_len", 1, limits::kMaxSeqLen);
         else bad(path, ev, fmt::format("unknown key 'estimate.{}'", kk));
       }

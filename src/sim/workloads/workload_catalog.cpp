@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/limits.h"
 #include "core/parse_number.h"
+#include "estimate/optimizer.h"
 #include "sim/workloads/csv_table.h"
 #include "sim/models/sm_activity.h"
 #include "sim/workloads/workload_assumptions.h"
@@ -86,7 +87,16 @@ WorkloadCatalog from_table(const CsvTable& t, const SmActivityTable& smact_table
     w.faketensor_mib = optional_mib(t, r, c_fake, "faketensor_mib");
     w.gpumemnet_mib = optional_mib(t, r, c_gmn, "gpumemnet_mib");
     if (c_summary) w.summary = t.text(r, *c_summary);
-    if (c_opt) w.optimizer = t.text(r, *c_opt);
+    if (c_opt) {
+      w.optimizer = t.text(r, *c_opt);
+      if (!w.optimizer.empty()) {
+        try {
+          estimate::parse_optimizer(w.optimizer);
+        } catch (const UserError& e) {
+          throw UserError(fmt::format("{}: {}", t.where(r, *c_opt), e.what()));
+        }
+      }
+    }
     if (c_seq) {
       if (!t.text(r, *c_seq).empty()) w.seq_len = static_cast<int>(t.integer(r, *c_seq, 1, limits::kMaxSeqLen));
     }
