@@ -258,6 +258,34 @@ TEST(Dataset, MalformedCsvNamesFileAndLine) {
   fs::remove(p);
 }
 
+// Every field a GPUMemNet filename states is checked, and must agree with the row's columns.
+TEST(Dataset, FilenameFieldsAreCheckedAgainstSenseAndTheColumns) {
+  const auto p = fs::temp_directory_path() / ("colo_fn_" + std::to_string(::getpid()) + ".csv");
+  auto error_for = [&](const std::string& filename, int batch) -> std::string {
+    std::ofstream(p) << "Filename,Activations-Params,Batch Size,Max GPU Memory (MiB)\n"
+                     << filename << ",\"[('linear', 2, 10)]\"," << batch << ",1500\n";
+    try {
+      load_dataset(p.string(), DatasetFormat::GpuMemNetMLP, Split::All);
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  const std::string where = p.string() + ":2: ";
+  EXPECT_EQ(error_for("input:4_output:2_depth:1_arch:u_batch:2_act:relu.out", 2), "(accepted)");
+  EXPECT_EQ(error_for("input:4_output:2_depth:1_arch:u_batch:2_act:relu.out", 3),
+            where + "column 'Batch Size' is 3 but the filename says 'batch:2'");
+  EXPECT_THAT(error_for("input:4_output:2_depth:1_arch:u_batch:2_act:bogus.out", 2),
+              ::testing::HasSubstr("filename field 'act:bogus'"));
+  EXPECT_THAT(error_for("input:4_output:2_depth:1_arch:u_batch:2_act:relu_dropout:2.5.out", 2),
+              ::testing::HasSubstr("filename field 'dropout:2.5': a rate in [0, 1] or True/False"));
+  EXPECT_THAT(error_for("input:4_output:0_depth:1_arch:u_batch:2_act:relu.out", 2),
+              ::testing::HasSubstr("filename field 'output:0' must be at least 1"));
+  EXPECT_THAT(error_for("input:4_input:5_output:2_depth:1_arch:u_batch:2_act:relu.out", 2),
+              ::testing::HasSubstr("filename field 'input:' appears 2 times"));
+  fs::remove(p);
+}
+
 // A Status other than the data set's two values is an error, not a successful run.
 TEST(Dataset, UnknownStatusNamesFileAndLine) {
   const auto p = fs::temp_directory_path() / ("colo_status_" + std::to_string(::getpid()) + ".csv");

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -196,6 +197,15 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
     if ((split == Split::Train && !train) || (split == Split::Test && train)) continue;
     r.location = loc;
     r.batch = to_int(rec[c_batch], loc, "Batch Size", 1, limits::kMaxBatch);
+    // The filename states the batch too; two answers mean a damaged row.
+    for (std::size_t b = r.id.find("batch:"); b != std::string::npos; b = r.id.find("batch:", b + 1)) {
+      if (b > 0 && r.id[b - 1] != '_') continue;
+      std::size_t end = b + 6;
+      while (end < r.id.size() && std::isdigit(static_cast<unsigned char>(r.id[end]))) ++end;
+      if (r.id.substr(b + 6, end - b - 6) != std::to_string(r.batch))
+        throw UserError(fmt::format("{}: column 'Batch Size' is {} but the filename says '{}'", loc, r.batch,
+                                    one_line(r.id.substr(b, std::min<std::size_t>(end - b, 30)))));
+    }
     const std::int64_t mem = to_int(rec[c_mem], loc, "Max GPU Memory (MiB)", 0, limits::kMaxGpuMiB);
     if (mem > 0) r.measured = mem;  // 0 = not recorded
     if (st != col.end()) {

@@ -10,12 +10,14 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "estimate/gpumemnet/gpumemnet_features.h"
 #include "estimate/graph/gpumemnet_cnn_blocks.h"
 #include "estimate/graph/parsers.h"
 #include "estimate/graph/summary_text.h"
@@ -109,6 +111,36 @@ std::multimap<std::string, std::string> parse_filename(std::string_view fn, cons
     p = q < s.size() ? q + 1 : q;
   }
   return kv;
+}
+
+// Every field the filename states must make sense, even those the graph does not use (a row with
+// batch:-939 or dropout:2.5 is a damaged row, not a quirk to read past). `dropout` appears twice in
+// the generator's names: the rate and the on/off flag.
+void check_filename_fields(const std::multimap<std::string, std::string>& kv, const std::string& location) {
+  auto is_bool = [](const std::string& v) { return v == "True" || v == "False"; };
+  for (auto it = kv.begin(); it != kv.end(); it = kv.upper_bound(it->first)) {
+    const std::string& k = it->first;
+    const std::size_t n = kv.count(k);
+    if (n > (k == "dropout" ? 2u : 1u)) fail(location, "filename field '" + k + ":' appears " + std::to_string(n) + " times");
+  }
+  for (const auto& [k, v] : kv) {
+    const std::string field = "filename field '" + k + ":" + v.substr(0, 30) + "'";
+    if (k == "depth") parse_int(v, location, "depth");  // 0 is a generator run that built no layers
+    else if (k == "batch" || k == "output" || k == "num_classes" || k == "base_filters") {
+      if (parse_int(v, location, k.c_str()) < 1) fail(location, field + " must be at least 1");
+    } else if (k == "batchnorm" && !is_bool(v)) fail(location, field + " must be True or False");
+    else if (k == "dropout" && !is_bool(v)) {
+      char* end = nullptr;
+      const double rate = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(rate >= 0 && rate <= 1)) fail(location, field + ": a rate in [0, 1] or True/False");
+    } else if (k == "act") {
+      try {
+        canonical_activation(v);
+      } catch (const UserError& e) {
+        fail(location, field + ": " + e.what());
+      }
+    }
+  }
 }
 
 std::int64_t need_int(const std::multimap<std::string, std::string>& kv, const std::string& key,
@@ -214,6 +246,7 @@ std::optional<ConvSolution> solve_conv(std::int64_t params, std::int64_t cur_c,
 ModelGraph parse_gpumemnet_row(std::string_view filename, std::string_view activations_params,
                                GpuMemNetKind kind, const std::string& location) {
   const auto kv = parse_filename(filename, location);
+  check_filename_fields(kv, location);
   const auto tuples = parse_tuples(activations_params, location);
   ModelGraph g;
   g.name = std::string(filename);
