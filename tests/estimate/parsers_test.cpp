@@ -108,6 +108,22 @@ TEST(TorchSummary, CorruptedTypeNamesAreErrorsNotTheKnownLayer) {
   EXPECT_EQ(classify_layer_type("Conv2d"), LayerKind::Conv);
 }
 
+// torchsummary's total is the sum of its rows (true of every carma table): a deleted or edited
+// row shows as a mismatch; a second table in the same file is not silently ignored.
+TEST(TorchSummary, TotalParamsMustMatchTheRowsAndOneTablePerFile) {
+  const std::string table =
+      "----\n        Layer (type)               Output Shape         Param #\n"
+      "================================================================\n"
+      "            Conv2d-1           [-1, 8, 4, 4]              80\n"
+      "              ReLU-2           [-1, 8, 4, 4]               0\n"
+      "================================================================\n";
+  EXPECT_EQ(parse_torchsummary(table + "Total params: 80\n", "ok.model").declared_total_params, 80);
+  expect_error([&] { parse_torchsummary(table + "Total params: 5\n", "x.model"); },
+               "x.model:7: Total params 5 is not the sum of the table's rows (80)");
+  expect_error([&] { parse_torchsummary(table + "Total params: 80\n" + table, "y.model"); },
+               "y.model:9: a second torchsummary table");
+}
+
 TEST(TorchSummary, MalformedInputFailsWithFileAndLine) {
   const std::string head =
       "----------------------------------------------------------------\n"

@@ -85,6 +85,7 @@ ModelGraph parse_torchsummary(std::string_view text, const std::string& source) 
   std::string raw;
   std::size_t line = 0, header_line = 0;
   enum { Before, Header, Rows, After } state = Before;
+  std::size_t total_line = 0;  // the "Total params:" line
   std::int64_t summary_batch = -1;
   double input_mb = -1;
   while (std::getline(in, raw)) {
@@ -153,8 +154,11 @@ ModelGraph parse_torchsummary(std::string_view text, const std::string& source) 
       continue;
     }
     // After the table: totals and sizes.
+    if (t.find("Layer (type)") != std::string::npos)
+      fail(source, line, "a second torchsummary table (one summary per file)");
     if (t.rfind("Total params:", 0) == 0) {
       g.declared_total_params = parse_param_count(trim(t.substr(13)), source, line);
+      total_line = line;
     } else if (t.rfind("Input size (MB):", 0) == 0) {
       input_mb = parse_real(trim(t.substr(16)), source + ":" + std::to_string(line) + ": input size (MB)", 0, 1e9);
     }
@@ -162,6 +166,16 @@ ModelGraph parse_torchsummary(std::string_view text, const std::string& source) 
   if (state == Before) fail(source, line == 0 ? 1 : line, "not a torchsummary table (no 'Layer (type)' header)");
   if (state != After) fail(source, line, "table not closed by a '====' rule (truncated file?)");
   if (g.layers.empty()) fail(source, header_line, "table has no layers");
+  // torchsummary's total is the sum of its rows: a difference means rows were lost or edited.
+  if (g.declared_total_params >= 0) {
+    std::int64_t sum = 0;
+    for (const auto& l : g.layers)
+      if ((sum += l.params) > (std::int64_t{1} << 60)) break;  // rows ≤ 2^50 each: no overflow, and already no match
+    if (sum != g.declared_total_params)
+      fail(source, total_line,
+           "Total params " + std::to_string(g.declared_total_params) + " is not the sum of the table's rows (" +
+               std::to_string(sum) + "): rows missing or edited?");
+  }
   // Input elements per sample from "Input size (MB)" (fp32, batch as in the shapes; -1 means 1).
   if (input_mb > 0) {
     const double batch = summary_batch > 0 ? static_cast<double>(summary_batch) : 1.0;
