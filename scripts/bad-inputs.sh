@@ -336,7 +336,7 @@ sweep_cli_sim() {
   number_sweep run_case $s --recovery-step-mib mib 0 1048577
   number_sweep run_case $s --seed uint
   number_sweep run_case $s --duration-jitter real 1 1.5
-  number_sweep run_case $s --ramp-s seconds -1s 31536001 1e309s 5min
+  number_sweep run_case $s --ramp-s seconds -1s 31536001 1e309s 5fortnights
   number_sweep run_case $s --oom-detect-s seconds -1s 31536001
   local name val
   for name in --policy --estimator --sharing --recovery; do

@@ -141,10 +141,16 @@ Seconds parse_seconds(std::string_view text, std::string_view where, Seconds lo,
     return true;
   };
   if (s.size() > 2 && s.substr(s.size() - 2) == "ms")
-    throw UserError(fmt::format("{}: '{}' must be a duration in seconds (units: s, m, h)", where, text));
+    throw UserError(fmt::format("{}: '{}' must be a duration in seconds (units: s, min or m, h)", where, shown(text)));
   suffix("h", 3600) || suffix("min", 60) || suffix("m", 60) || suffix("s", 1);
-  const double v = unit * real_in(trim(s), where, -std::numeric_limits<double>::max(),
-                                  std::numeric_limits<double>::max(), "a duration in seconds (units: s, m, h)");
+  const std::string_view number = trim(s);
+  double n = 0;
+  bool overflow = false;
+  // The message quotes what was typed ('5fortnights'), not what is left once a unit is cut off.
+  if (!whole_text(number, n, overflow) || (!overflow && !std::isfinite(n)))
+    not_a(where, text, "a duration in seconds (units: s, min or m, h)");
+  if (overflow) out_of_range(where, trim(text), lo, hi);
+  const double v = unit * n;
   if (!std::isfinite(v) || v < lo || v > hi) out_of_range(where, trim(text), lo, hi);
   return v;
 }

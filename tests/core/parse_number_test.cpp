@@ -101,10 +101,13 @@ TEST(ParseSeconds, MinutesAndHours) {
   EXPECT_DOUBLE_EQ(parse_seconds("12h", "--slots", 0, 1e6), 12 * 3600);
   EXPECT_DOUBLE_EQ(parse_seconds("10m", "--slots", 0, 1e6), 600);
   EXPECT_DOUBLE_EQ(parse_seconds("1.5 min", "--slots", 0, 1e6), 90);
-  EXPECT_THAT(error_of([] { parse_seconds("10ms", "--slots", 0, 1e6); }), HasSubstr("units: s, m, h"));
+  EXPECT_THAT(error_of([] { parse_seconds("10ms", "--slots", 0, 1e6); }), HasSubstr("units: s, min or m, h"));
   EXPECT_THAT(error_of([] { parse_seconds("1000h", "--slots", 0, 1e6); }), HasSubstr("out of range"));
   EXPECT_THAT(error_of([] { parse_seconds("1e308h", "--slots", 0, 1e6); }), HasSubstr("out of range"));
   EXPECT_THAT(error_of([] { parse_seconds("h", "--slots", 0, 1e6); }), HasSubstr("is not a duration"));
+  // The message quotes what was typed, not what is left once a unit is cut off.
+  EXPECT_EQ(error_of([] { parse_seconds("5fortnights", "--ramp-s", 0, 1e6); }),
+            "--ramp-s: '5fortnights' is not a duration in seconds (units: s, min or m, h)");
 }
 
 TEST(RoundChecked, NeverReachesAnUndefinedConversion) {
