@@ -113,6 +113,16 @@ TEST(JobFile, BadValuesAreOneLineErrorsWithTheLocationOnce) {
   fs::remove_all(dir);
 }
 
+// The error submit_request_from_json gives for `j`, or "(accepted)".
+std::string submit_error(const nlohmann::json& j) {
+  try {
+    submit_request_from_json(j);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
 TEST(SubmitRequestJson, RoundTripsAndValidates) {
   SubmitRequest r;
   r.argv = {"/bin/echo", "hi"};
@@ -172,14 +182,7 @@ TEST(SubmitRequestJson, ProbeRequestRoundTripsAndBadOnesAreRefusedByName) {
   ASSERT_TRUE(back.probe);
   EXPECT_EQ(back.probe->to_json(), p.to_json());
   EXPECT_EQ(back.probe_estimator, "faketensor");
-  auto error_for = [](nlohmann::json j) -> std::string {
-    try {
-      submit_request_from_json(j);
-    } catch (const UserError& e) {
-      return e.what();
-    }
-    return "(accepted)";
-  };
+  const auto error_for = submit_error;
   const nlohmann::json base = {{"argv", {"/bin/true"}}};
   nlohmann::json j = base;
   j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 8}, {"shell", "rm -rf /"}};
@@ -212,14 +215,7 @@ TEST(SubmitRequestJson, ProbeRequestRoundTripsAndBadOnesAreRefusedByName) {
 // What colo prints on one line (names, sources, explanations) holds no control characters: a
 // newline would forge rows in `colo queue`, an ESC or a C1 CSI drive the reader's terminal.
 TEST(SubmitRequestJson, RefusesControlCharactersAndClaimsOfHistory) {
-  auto error_for = [](nlohmann::json j) -> std::string {
-    try {
-      submit_request_from_json(j);
-    } catch (const UserError& e) {
-      return e.what();
-    }
-    return "(accepted)";
-  };
+  const auto error_for = submit_error;
   const nlohmann::json base = {{"argv", {"/bin/true"}}};
   nlohmann::json j = base;
   j["name"] = "a\nb";
