@@ -43,6 +43,10 @@ TEST(HttpRequestParser, RefusesWhatItDoesNotSpeak) {
       {"GET /x HTTP/1.1\r\nX-A: a\rb\r\n\r\n", 400},
       {std::string("GET /x HTTP/1.1\r\nX-A: a\0b\r\n\r\n", 29), 400},
       {"GET /x HTTP/1.1\r\nX-A: a\x01" "b\r\n\r\n", 400},
+      // Lines ended by a bare LF are refused at once, not after the request deadline (the head
+      // would never end with CRLF CRLF).
+      {"GET /v1/status HTTP/1.1\n\n", 400},
+      {"GET /v1/status HTTP/1.1\n", 400},
   };
   for (const Case& c : cases) {
     RequestParser p;

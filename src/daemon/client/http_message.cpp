@@ -147,6 +147,11 @@ void RequestParser::feed(std::string_view bytes) {
   buf_.append(bytes);
   if (state_ == State::Head) {
     const size_t end = buf_.find("\r\n\r\n");
+    // A line ended by a bare LF: the head would never end as HTTP requires, so answer now rather
+    // than after the request deadline.
+    const size_t head_len = end == std::string::npos ? buf_.size() : end;
+    for (size_t i = buf_.find('\n'); i != std::string::npos && i < head_len; i = buf_.find('\n', i + 1))
+      if (i == 0 || buf_[i - 1] != '\r') return fail(400, "request head lines must end with CRLF, not a bare LF");
     if (end == std::string::npos) {
       if (buf_.size() > limits_.max_head_bytes)
         fail(431, fmt::format("request head exceeds {} bytes", limits_.max_head_bytes));
