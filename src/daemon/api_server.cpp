@@ -20,8 +20,10 @@ namespace colo::daemon {
 
 namespace {
 
-HttpResponse error_response(int status, const std::string& msg) {
-  return json_error(status, msg);
+HttpResponse error_response(int status, const std::string& msg, const ServerLimits& limits) {
+  HttpResponse r = json_error(status, msg);
+  r.headers = limits.own_reply_headers;
+  return r;
 }
 
 }  // namespace
@@ -122,7 +124,7 @@ ApiServer::ConnMap::iterator ApiServer::close_conn(ConnMap::iterator it) {
 void ApiServer::drop(ConnMap::iterator it, int status, const std::string& msg) {
   // Only where no response has started: a half-written response must not get a second one.
   if (it->second.phase != Phase::Writing) {
-    const std::string out = serialize(error_response(status, msg));
+    const std::string out = serialize(error_response(status, msg, limits_));
     [[maybe_unused]] const ssize_t n = ::send(it->first, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   }
   close_conn(it);
@@ -137,7 +139,7 @@ bool ApiServer::read_some(int fd, Conn& c, double now_mono) {
       budget -= static_cast<std::size_t>(n);
       c.parser.feed(std::string_view(buf, static_cast<std::size_t>(n)));
       if (c.parser.failed()) {
-        queue_response(fd, c, error_response(c.parser.error_status(), c.parser.error()), now_mono);
+        queue_response(fd, c, error_response(c.parser.error_status(), c.parser.error(), limits_), now_mono);
       } else if (c.parser.done()) {
         c.phase = Phase::Ready;
         ready_.emplace_back(fd, c.seq);
@@ -173,7 +175,7 @@ void ApiServer::queue_response(int fd, Conn& c, const HttpResponse& r, double no
   c.out = serialize(r);
   if (c.out.size() > limits_.max_response_bytes)
     c.out = serialize(error_response(500, fmt::format("response of {} bytes exceeds colod's limit of {} bytes",
-                                                      c.out.size(), limits_.max_response_bytes)));
+                                                      c.out.size(), limits_.max_response_bytes), limits_));
   c.out_off = 0;
   c.phase = Phase::Writing;
   c.deadline = now_mono + limits_.response_timeout_s;
@@ -269,7 +271,7 @@ void ApiServer::accept_some(double now_mono) {
     if (!make_room(cred.uid)) {
       const std::string out = serialize(error_response(
           503, fmt::format("colod is at its connection limit ({} connections at most, {} per user); try again",
-                           limits_.max_connections, limits_.max_connections_per_uid)));
+                           limits_.max_connections, limits_.max_connections_per_uid), limits_));
       [[maybe_unused]] const ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       ::close(fd);
       continue;
@@ -319,7 +321,7 @@ void ApiServer::serve_ready(double now_mono) {
     try {
       r = handler_(c.parser.request(), c.peer);
     } catch (const std::exception& e) {
-      r = error_response(500, std::string("internal error: ") + e.what());
+      r = error_response(500, std::string("internal error: ") + e.what(), limits_);
     }
     queue_response(fd, c, r, now_mono);
     if (write_some(fd, c)) close_conn(it);  // small answers leave in the same turn

@@ -64,6 +64,9 @@ struct ServerLimits {
   // After accept() fails with EMFILE/ENFILE the listener is not polled until a connection
   // closes or this much time passes, so a full descriptor table does not make the loop spin.
   double accept_retry_s = 1.0;
+  // Headers on the replies the server writes itself (a malformed request, a timeout, an
+  // oversized response): the web listener's security headers, which its handler adds to the rest.
+  std::map<std::string, std::string> own_reply_headers;
 };
 
 // Why `path` cannot be a Unix socket (empty, longer than sun_path holds), or "" when it can.

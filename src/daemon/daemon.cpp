@@ -1,4 +1,5 @@
 #include "daemon/daemon.h"
+#include "daemon/http_reply.h"
 
 #include <algorithm>
 #include <chrono>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/one_line.h"
 #include "daemon/client/job_request.h"
 #include "daemon/client/policy_file.h"
 #include "estimate/estimator.h"
@@ -155,6 +157,8 @@ void Daemon::start_web_listener() {
   ServerLimits l;
   l.max_connections = 64;
   l.max_connections_per_uid = 64;  // every TCP peer is the same anonymous user
+  l.own_reply_headers = web_security_headers();
+  web_loopback_ = a.loopback();
   web_ = std::make_unique<ApiServer>(a, l, [this](const HttpRequest& r, const Peer& p) { return web(r, p); });
   const std::string bound = a.text(web_->port());
   const std::string tmp = addr_file + ".tmp";
@@ -211,7 +215,9 @@ double Daemon::now() const {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-void Daemon::log(const std::string& line) const { std::cerr << line << std::endl; }
+// One line per entry: what a job's command or a client put in the message (a newline, an ESC) is
+// escaped, so it cannot forge log lines or drive the terminal of whoever reads the log.
+void Daemon::log(const std::string& line) const { std::cerr << one_line(line) << std::endl; }
 
 std::string Daemon::job_dir(JobId id) const { return fmt::format("{}/{}", cfg_.jobs_dir(), id); }
 std::string Daemon::log_path(JobId id, const std::string& stream) const {

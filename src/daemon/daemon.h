@@ -147,6 +147,7 @@ class Daemon {
   std::map<int, std::unique_ptr<gpu::MpsDaemon>> mps_;  // NVML index -> its MPS control daemon
   std::unique_ptr<ApiServer> api_;
   std::unique_ptr<ApiServer> web_;  // [web] listen: /metrics and the dashboard (TCP), or none
+  bool web_loopback_ = false;       // it listens on a loopback address: Host must be a loopback name
   // Scheduler counters for /metrics (in memory: they restart at zero with colod).
   std::uint64_t sched_rounds_ = 0;
   std::uint64_t sched_placements_ = 0;

@@ -1,5 +1,6 @@
 #pragma once
 // JSON replies shared by the API (Unix socket) and the web listener (TCP).
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,5 +17,9 @@ inline HttpResponse json_reply(int status, const nlohmann::json& body) {
 inline HttpResponse json_error(int status, const std::string& msg) {
   return json_reply(status, nlohmann::json{{"error", msg}});
 }
+
+// The web listener's security headers (nosniff, CSP, no-referrer, no-store), which every answer
+// of that listener carries, the server's own error replies included (web_routes.cpp).
+std::map<std::string, std::string> web_security_headers();
 
 }  // namespace colo::daemon

@@ -13,6 +13,7 @@
 
 #include "common/resource_path.h"
 #include "core/error.h"
+#include "core/one_line.h"
 #include "daemon/daemon.h"
 #include "daemon/http_reply.h"
 #include "daemon/prometheus_text.h"
@@ -77,32 +78,68 @@ HttpResponse Daemon::serve_asset(const std::string& rel) {
   if (ec || size > kMaxAssetBytes) return json_error(500, fmt::format("'{}' cannot be served", rel));
   std::ifstream in(p, std::ios::binary);
   std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return with_web_headers(HttpResponse{200, content_type_of(p), std::move(body), {}}, true);
+  return HttpResponse{200, content_type_of(p), std::move(body), {}};
 }
 
-HttpResponse Daemon::web(const HttpRequest& req, const Peer& peer) {
-  try {
-    if (req.method != "GET") return with_web_headers(json_error(405, fmt::format("{} is not allowed (the web listener is read-only: GET)", req.method)), false);
-    const std::string& p = req.path;
-    if (p == "/metrics") {
-      bool dcgm = false;
-      if (auto it = req.query.find("labels"); it != req.query.end()) {
-        if (it->second != "dcgm") return json_error(400, fmt::format("query 'labels' must be 'dcgm', not '{}'", it->second));
-        dcgm = true;
-      }
-      HttpResponse r{200, kPrometheusContentType, metrics_text(dcgm), {}};
-      return with_web_headers(std::move(r), false);
-    }
-    if (p == "/" || p == "/index.html") return serve_asset("index.html");
-    if (p.rfind("/static/", 0) == 0) return serve_asset("static/" + p.substr(8));
-    if (p == "/api/v1/overview") return with_web_headers(web_overview(peer), false);
-    if (p == "/api/v1/gpu-samples") return with_web_headers(web_gpu_samples(req), false);
-    if (p.rfind("/api/v1/jobs/", 0) == 0) return with_web_headers(web_job(p.substr(13), peer), false);
-    return with_web_headers(json_error(404, fmt::format("unknown path '{}'", p)), false);
-  } catch (const UserError& e) {
-    return with_web_headers(json_error(400, e.what()), false);
+namespace {
+
+// The host name of a Host header ("localhost:9400" → "localhost", "[::1]:9400" → "::1").
+std::string host_name(const std::string& host) {
+  if (!host.empty() && host.front() == '[') {
+    const auto close = host.find(']');
+    return close == std::string::npos ? host : host.substr(1, close - 1);
   }
+  return host.substr(0, host.find(':'));
 }
+
+}  // namespace
+
+HttpResponse Daemon::web(const HttpRequest& req, const Peer& peer) {
+  const std::string& p = req.path;
+  HttpResponse r = [&]() -> HttpResponse {
+    try {
+      // DNS rebinding: a page on attacker.example, rebound to 127.0.0.1, would read a loopback
+      // listener as its own origin. Browsers always send the name they resolved; a loopback
+      // listener answers only to loopback names (ssh -L forwards keep "localhost").
+      if (web_loopback_) {
+        if (const auto h = req.headers.find("host"); h != req.headers.end()) {
+          const std::string name = host_name(h->second);
+          if (name != "localhost" && name != "::1" && name.rfind("127.", 0) != 0)
+            return json_error(403, fmt::format("host '{}' is not this listener's (a loopback listener answers to "
+                                               "localhost, 127.0.0.1 or [::1])",
+                                               one_line(h->second.substr(0, 100))));
+        }
+      }
+      if (req.method != "GET" && req.method != "HEAD")
+        return json_error(405, fmt::format("{} is not allowed (the web listener is read-only: GET)", req.method));
+      if (p == "/metrics") {
+        bool dcgm = false;
+        if (auto it = req.query.find("labels"); it != req.query.end()) {
+          if (it->second != "dcgm")
+            return json_error(400, fmt::format("query 'labels' must be 'dcgm', not '{}'", one_line(it->second)));
+          dcgm = true;
+        }
+        return HttpResponse{200, kPrometheusContentType, metrics_text(dcgm), {}};
+      }
+      if (p == "/" || p == "/index.html") return serve_asset("index.html");
+      if (p.rfind("/static/", 0) == 0) return serve_asset("static/" + p.substr(8));
+      if (p == "/api/v1/overview") return web_overview(peer);
+      if (p == "/api/v1/gpu-samples") return web_gpu_samples(req);
+      if (p.rfind("/api/v1/jobs/", 0) == 0) return web_job(p.substr(13), peer);
+      return json_error(404, fmt::format("unknown path '{}'", one_line(p)));
+    } catch (const UserError& e) {
+      return json_error(400, e.what());
+    }
+  }();
+  // Every answer carries the security headers (errors included); only assets are cached.
+  const bool asset = p == "/" || p == "/index.html" || p.rfind("/static/", 0) == 0;
+  r = with_web_headers(std::move(r), asset && r.status == 200);
+  if (r.status == 405) r.headers["Allow"] = "GET, HEAD";
+  if (req.method == "HEAD") r.body.clear();
+  return r;
+}
+
+std::map<std::string, std::string> web_security_headers() { return with_web_headers(HttpResponse{}, false).headers; }
 
 bool Daemon::web_shows_details(const Peer& peer) const { return !peer.anonymous || cfg_.web_public_job_details; }
 

@@ -237,6 +237,13 @@ TEST(SubmitRequestJson, RefusesControlCharactersAndClaimsOfHistory) {
   j.erase("mem_explanation");
   j["mem_source"] = "history";
   EXPECT_EQ(error_for(j), "field 'mem_source': 'history' is set by colod (measured runs), not by a client");
+  // A name taken from the program's path follows the same rules, escaped and cut at 200 bytes.
+  j = {{"argv", {"/tmp/\u001b[31mred"}}};
+  EXPECT_EQ(submit_request_from_json(j).name, "\\x1b[31mred");
+  j = {{"argv", {"/nonexistent/" + std::string(300, 'A')}}};
+  EXPECT_EQ(submit_request_from_json(j).name, std::string(200, 'A'));
+  j = {{"argv", {"/usr/bin/"}}};
+  EXPECT_EQ(submit_request_from_json(j).name, "job");
   j = base;
   j["smact"] = 0.5;
   j["smact_source"] = "history";

@@ -99,6 +99,44 @@ class MetricsTest(unittest.TestCase):
             self.assertEqual(status, 404, path)
             self.assertNotIn("SQLite", body)
 
+    def test_only_loopback_hosts_and_every_answer_has_the_security_headers(self):
+        host, port = self.d.addr.rsplit(":", 1)
+        # DNS rebinding: a page whose name was rebound to 127.0.0.1 sends its own name as Host.
+        for name in ("attacker.example", "attacker.example:" + port, "10.0.0.1"):
+            req = urllib.request.Request(self.d.base + "/api/v1/overview", headers={"Host": name})
+            with self.assertRaises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(req, timeout=10)
+            self.assertEqual(e.exception.code, 403, name)
+        for name in ("localhost:" + port, "127.0.0.1:" + port, "localhost"):
+            req = urllib.request.Request(self.d.base + "/api/v1/overview", headers={"Host": name})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                self.assertEqual(r.status, 200, name)
+        # Errors carry the headers too: the handler's, and those the server writes itself.
+        for path in ("/static/nope.js", "/metrics?labels=x", "/nope", "/"):
+            status, headers, _ = http_get(self.d.base + path)
+            self.assertEqual(headers.get("X-Content-Type-Options"), "nosniff", path)
+            self.assertIn("frame-ancestors 'none'", headers.get("Content-Security-Policy", ""), path)
+        with socket.create_connection((host, int(port)), timeout=10) as c:
+            c.sendall(b"GET / HTTP/1.1\nHost: localhost\n\n")  # bare LF: the server's own 400
+            raw = b""
+            while b"\r\n\r\n" not in raw:
+                chunk = c.recv(4096)
+                if not chunk:
+                    break
+                raw += chunk
+        self.assertTrue(raw.startswith(b"HTTP/1.1 400"), raw[:100])
+        self.assertIn(b"X-Content-Type-Options: nosniff", raw)
+        # HEAD is GET without the body; other methods name what is allowed.
+        req = urllib.request.Request(self.d.base + "/api/v1/overview", method="HEAD")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            self.assertEqual(r.status, 200)
+            self.assertEqual(r.read(), b"")
+        req = urllib.request.Request(self.d.base + "/metrics", method="DELETE")
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=10)
+        self.assertEqual(e.exception.code, 405)
+        self.assertEqual(e.exception.headers["Allow"], "GET, HEAD")
+
     def test_samples_and_bad_queries(self):
         status, _, body = http_get(self.d.base + "/api/v1/gpu-samples?since=0")
         self.assertEqual(status, 200)

@@ -178,8 +178,16 @@ SubmitRequest submit_request_from_json(const json& j) {
     not_history("smact_source", r.smact_source);
   }
   if (r.name.empty()) {
+    // The default name (the program's file name) follows the rules a given name does: one line,
+    // at most 200 bytes. Escaping shows control characters; the cut keeps whole UTF-8 characters.
     const std::string& p = r.argv[0];
-    r.name = p.substr(p.find_last_of('/') == std::string::npos ? 0 : p.find_last_of('/') + 1);
+    std::string n = one_line(p.substr(p.find_last_of('/') == std::string::npos ? 0 : p.find_last_of('/') + 1));
+    if (n.size() > 200) {
+      std::size_t cut = 200;
+      while (cut > 0 && (static_cast<unsigned char>(n[cut]) & 0xC0) == 0x80) --cut;
+      n.resize(cut);
+    }
+    r.name = n.empty() ? "job" : n;
   }
   return r;
 }
