@@ -233,6 +233,17 @@ class ScriptRun:
             return result
         opt.step = types.MethodType(step, opt)  # a bound method, as LR schedulers expect
 
+    def _rebind(self, moved):
+        """The parameters `moved` maps (id of the old object -> the new one) replace the old ones in
+        every optimizer built so far: groups and any state."""
+        for opt, _ in self.optimizers:
+            for group in opt.param_groups:
+                group["params"] = [moved.get(id(q), q) for q in group["params"]]
+            for old_id, new in moved.items():
+                for q in list(opt.state.keys()):
+                    if id(q) == old_id:
+                        opt.state[new] = opt.state.pop(q)
+
     def finish(self):
         """The trace is complete: stop recording (what the script frees while unwinding is not its
         steady state) and write it."""
@@ -318,6 +329,24 @@ class ScriptRun:
             init(self_opt, *args, **kwargs)
             run._adopt(self_opt)
         p.set(torch.optim.Optimizer, "__init__", optimizer_init)
+        # model.cuda() after the optimizer was built: PyTorch keeps each Parameter object (it swaps
+        # its data), the probe's move makes new ones; the optimizers built earlier are pointed at
+        # them, or their state would never reach the GPU (the trace lost Adam's two tensors).
+        module_apply = torch.nn.Module._apply
+
+        def apply_and_rebind(self_mod, fn, *args, **kwargs):
+            before = {(id(m), k): q for m in self_mod.modules() for k, q in m._parameters.items() if q is not None}
+            out = module_apply(self_mod, fn, *args, **kwargs)
+            moved = {}
+            for m in self_mod.modules():
+                for k, q in m._parameters.items():
+                    old = before.get((id(m), k))
+                    if old is not None and q is not old:
+                        moved[id(old)] = q
+            if moved:
+                run._rebind(moved)
+            return out
+        p.set(torch.nn.Module, "_apply", apply_and_rebind)
         for owner in (torch.optim.Optimizer, torch.nn.Module):
             p.set(owner, "zero_grad", self._in_phase(owner.zero_grad, "optimizer", after="forward"))
         p.set(torch.Tensor, "backward", self._in_phase(torch.Tensor.backward, "backward", after="optimizer"))

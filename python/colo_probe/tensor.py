@@ -62,6 +62,9 @@ class ProbeTensor(torch.Tensor):
         if name in ("aten::_to_copy", "aten::to") and _to_cpu(kwargs):
             # .cpu() / .item(): a host copy, not GPU memory. Its value is meaningless on meta.
             return tree_map(_materialise_cpu, args[0])
+        if name in ("aten::_local_scalar_dense", "aten::is_nonzero", "aten::item") and isinstance(args[0], ProbeTensor):
+            # bool(t), t.item(), `if t:`: the same placeholders as a host copy.
+            return _materialise_cpu(args[0]).reshape(-1)[0].item() if args[0].numel() else False
         uargs = tree_map(_unwrap, args)
         ukwargs = tree_map(_unwrap, kwargs)
         try:
@@ -103,9 +106,16 @@ def _to_cpu(kwargs):
 
 
 def _materialise_cpu(x):
+    # The probe has no values. A host read stands in with a placeholder: booleans read True (the
+    # checks training loops make - isfinite(loss), all() of a mask - pass, so the usual path is
+    # recorded), numbers 0. docs/ESTIMATION.md lists what this cannot cover.
     if isinstance(x, ProbeTensor):
-        return torch.zeros(x.shape, dtype=x.dtype)
+        VALUE_READS[0] += 1
+        return torch.ones(x.shape, dtype=x.dtype) if x.dtype == torch.bool else torch.zeros(x.shape, dtype=x.dtype)
     return x
+
+
+VALUE_READS = [0]  # host reads of probe tensors' values (placeholders), for the trace footer
 
 
 def _unwrap(x):

@@ -94,6 +94,29 @@ class Script(unittest.TestCase):
         t = Trace(text)
         self.assertTrue(t.by_op("to_cuda"), "the script's model.to(device) and batches are recorded")
 
+    def test_an_optimizer_built_before_model_cuda_still_gets_its_state_on_the_gpu(self):
+        body = """
+            import torch, torch.nn as nn
+            model = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+            {before}
+            model.cuda()
+            {after}
+            for i in range(5):
+                x = torch.randn(8, 1024).cuda(); y = torch.randint(0, 10, (8,)).cuda()
+                opt.zero_grad(); loss = nn.functional.cross_entropy(model(x), y)
+                if torch.isfinite(loss):  # a value the probe cannot know: checks pass
+                    loss.backward()
+                opt.step()
+        """
+        make = "opt = torch.optim.Adam(model.parameters())"
+        rc1, first, err1, _ = run_probe(body.format(before=make, after=""))
+        rc2, usual, err2, _ = run_probe(body.format(before="", after=make))
+        self.assertEqual((rc1, rc2), (0, 0), err1 + err2)
+        # PyTorch keeps the Parameter objects across .cuda(): Adam's state lands on the GPU either way.
+        self.assertEqual(footer(first)["peak_live_bytes"], footer(usual)["peak_live_bytes"])
+        self.assertTrue(Trace(usual).by_op("zeros_like") or "optimizer" in usual)
+        self.assertGreater(footer(usual)["value_reads"], 0)
+
     def test_the_script_sees_the_target_gpu(self):
         rc, text, err, d = run_probe("""
             import json, sys, torch
