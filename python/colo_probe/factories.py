@@ -14,11 +14,23 @@ FACTORIES = {torch.empty, torch.zeros, torch.ones, torch.full, torch.rand, torch
              torch.empty_strided, torch.randperm, torch.normal, torch.scalar_tensor}
 
 
+TARGET_GPUS = [1]  # GPUs the target has (--gpus); a script's cuda:N must name one of them
+
+
 def _is_gpu(device):
     if device is None:
         return False
-    t = torch.device(device).type if not isinstance(device, torch.device) else device.type
-    return t in ("cuda", "meta")
+    if isinstance(device, int):  # tensor.to(0), .to(local_rank): a CUDA ordinal
+        device = torch.device("cuda", device)
+    d = torch.device(device) if not isinstance(device, torch.device) else device
+    if d.type == "cuda" and d.index is not None and d.index != 0:
+        # The probe records GPU 0: a tensor placed on another GPU would be counted there.
+        if d.index >= TARGET_GPUS[0]:
+            raise RuntimeError(f"CUDA error: invalid device ordinal (cuda:{d.index}; the target has "
+                               f"{TARGET_GPUS[0]} GPU(s), --gpus)")
+        raise NotImplementedError(f"placing tensors on cuda:{d.index} (model parallelism over GPUs) is not "
+                                  "supported: the probe records GPU 0 only")
+    return d.type in ("cuda", "meta")
 
 
 class MetaInit(TorchFunctionMode):
@@ -72,12 +84,12 @@ def _redirect_to(func, args, kwargs):
         return None, pt.wrap_new(self, "to_cuda")
     rest = list(args[1:])
     dev = kwargs.get("device")
-    if dev is None and rest and isinstance(rest[0], (str, torch.device)):
+    if dev is None and rest and isinstance(rest[0], (str, torch.device, int)) and not isinstance(rest[0], bool):
         dev = rest[0]
     if dev is None or not _is_gpu(dev):
         return args, kwargs
     if isinstance(self, pt.ProbeTensor):
-        if rest and isinstance(rest[0], (str, torch.device)):
+        if rest and isinstance(rest[0], (str, torch.device, int)) and not isinstance(rest[0], bool):
             rest = rest[1:]
         kwargs.pop("device", None)
         return None, self.to(*rest, **kwargs) if (rest or kwargs) else self

@@ -320,6 +320,8 @@ class ScriptRun:
         # DataParallel over the target's GPUs.
         from .train import ScriptDataParallel
         ScriptDataParallel.gpus = gpu.count
+        from . import factories
+        factories.TARGET_GPUS[0] = gpu.count
         p.set(torch.nn, "DataParallel", ScriptDataParallel)
         p.set(torch.nn.parallel, "DataParallel", ScriptDataParallel)
         # Optimizers: counted steps; phases around zero_grad and backward.

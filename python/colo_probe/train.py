@@ -378,7 +378,12 @@ class ScriptDataParallel(torch.nn.Module):
         if dim != 0:
             raise ValueError("the probe's DataParallel scatters along dim 0 only")
         self.module = module
-        self.device_ids = list(range(self.gpus)) if device_ids is None else list(device_ids)
+        self.device_ids = list(range(self.gpus)) if device_ids is None else [
+            d.index if isinstance(d, torch.device) else int(d) for d in device_ids]
+        bad = [d for d in self.device_ids if d is None or not 0 <= d < self.gpus]
+        if bad or len(set(self.device_ids)) != len(self.device_ids):
+            raise RuntimeError(f"DataParallel device_ids {self.device_ids}: the target has GPUs 0..{self.gpus - 1} "
+                               "(--gpus), each named once")
         self.dim = dim
 
     def forward(self, *inputs, **kwargs):

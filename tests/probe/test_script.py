@@ -117,6 +117,41 @@ class Script(unittest.TestCase):
         self.assertTrue(Trace(usual).by_op("zeros_like") or "optimizer" in usual)
         self.assertGreater(footer(usual)["value_reads"], 0)
 
+    def test_gpu_ordinals_the_target_lacks_and_model_parallelism_are_refused(self):
+        two_gpus = """
+            import torch, torch.nn as nn
+            a = nn.Linear(64, 64).to("cuda:0"); b = nn.Linear(64, 64).to("cuda:1")
+            opt = torch.optim.SGD(list(a.parameters()) + list(b.parameters()), lr=0.1)
+            for _ in range(3):
+                b(a(torch.randn(4, 64).cuda()).to("cuda:1")).sum().backward(); opt.step()
+        """
+        rc, _, err, _ = run_probe(two_gpus)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("invalid device ordinal (cuda:1; the target has 1 GPU(s)", err)
+        rc, _, err, _ = run_probe(two_gpus, probe_args=["--gpus", "2"])
+        self.assertNotEqual(rc, 0)
+        self.assertIn("placing tensors on cuda:1 (model parallelism over GPUs) is not supported", err)
+        rc, _, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            m = nn.DataParallel(nn.Linear(64, 10).cuda(), device_ids=[0, 1, 2, 3])
+            opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            for _ in range(3):
+                m(torch.randn(8, 64).cuda()).sum().backward(); opt.step()
+        """)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("DataParallel device_ids [0, 1, 2, 3]: the target has GPUs 0..0", err)
+        # An ordinal the target has is the GPU: tensor.to(0), as scripts write .to(local_rank).
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            m = nn.Linear(64, 10).to(0)
+            opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            for _ in range(3):
+                x = torch.randn(4, 64).to(0); y = torch.randint(0, 10, (4,)).to(0)
+                nn.functional.cross_entropy(m(x), y).backward(); opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(Trace(text).by_op("to_cuda"))
+
     def test_the_script_sees_the_target_gpu(self):
         rc, text, err, d = run_probe("""
             import json, sys, torch
