@@ -22,6 +22,18 @@ import time
 DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32")
 
 
+def _check_out(path):
+    """Where the trace goes must be writable before anything runs (a failure after the probe would
+    only be a traceback)."""
+    if path == "-":
+        return
+    if os.path.isdir(path):
+        _fail(2, f"--out {path}: is a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+        _fail(2, f"--out {path}: {parent} is not a writable directory")
+
+
 def _fail(code, msg):
     sys.stderr.write("colo_probe: error: " + " ".join(str(msg).split()) + "\n")
     sys.exit(code)
@@ -100,6 +112,7 @@ def parse_script(argv):
 
 def main_script(argv, t0):
     opts, path, script_args = parse_script(argv)
+    _check_out(opts.out)
     if opts.steps > 8:
         _fail(2, "--steps above 8 records nothing new (the steady state is reached at step 2)")
     try:
@@ -145,6 +158,7 @@ def main(argv=None):
     if "--script" in argv and ("--model" not in argv or argv.index("--script") < argv.index("--model")):
         return main_script(argv, t0)
     args = parse(argv)
+    _check_out(args.out)
     try:
         import torch
     except ImportError as e:
@@ -155,12 +169,18 @@ def main(argv=None):
     from .train import run_probe, default_input_fn
     if args.steps > 8:
         _fail(2, "--steps above 8 records nothing new (the steady state is reached at step 2)")
+    # The model file's prints must not mix with a trace written to stdout.
+    saved_stdout, sys.stdout = sys.stdout, sys.stderr
     try:
         spec = load(args.model, args.num_classes)
     except ProbeSpecError as e:
         _fail(2, e)
+    except SystemExit as e:  # the file ended the process while being built
+        _fail(1, f"{args.model}: the model file exited (status {e.code}) while building the model")
     except Exception as e:  # the user's file raised while being built
         _fail(1, f"building {args.model} failed: {type(e).__name__}: {e}")
+    finally:
+        sys.stdout = saved_stdout
     if spec.input_fn is None and args.input is None:
         if args.model.startswith("torchvision:"):
             args.input = (3, 299, 299) if "inception" in args.model else (3, 224, 224)
@@ -178,10 +198,15 @@ def main(argv=None):
             "set_to_none": not args.no_set_to_none, "steps": args.steps, "out": args.out, "header": header,
             "input_shape": args.input, "data_parallel": args.data_parallel,
             "input_fn": default_input_fn(args.input, dtype, args.num_classes) if args.input else None}
+    saved_stdout, sys.stdout = sys.stdout, sys.stderr
     try:
         rec = run_probe(opts)
+    except SystemExit as e:  # input_fn / loss_fn / forward ended the process
+        _fail(1, f"{args.model}: the model file exited (status {e.code}) during the training step")
     except Exception as e:
         _fail(1, f"probing {args.model} failed: {type(e).__name__}: {e}")
+    finally:
+        sys.stdout = saved_stdout
     if os.environ.get("COLO_PROBE_VERBOSE"):
         sys.stderr.write(f"colo_probe: {rec.allocs} allocations, peak live {rec.peak / 2**20:.0f} MiB, "
                          f"{time.perf_counter() - t0:.2f} s\n")

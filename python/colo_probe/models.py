@@ -48,7 +48,11 @@ def _torchvision(name, num_classes):
     except ImportError as e:
         raise ProbeSpecError(f"torchvision is not installed ({e})")
     ctor = getattr(tvm, name, None)
-    if ctor is None or not callable(ctor) or name.startswith("_") or isinstance(ctor, type):
+    # Only model builders: torchvision's registry where it has one (0.14+), else no helpers
+    # (get_model, list_models, get_weight take other arguments and return other things).
+    known = set(tvm.list_models()) if hasattr(tvm, "list_models") else None
+    if (ctor is None or not callable(ctor) or name.startswith("_") or isinstance(ctor, type)
+            or (known is not None and name not in known) or name.startswith(("get_", "list_"))):
         raise ProbeSpecError(f"torchvision has no model '{name}'")
     kwargs = {}
     if num_classes is not None:
@@ -57,4 +61,6 @@ def _torchvision(name, num_classes):
         kwargs["init_weights"] = False
     with torch.no_grad(), MetaInit():
         module = ctor(**kwargs)
+    if not isinstance(module, torch.nn.Module):
+        raise ProbeSpecError(f"torchvision:{name} is not a model (it returned {type(module).__name__})")
     return ModelSpec(module, source="torchvision:" + name)

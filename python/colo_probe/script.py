@@ -218,6 +218,8 @@ class ScriptRun:
         orig = opt.step
 
         def step(self_opt, *args, **kwargs):
+            if run.done:  # the script caught the stop (a bare except) and stepped on: stop it again
+                raise ProbeStop()
             before = run.rec.phase
             run.rec.phase = "optimizer"
             result = orig(*args, **kwargs)
@@ -394,10 +396,12 @@ def run_script(path, args, rec, steps, gpu):
         raise ScriptSpecError(f"--script {path}: no such file")
     run = ScriptRun(rec, steps, gpu)
     meta_kernels.register()
-    saved_argv, saved_path, saved_stdout = sys.argv, list(sys.path), sys.stdout
+    saved_argv, saved_path, saved_stdout, saved_stderr = sys.argv, list(sys.path), sys.stdout, sys.stderr
     sys.argv = [path] + list(args)
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    sys.stdout = sys.stderr  # the script's prints must not mix with a trace written to stdout
+    # The script's prints must not mix with a trace written to stdout; its last line on stderr
+    # (argparse's "error: …") explains an exit.
+    sys.stdout = sys.stderr = _LastLine(saved_stderr)
     pt.RECORDER = rec
     rec.phase = "load"
     run.install()
@@ -412,7 +416,8 @@ def run_script(path, args, rec, steps, gpu):
         pass
     except SystemExit as e:
         if not run.done:
-            failure = f"the script exited (status {e.code}) {_progress(run)}"
+            said = sys.stderr.last if isinstance(sys.stderr, _LastLine) and e.code not in (0, None) else ""
+            failure = f"the script exited (status {e.code}) {_progress(run)}" + (f" ({said})" if said else "")
     except BaseException as e:  # noqa: B902 - the script's own failure, reported on one line
         if not run.done:
             where = _script_frame(e, path)
@@ -421,12 +426,37 @@ def run_script(path, args, rec, steps, gpu):
         pt.RECORDER = None
         train._DEVICE[0] = None
         run.uninstall()
-        sys.argv, sys.path[:], sys.stdout = saved_argv, saved_path, saved_stdout
+        sys.argv, sys.path[:], sys.stdout, sys.stderr = saved_argv, saved_path, saved_stdout, saved_stderr
     if failure is None and not run.done:
         failure = f"the script finished {_progress(run)}"
     if failure is not None:
         raise ScriptError(f"{failure}; the probe needs {steps} optimizer steps")
     return run
+
+
+class _LastLine:
+    """A text stream that passes everything on and remembers the last non-empty line."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.last = ""
+        self._pending = ""
+
+    def write(self, text):
+        self._pending += text
+        lines = self._pending.split("\n")
+        self._pending = lines.pop()
+        for line in reversed(lines):
+            if line.strip():
+                self.last = line.strip()[:300]
+                break
+        return self.inner.write(text)
+
+    def flush(self):
+        return self.inner.flush()
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
 
 
 def _progress(run):

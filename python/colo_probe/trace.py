@@ -63,7 +63,9 @@ class TraceWriter:
         text = "\n".join(self.lines) + "\n"
         if self.out == "-":
             import sys
-            sys.stdout.write(text)
+            # The process's own stdout: while a model file or script runs, sys.stdout is stderr.
+            sys.__stdout__.write(text)
+            sys.__stdout__.flush()
         else:
             with open(self.out, "w") as f:
                 f.write(text)

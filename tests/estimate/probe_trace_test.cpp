@@ -64,6 +64,14 @@ TEST(ProbeTrace, RefusesMalformedTracesNamingTheLine) {
   EXPECT_EQ(error_of("colo-probe-trace 1\nH {}\nE {}\n"), "t.trace: trace records no optimizer step");
   EXPECT_EQ(error_of(trace("") + "M 9 1 0 load p\n"), "t.trace:5: record after the footer (E)");
   EXPECT_EQ(error_of(""), "t.trace: empty trace");
+  // The header fields colo reads back have their types.
+  EXPECT_EQ(error_of("colo-probe-trace 1\nH {\"batch\": \"eight\"}\nS 1\nE {}\n"),
+            "t.trace:2: header field 'batch': expected a whole number in 0..2^40");
+  EXPECT_EQ(error_of("colo-probe-trace 1\nH {\"batch\": 8.5}\nS 1\nE {}\n"),
+            "t.trace:2: header field 'batch': expected a whole number in 0..2^40");
+  EXPECT_EQ(error_of("colo-probe-trace 1\nH {\"batch\": 99999999999999999999999}\nS 1\nE {}\n"),
+            "t.trace:2: header field 'batch': expected a whole number in 0..2^40");
+  EXPECT_EQ(error_of("colo-probe-trace 1\nH {\"model\": 5}\nS 1\nE {}\n"), "t.trace:2: header field 'model': expected a string");
 }
 
 TEST(TraceReplay, FollowsTheAllocatorRules) {

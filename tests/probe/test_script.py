@@ -152,6 +152,26 @@ class Script(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertTrue(Trace(text).by_op("to_cuda"))
 
+    def test_an_argparse_refusal_says_which_argument(self):
+        rc, _, err, _ = run_probe(RESNET_SCRIPT, ["--batch-size", "many"])
+        self.assertNotEqual(rc, 0)
+        self.assertIn("the script exited (status 2) before building an optimizer", err)
+        self.assertIn("argument --batch-size: invalid int value: 'many'", err.splitlines()[-1])
+
+    def test_an_unwritable_out_is_refused_before_the_script_runs(self):
+        d = tempfile.mkdtemp(prefix="colo-script-")
+        _DIRS.append(d)
+        path = os.path.join(d, "t.py")
+        with open(path, "w") as f:
+            f.write("open('ran', 'w').close()\n")
+        env = dict(os.environ, PYTHONPATH=os.path.abspath(PYTHON_DIR))
+        for out in ("/nonexistent/x.trace", d):
+            p = subprocess.run([sys.executable, "-m", "colo_probe", "--out", out, "--script", path],
+                               capture_output=True, text=True, env=env, cwd=d, timeout=120)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            self.assertFalse(os.path.exists(os.path.join(d, "ran")))
+
     def test_the_script_sees_the_target_gpu(self):
         rc, text, err, d = run_probe("""
             import json, sys, torch

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -119,6 +120,20 @@ TEST(CliProbe, BadProbeRequestsGetOneLineErrors) {
   r = run_colo_args("estimate --trace /nonexistent.trace --estimator trace");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("/nonexistent.trace"), std::string::npos) << r.out;
+  r = run_colo_args("estimate --probe torchvision:list_models --batch 8 --estimator trace");
+  EXPECT_EQ(r.out, "colo: error: probe of torchvision:list_models failed: torchvision has no model 'list_models'\n");
+  // A model file that ends the process: said so, not "empty trace" of a deleted temporary file.
+  const std::string dir = ::testing::TempDir() + "colo_probe_exit";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/exits.py") << "import sys\ndef build():\n    sys.exit(0)\n";
+  std::ofstream(dir + "/hard.py") << "import os, torch\ndef build():\n    os._exit(0)\n";
+  r = run_colo_args("estimate --probe " + dir + "/exits.py:build --batch 2 --input 8 --estimator trace");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("the model file exited (status 0) while building the model"), std::string::npos) << r.out;
+  r = run_colo_args("estimate --probe " + dir + "/hard.py:build --batch 2 --input 8 --estimator trace");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("ended (exit status 0) without writing a trace"), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

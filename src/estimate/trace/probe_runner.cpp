@@ -395,6 +395,12 @@ ProbeRun run_probe(const ProbeRequest& req, const ProbeLimits& limits) {
   if (timed_out)
     throw UserError(fmt::format("probe of {} timed out after {:.0f} s", one_line(req.subject()), limits.timeout_seconds));
   if (const std::string why = probe_failure(req, status, err, limits); !why.empty()) throw UserError(why);
+  // Exit 0 and nothing written: the model file or script ended the process itself (os._exit).
+  std::error_code ec;
+  if (std::filesystem::file_size(out_path, ec) == 0 || ec)
+    throw UserError(fmt::format("probe of {} ended (exit status 0) without writing a trace: the model file or script "
+                                "ended the process itself (sys.exit / os._exit){}",
+                                one_line(req.subject()), last_error_line(err).empty() ? "" : ": " + one_line(last_error_line(err))));
   run.trace = load_probe_trace(out_path);
   run.trace.source = "probe " + req.subject();
   return run;

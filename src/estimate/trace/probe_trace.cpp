@@ -109,6 +109,16 @@ ProbeTrace parse_probe_trace(std::string_view text, const std::string& source) {
       if (!j.is_object()) r.fail(fmt::format("{} record must be a JSON object", kind));
       if (kind == 'H') {
         if (have_header) r.fail("second header (H)");
+        // The fields colo reads back have their types (a wrong one was an internal error, and
+        // "batch": 8.5 read as 8).
+        for (const char* key : {"model", "optimizer", "torch", "script", "probe", "amp", "dtype", "foreach", "filename"})
+          if (j.contains(key) && !j.at(key).is_string()) r.fail(fmt::format("header field '{}': expected a string", key));
+        for (const char* key : {"batch", "steps", "data_parallel", "gpus", "gpu_memory_mib", "trace_version"})
+          if (j.contains(key) &&
+              (!j.at(key).is_number_integer() ||
+               (j.at(key).is_number_unsigned() ? j.at(key).get<std::uint64_t>() > (1ULL << 40)
+                                                : j.at(key).get<std::int64_t>() < 0 || j.at(key).get<std::int64_t>() > (1LL << 40))))
+            r.fail(fmt::format("header field '{}': expected a whole number in 0..2^40", key));
         t.header = std::move(j);
         have_header = true;
       } else {
