@@ -118,6 +118,11 @@ def _materialise_cpu(x):
 VALUE_READS = [0]  # host reads of probe tensors' values (placeholders), for the trace footer
 
 
+def _tolist(self):
+    # t.tolist(): a host read like .item() (torch refuses tolist on tensor subclasses).
+    return _materialise_cpu(self).tolist()
+
+
 def _unwrap(x):
     return x.elem if isinstance(x, ProbeTensor) else x
 
@@ -227,3 +232,6 @@ def wrap_new(t, op):
         return t
     elem = t if t.device.type == "meta" else torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
     return ProbeTensor(elem, Storage(storage_bytes(elem), op), requires_grad=t.requires_grad)
+
+
+ProbeTensor.tolist = _tolist

@@ -235,6 +235,11 @@ TEST(SubmitRequestJson, RefusesControlCharactersAndClaimsOfHistory) {
   j["mem_explanation"] = "line one\rline two";
   EXPECT_EQ(error_for(j), "field 'mem_explanation': contains a control character (\\r)");
   j.erase("mem_explanation");
+  j["mem_source"] = "my estimate <b>";
+  EXPECT_EQ(submit_error(j),
+            "field 'mem_source': expected a short label (letters, digits and :_.()+-, at most 64), e.g. 'user' or 'allocsim'");
+  j["mem_source"] = "auto(allocsim)";
+  EXPECT_EQ(submit_error(j), "(accepted)");
   j["mem_source"] = "history";
   EXPECT_EQ(error_for(j), "field 'mem_source': 'history' is set by colod (measured runs), not by a client");
   // A name taken from the program's path follows the same rules, escaped and cut at 200 bytes.

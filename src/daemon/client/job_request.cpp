@@ -38,8 +38,14 @@ std::string get_line(const json& j, const char* field, size_t max_len) {
   return s;
 }
 
-// "history" marks what colod measured itself: a client cannot claim it.
-void not_history(std::string_view field, std::string_view source) {
+// "history" marks what colod measured itself: a client cannot claim it. A source is a short
+// label (shown to anonymous dashboard visitors, a Prometheus label value), not free text.
+void check_source(std::string_view field, std::string_view source) {
+  if (source.empty()) return;  // not given
+  const bool label = source.size() <= 64 && std::all_of(source.begin(), source.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view(":_.()+-").find(c) != std::string_view::npos;
+  });
+  if (!label) bad(field, "expected a short label (letters, digits and :_.()+-, at most 64), e.g. 'user' or 'allocsim'");
   if (source == "history") bad(field, "'history' is set by colod (measured runs), not by a client");
 }
 
@@ -131,7 +137,7 @@ SubmitRequest submit_request_from_json(const json& j) {
   }
   if (j.contains("mem_source")) {
     r.mem_source = get_line(j, "mem_source", 100);
-    not_history("mem_source", r.mem_source);
+    check_source("mem_source", r.mem_source);
   }
   if (j.contains("mem_explanation")) r.mem_explanation = get_line(j, "mem_explanation", 1000);
   if (j.contains("workdir")) {
@@ -175,7 +181,7 @@ SubmitRequest submit_request_from_json(const json& j) {
     if (!r.smact) bad("smact_source", "given without 'smact'");
     r.smact_source = get_line(j, "smact_source", 100);
     if (r.smact_source.empty()) bad("smact_source", "empty");
-    not_history("smact_source", r.smact_source);
+    check_source("smact_source", r.smact_source);
   }
   if (r.name.empty()) {
     // The default name (the program's file name) follows the rules a given name does: one line,
