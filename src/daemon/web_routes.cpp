@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include <arpa/inet.h>
+
 #include "common/resource_path.h"
 #include "core/error.h"
 #include "core/one_line.h"
@@ -104,7 +106,9 @@ HttpResponse Daemon::web(const HttpRequest& req, const Peer& peer) {
       if (web_loopback_) {
         if (const auto h = req.headers.find("host"); h != req.headers.end()) {
           const std::string name = host_name(h->second);
-          if (name != "localhost" && name != "::1" && name.rfind("127.", 0) != 0)
+          in_addr v4{};  // a literal 127.x.y.z; a name that merely starts with "127." is not one
+          const bool loopback_v4 = ::inet_pton(AF_INET, name.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
+          if (name != "localhost" && name != "::1" && !loopback_v4)
             return json_error(403, fmt::format("host '{}' is not this listener's (a loopback listener answers to "
                                                "localhost, 127.0.0.1 or [::1])",
                                                one_line(h->second.substr(0, 100))));

@@ -102,7 +102,7 @@ class MetricsTest(unittest.TestCase):
     def test_only_loopback_hosts_and_every_answer_has_the_security_headers(self):
         host, port = self.d.addr.rsplit(":", 1)
         # DNS rebinding: a page whose name was rebound to 127.0.0.1 sends its own name as Host.
-        for name in ("attacker.example", "attacker.example:" + port, "10.0.0.1"):
+        for name in ("attacker.example", "attacker.example:" + port, "10.0.0.1", "127.0.0.1.attacker.example"):
             req = urllib.request.Request(self.d.base + "/api/v1/overview", headers={"Host": name})
             with self.assertRaises(urllib.error.HTTPError) as e:
                 urllib.request.urlopen(req, timeout=10)
