@@ -2,6 +2,7 @@
 on the meta device (no memory, no initialisation cost) and put on the probe's GPU afterwards."""
 import importlib.util
 import os
+import sys
 
 import torch
 
@@ -31,6 +32,8 @@ def load(spec, num_classes=None):
         raise ProbeSpecError(f"model file '{path}' does not exist")
     mod_spec = importlib.util.spec_from_file_location("colo_probe_user_model", path)
     user = importlib.util.module_from_spec(mod_spec)
+    # The file's own folder is importable, as when Python runs it (a helper module beside it).
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     mod_spec.loader.exec_module(user)
     fn = getattr(user, fn_name, None)
     if not callable(fn):

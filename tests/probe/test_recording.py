@@ -169,6 +169,20 @@ class UserFiles(unittest.TestCase):
             os.unlink(path)
 
 
+    def test_a_model_file_imports_modules_beside_it(self):
+        d = tempfile.mkdtemp(prefix="colo-model-")
+        try:
+            with open(os.path.join(d, "colo_test_layers.py"), "w") as f:
+                f.write("import torch.nn as nn\ndef head():\n    return nn.Linear(8, 2)\n")
+            with open(os.path.join(d, "net.py"), "w") as f:
+                f.write("from colo_test_layers import head\ndef build():\n    return head()\n")
+            spec = models.load(os.path.join(d, "net.py") + ":build")
+            self.assertEqual(sum(p.numel() for p in spec.module.parameters()), 8 * 2 + 2)
+        finally:
+            import shutil
+            shutil.rmtree(d)
+
+
 class CommandLine(unittest.TestCase):
     def run_probe(self, *args):
         env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
