@@ -204,7 +204,11 @@ def main(argv=None):
     except SystemExit as e:  # input_fn / loss_fn / forward ended the process
         _fail(1, f"{args.model}: the model file exited (status {e.code}) during the training step")
     except Exception as e:
-        _fail(1, f"probing {args.model} failed: {type(e).__name__}: {e}")
+        if args.dtype in ("int64", "int32") and "isDifferentiableType" in str(e):
+            # PyTorch's own words for it are an internal assert.
+            _fail(1, f"probing {args.model} failed: the model cannot train on {args.dtype} inputs (integer inputs "
+                     "are token ids for an embedding; images and features are float: --dtype float32)")
+        _fail(1, f"probing {args.model} failed: {type(e).__name__}: {' '.join(str(e).split())}")
     finally:
         sys.stdout = saved_stdout
     if os.environ.get("COLO_PROBE_VERBOSE"):

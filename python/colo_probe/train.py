@@ -132,6 +132,9 @@ def default_loss(output, batch):
         raise ValueError("the model returned no tensor to take a loss of; give the file a loss_fn(output, batch)")
     loss = None
     for i, t in enumerate(logits):
+        if t.dim() == 0 or not t.is_floating_point():
+            raise ValueError(f"the model returned a {'0-dim' if t.dim() == 0 else str(t.dtype)} tensor, not logits to "
+                             "take a cross-entropy of; give the file a loss_fn(output, batch)")
         flat = t.reshape(-1, t.shape[-1])
         y = target if target is not None and target.numel() == flat.shape[0] else \
             torch.empty((flat.shape[0],), dtype=torch.long, device=t.device)
@@ -446,6 +449,12 @@ def run_probe(opts):
                 with torch.no_grad():
                     host = input_fn(opts["batch"])
                 device.label = None
+                try:
+                    rows = _batch_rows(host)
+                except ValueError:
+                    rows = None
+                if rows == 0:  # recorded under --batch's name, it would be a trace of nothing
+                    raise ValueError(f"input_fn({opts['batch']}) returned an empty batch (0 rows)")
                 live["batch"] = _to_gpu(host)
                 del host
                 rec.phase = "optimizer"
