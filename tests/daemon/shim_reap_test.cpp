@@ -1,32 +1,23 @@
 // The shim's wait for its job (daemon/shim.h: reap_exited): the job's status is never lost to
-// the pass that reaps orphans. Synchronised on observed state (a child is a zombie when
-// /proc/PID/stat says 'Z'), never on sleeps.
+// the pass that reaps orphans. Synchronised on observed state (waitid WNOWAIT: the child has
+// exited and is still unreaped), never on sleeps.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <fstream>
 #include <string>
-#include <thread>
 
 #include "daemon/shim.h"
 
 namespace colo::daemon {
 namespace {
 
-char proc_state(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(f, line);
-  const auto close = line.rfind(')');
-  return close == std::string::npos || close + 2 >= line.size() ? '?' : line[close + 2];
-}
-
-// Waits until `pid` has exited and awaits reaping; the child exits at once, so this ends.
+// Blocks until `pid` has exited, leaving it to be reaped (waitid with WNOWAIT): synchronised on
+// the kernel's own record of the exit, no polling.
 void wait_zombie(pid_t pid) {
-  while (proc_state(pid) != 'Z') std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT), 0);
 }
 
 pid_t exiting_child(int code) {
