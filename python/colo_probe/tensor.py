@@ -63,7 +63,7 @@ class ProbeTensor(torch.Tensor):
             # .cpu() / .item(): a host copy, not GPU memory. Its value is meaningless on meta.
             return tree_map(_materialise_cpu, args[0])
         if name in ("aten::_local_scalar_dense", "aten::is_nonzero", "aten::item") and isinstance(args[0], ProbeTensor):
-            # bool(t), t.item(), `if t:`: the same placeholders as a host copy.
+            # bool(t), t.item(), `if t:`: the same assumed values as a host copy.
             return _materialise_cpu(args[0]).reshape(-1)[0].item() if args[0].numel() else False
         uargs = tree_map(_unwrap, args)
         ukwargs = tree_map(_unwrap, kwargs)
@@ -106,7 +106,7 @@ def _to_cpu(kwargs):
 
 
 def _materialise_cpu(x):
-    # The probe has no values. A host read stands in with a placeholder: booleans read True (the
+    # The probe has no values. A host read gets assumed values: booleans read True (the
     # checks training loops make - isfinite(loss), all() of a mask - pass, so the usual path is
     # recorded), numbers 0. docs/ESTIMATION.md lists what this cannot cover.
     if isinstance(x, ProbeTensor):
@@ -115,7 +115,7 @@ def _materialise_cpu(x):
     return x
 
 
-VALUE_READS = [0]  # host reads of probe tensors' values (placeholders), for the trace footer
+VALUE_READS = [0]  # host reads of probe tensors' values (assumed, not known), for the trace footer
 
 
 def _tolist(self):

@@ -168,60 +168,57 @@ class UserFiles(unittest.TestCase):
         finally:
             os.unlink(path)
 
+    def model_files(self, files):
+        """A temporary folder holding `files` (name -> text), removed after the test."""
+        d = tempfile.TemporaryDirectory(prefix="colo-model-")
+        self.addCleanup(d.cleanup)
+        for name, text in files.items():
+            with open(os.path.join(d.name, name), "w") as f:
+                f.write(textwrap.dedent(text))
+        return d.name
 
     def test_outputs_and_batches_a_loss_cannot_use_are_named(self):
-        d = tempfile.mkdtemp(prefix="colo-model-")
-        try:
-            with open(os.path.join(d, "m.py"), "w") as f:
-                f.write(textwrap.dedent("""
-                    import torch, torch.nn as nn
-                    class Summed(nn.Module):
-                        def __init__(self):
-                            super().__init__()
-                            self.l = nn.Linear(8, 4)
-                        def forward(self, x):
-                            return self.l(x).sum()
-                    def scalar():
-                        return Summed()
-                    def plain():
-                        return nn.Linear(8, 4)
-                    def input_fn(batch):
-                        return (torch.randn(0, 8), torch.zeros(0, dtype=torch.long))
-                """))
-            env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
-            run = lambda *a: subprocess.run([sys.executable, "-m", "colo_probe", *a, "--out", os.path.join(d, "t.trace")],
-                                            capture_output=True, text=True, env=env, timeout=300)
-            # input_fn in the file makes every function's batch empty; a 0-dim output has no logits.
-            r = run("--model", os.path.join(d, "m.py") + ":plain", "--batch", "2")
-            self.assertEqual(r.returncode, 1)
-            self.assertIn("returned an empty batch (0 rows)", r.stderr)
-            with open(os.path.join(d, "s.py"), "w") as f:
-                f.write("import torch.nn as nn\nclass S(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-                        "        self.l = nn.Linear(8, 4)\n    def forward(self, x):\n        return self.l(x).sum()\n"
-                        "def build():\n    return S()\n")
-            r = run("--model", os.path.join(d, "s.py") + ":build", "--batch", "2", "--input", "8")
-            self.assertEqual(r.returncode, 1)
-            self.assertIn("the model returned a 0-dim tensor, not logits", r.stderr)
-            r = run("--model", "torchvision:resnet18", "--batch", "2", "--input", "3x32x32", "--dtype", "int64")
-            self.assertEqual(r.returncode, 1)
-            self.assertIn("the model cannot train on int64 inputs", r.stderr)
-            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
-        finally:
-            import shutil
-            shutil.rmtree(d)
+        d = self.model_files({
+            "empty.py": """
+                import torch, torch.nn as nn
+                def build():
+                    return nn.Linear(8, 4)
+                def input_fn(batch):
+                    return (torch.randn(0, 8), torch.zeros(0, dtype=torch.long))
+            """,
+            "scalar.py": """
+                import torch.nn as nn
+                class S(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.l = nn.Linear(8, 4)
+                    def forward(self, x):
+                        return self.l(x).sum()
+                def build():
+                    return S()
+            """})
+        env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+
+        def run(*a):
+            return subprocess.run([sys.executable, "-m", "colo_probe", *a, "--out", os.path.join(d, "t.trace")],
+                                  capture_output=True, text=True, env=env, timeout=300)
+        r = run("--model", os.path.join(d, "empty.py") + ":build", "--batch", "2")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("returned an empty batch (0 rows)", r.stderr)
+        r = run("--model", os.path.join(d, "scalar.py") + ":build", "--batch", "2", "--input", "8")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("the model returned a 0-dim tensor, not logits", r.stderr)
+        r = run("--model", "torchvision:resnet18", "--batch", "2", "--input", "3x32x32", "--dtype", "int64")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("the model cannot train on int64 inputs", r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
     def test_a_model_file_imports_modules_beside_it(self):
-        d = tempfile.mkdtemp(prefix="colo-model-")
-        try:
-            with open(os.path.join(d, "colo_test_layers.py"), "w") as f:
-                f.write("import torch.nn as nn\ndef head():\n    return nn.Linear(8, 2)\n")
-            with open(os.path.join(d, "net.py"), "w") as f:
-                f.write("from colo_test_layers import head\ndef build():\n    return head()\n")
-            spec = models.load(os.path.join(d, "net.py") + ":build")
-            self.assertEqual(sum(p.numel() for p in spec.module.parameters()), 8 * 2 + 2)
-        finally:
-            import shutil
-            shutil.rmtree(d)
+        d = self.model_files({
+            "colo_test_layers.py": "import torch.nn as nn\ndef head():\n    return nn.Linear(8, 2)\n",
+            "net.py": "from colo_test_layers import head\ndef build():\n    return head()\n"})
+        spec = models.load(os.path.join(d, "net.py") + ":build")
+        self.assertEqual(sum(p.numel() for p in spec.module.parameters()), 8 * 2 + 2)
 
 
 class CommandLine(unittest.TestCase):
