@@ -204,10 +204,13 @@ def main(argv=None):
     except SystemExit as e:  # input_fn / loss_fn / forward ended the process
         _fail(1, f"{args.model}: the model file exited (status {e.code}) during the training step")
     except Exception as e:
-        if args.dtype in ("int64", "int32") and "isDifferentiableType" in str(e):
-            # PyTorch's own words for it are an internal assert.
-            _fail(1, f"probing {args.model} failed: the model cannot train on {args.dtype} inputs (integer inputs "
-                     "are token ids for an embedding; images and features are float: --dtype float32)")
+        if args.dtype in ("int64", "int32"):
+            hint = (f"the model cannot train on {args.dtype} inputs (integer inputs are token ids for an embedding; "
+                    "images and features are float: --dtype float32)")
+            if "isDifferentiableType" in str(e):  # PyTorch 1.13's own words for it are an internal assert
+                _fail(1, f"probing {args.model} failed: {hint}")
+            _fail(1, f"probing {args.model} failed on {args.dtype} inputs: {type(e).__name__}: "
+                     f"{' '.join(str(e).split())}; perhaps {hint}")
         _fail(1, f"probing {args.model} failed: {type(e).__name__}: {' '.join(str(e).split())}")
     finally:
         sys.stdout = saved_stdout

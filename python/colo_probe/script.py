@@ -283,6 +283,11 @@ class ScriptRun:
         p.set(cuda, "get_device_capability", lambda device=None: (device_index(device), gpu.capability)[1])
         p.set(cuda, "is_bf16_supported", lambda *a, **k: gpu.capability[0] >= 8)
         p.set(cuda, "is_initialized", lambda: True)
+        # PyTorch 2's Adam/AdamW step asks whether a CUDA graph is being captured (a real CUDA call
+        # on a CUDA build: it fails with no device, or would wake a real one); the probe never is.
+        for owner in (cuda, getattr(cuda, "graphs", None)):
+            if owner is not None and hasattr(owner, "is_current_stream_capturing"):
+                p.set(owner, "is_current_stream_capturing", lambda: False)
         p.set(cuda, "init", lambda: None)
         for name in ("synchronize", "empty_cache", "reset_peak_memory_stats", "reset_max_memory_allocated",
                      "reset_max_memory_cached", "reset_accumulated_memory_stats", "manual_seed", "manual_seed_all",

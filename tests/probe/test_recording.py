@@ -196,6 +196,19 @@ class UserFiles(unittest.TestCase):
                         return self.l(x).sum()
                 def build():
                     return S()
+            """,
+            "ids.py": """
+                import torch.nn as nn
+                class Strict(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.l = nn.Linear(8, 4)
+                    def forward(self, x):
+                        if not x.is_floating_point():
+                            raise TypeError("Strict wants float features")
+                        return self.l(x)
+                def build():
+                    return Strict()
             """})
         env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
 
@@ -211,6 +224,12 @@ class UserFiles(unittest.TestCase):
         r = run("--model", "torchvision:resnet18", "--batch", "2", "--input", "3x32x32", "--dtype", "int64")
         self.assertEqual(r.returncode, 1)
         self.assertIn("the model cannot train on int64 inputs", r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        # Any other failure on integer inputs: PyTorch's (or the model's) own words, and the hint.
+        r = run("--model", os.path.join(d, "ids.py") + ":build", "--batch", "2", "--input", "8", "--dtype", "int32")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("failed on int32 inputs: TypeError: Strict wants float features; perhaps the model cannot "
+                      "train on int32 inputs", r.stderr)
         self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
     def test_a_model_file_imports_modules_beside_it(self):

@@ -181,7 +181,9 @@ class Script(unittest.TestCase):
                     "name": torch.cuda.get_device_name(0),
                     "total": torch.cuda.get_device_properties(0).total_memory,
                     "is_cuda": x.is_cuda, "device": str(m.weight.device), "bf16": torch.cuda.is_bf16_supported(),
-                    "allocated": torch.cuda.memory_allocated(), "argv": sys.argv[1:]}
+                    "allocated": torch.cuda.memory_allocated(), "argv": sys.argv[1:],
+                    # PyTorch 2's Adam step asks this; a real CUDA call would fail (or wake a GPU)
+                    "capturing": torch.cuda.is_current_stream_capturing()}
             json.dump(seen, open("seen.json", "w"))
             opt = torch.optim.SGD(m.parameters(), lr=0.1)
             for _ in range(5):
@@ -191,7 +193,7 @@ class Script(unittest.TestCase):
         seen = json.loads(_read(os.path.join(d, "seen.json")))
         self.assertEqual(seen, {"available": True, "count": 2, "name": "NVIDIA H100 80GB HBM3", "total": 81559 << 20,
                                 "is_cuda": True, "device": "cuda:0", "bf16": True, "argv": ["--flag", "value"],
-                                "allocated": 16 + 64 + 16})
+                                "allocated": 16 + 64 + 16, "capturing": False})
 
     def test_amp_scaler_clipping_scheduler_and_a_pinned_loader(self):
         script = """

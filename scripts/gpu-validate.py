@@ -1,0 +1,371 @@
+#!/usr/bin/env python3
+"""Measure real GPU memory of training configurations and set it beside colo's probe (docs/GPU-VALIDATION.md).
+
+    # on a machine with a GPU (PyTorch 1.13 or 2.x): one fresh process per configuration
+    python3 scripts/gpu-validate.py measure --configs scripts/gpu-validate.configs --out measured.jsonl
+    # anywhere with colo built: colo's prediction for the same configurations
+    python3 scripts/gpu-validate.py predict --configs scripts/gpu-validate.configs --colo build/colo --out predicted.jsonl
+    # from traces the probe recorded elsewhere (python3 -m colo_probe ... --out DIR/NAME.trace)
+    python3 scripts/gpu-validate.py predict --configs ... --colo build/colo --traces DIR --out predicted-2x.jsonl
+    # the probe on this machine's PyTorch, for predict --traces
+    python3 scripts/gpu-validate.py trace --configs scripts/gpu-validate.configs --dir DIR
+    # the table
+    python3 scripts/gpu-validate.py table measured.jsonl predicted.jsonl [predicted-2x.jsonl]
+
+A configuration line is a name and `colo estimate --probe` flags, e.g.
+    r50-adam  --probe torchvision:resnet50 --input 3x224x224 --batch 128 --optimizer adam
+The measurement runs the loop colo's probe records (python/colo_probe/train.py): batch to the GPU,
+zero_grad(set_to_none=True), forward under autocast when --amp, the loss (cross-entropy of every logits
+tensor, Inception's auxiliary at 0.4; a model file's loss_fn), backward (GradScaler for fp16), step;
+the previous output and loss stay alive until the next forward replaces them. It records
+torch.cuda.max_memory_reserved / max_memory_allocated after steps 2 and 3, the CUDA context
+(nvidia-smi before the model is loaded), and nvidia-smi's view of the process after step 3."""
+import argparse
+import importlib.util
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+MIB = 1 << 20
+DEVICE = ["cuda"]  # measure --cpu-check: the same loop on the CPU at batch 2 (checks this script, measures nothing)
+
+
+def read_configs(path):
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            words = shlex.split(line)
+            if len(words) < 3 or not words[1].startswith("--"):
+                sys.exit(f"{path}:{n}: expected a name then colo estimate --probe flags")
+            out.append((words[0], words[1:]))
+    if not out:
+        sys.exit(f"{path}: no configurations")
+    return out
+
+
+def parse_flags(words):
+    p = argparse.ArgumentParser(prog="configuration", add_help=False)
+    p.add_argument("--probe", required=True)
+    p.add_argument("--input")
+    p.add_argument("--batch", type=int, required=True)
+    p.add_argument("--optimizer", default="adam")
+    p.add_argument("--num-classes", type=int)
+    p.add_argument("--amp", default="none", choices=("none", "fp16", "bf16"))
+    p.add_argument("--checkpointing", action="store_true")
+    p.add_argument("--foreach", default="auto", choices=("auto", "on", "off"))
+    return p.parse_args(words)
+
+
+# ---------------------------------------------------------------------------------------------
+# measure: runs on the GPU
+
+def nvidia_smi(query, fields):
+    try:
+        r = subprocess.run(["nvidia-smi", f"--query-{query}={fields}", "--format=csv,noheader,nounits"],
+                           capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [[c.strip() for c in line.split(",")] for line in r.stdout.splitlines() if line.strip()]
+
+
+def smi_used_mib():
+    rows = nvidia_smi("gpu", "memory.used")
+    return int(rows[0][0]) if rows else None
+
+
+def smi_process_mib(pid):
+    for row in nvidia_smi("compute-apps", "pid,used_memory"):
+        if len(row) == 2 and row[0] == str(pid) and row[1].isdigit():
+            return int(row[1])
+    return None
+
+
+def to_cuda(x):
+    import torch
+    if isinstance(x, torch.Tensor):
+        return x.to(DEVICE[0])
+    if isinstance(x, dict):
+        return {k: to_cuda(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_cuda(v) for v in x)
+    return x
+
+
+def build(cfg):
+    """The module, its batch maker and loss, built for real (colo_probe builds them on meta)."""
+    import torch
+    import torch.nn.functional as F
+    spec = cfg.probe
+    shape = tuple(int(d) for d in cfg.input.lower().split("x")) if cfg.input else None
+    if spec.startswith("torchvision:"):
+        import torchvision.models as tvm
+        name = spec.split(":", 1)[1]
+        kw = {"num_classes": cfg.num_classes} if cfg.num_classes else {}
+        if name.startswith("inception"):
+            kw["init_weights"] = False
+        module = getattr(tvm, name)(**kw)
+        shape = shape or ((3, 299, 299) if name.startswith("inception") else (3, 224, 224))
+        classes = cfg.num_classes or 1000
+
+        def input_fn(n):
+            return (torch.randn((n,) + shape), torch.randint(0, classes, (n,)))
+        loss_fn = None
+        user_input = False
+    else:
+        path, fn_name = spec.rsplit(":", 1)
+        path = path if os.path.isabs(path) else os.path.join(ROOT, path)
+        ms = importlib.util.spec_from_file_location("gpu_validate_model", path)
+        user = importlib.util.module_from_spec(ms)
+        sys.path.insert(0, os.path.dirname(path))
+        ms.loader.exec_module(user)
+        module = getattr(user, fn_name)()
+        input_fn = (lambda n, _f=user.input_fn: _f(n, shape))
+        loss_fn = getattr(user, "loss_fn", None)
+        user_input = True
+
+    def default_loss(output, batch):
+        logits = [output] if isinstance(output, torch.Tensor) else [t for t in output if isinstance(t, torch.Tensor)]
+        loss = None
+        for t in logits:
+            flat = t.reshape(-1, t.shape[-1])
+            term = F.cross_entropy(flat, batch[1])
+            loss = term if loss is None else loss + 0.4 * term
+        return loss
+    return module, input_fn, loss_fn or default_loss, user_input
+
+
+def make_optimizer(name, params, foreach):
+    import torch
+    kw = {} if foreach is None else {"foreach": foreach}
+    table = {"sgd": (torch.optim.SGD, {"lr": 0.1}), "sgd-momentum": (torch.optim.SGD, {"lr": 0.1, "momentum": 0.9}),
+             "adam": (torch.optim.Adam, {}), "adamw": (torch.optim.AdamW, {}), "rmsprop": (torch.optim.RMSprop, {}),
+             "adagrad": (torch.optim.Adagrad, {}), "adadelta": (torch.optim.Adadelta, {})}
+    ctor, args = table[name]
+    return ctor(params, **args, **kw)
+
+
+def checkpoint_children(model):
+    """As the probe's --checkpointing: each top-level child with parameters recomputed in backward."""
+    import torch.utils.checkpoint as cp
+    for child in model.children():
+        if any(True for _ in child.parameters()):
+            orig = child.forward
+            child.forward = (lambda *a, _o=orig, **k: cp.checkpoint(_o, *a, use_reentrant=False, **k))
+
+
+def measure_one(name, words):
+    import torch
+    cfg = parse_flags(words)
+    pid = os.getpid()
+    gpu = DEVICE[0] == "cuda"
+    if gpu:
+        before = smi_used_mib()
+        torch.cuda.init()
+        torch.empty(1, device="cuda")
+        torch.cuda.synchronize()
+        context = smi_process_mib(pid)
+    else:
+        cfg.batch = 2
+    t0 = time.perf_counter()
+    module, input_fn, loss_fn, user_input = build(cfg)
+    model = module.to(DEVICE[0]).train()
+    if cfg.checkpointing:
+        checkpoint_children(model)
+    foreach = {"auto": None, "on": True, "off": False}[cfg.foreach]
+    opt = make_optimizer(cfg.optimizer, [p for p in model.parameters() if p.requires_grad], foreach)
+    amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(cfg.amp)
+    scaler = None
+    if cfg.amp == "fp16" and gpu:
+        scaler = torch.amp.GradScaler("cuda") if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler") \
+            else torch.cuda.amp.GradScaler()
+    live = {}
+    per_step = []
+    for step in (1, 2, 3):
+        with torch.no_grad():
+            host = input_fn(cfg.batch)
+        live["batch"] = to_cuda(host)
+        del host
+        opt.zero_grad(set_to_none=True)
+        ctx = torch.autocast(DEVICE[0], dtype=amp_dtype if gpu else torch.bfloat16) if amp_dtype else torch.enable_grad()
+        with ctx:
+            b = live["batch"]
+            if not user_input:
+                live["output"] = model(b[0])
+            elif isinstance(b, dict):
+                live["output"] = model(**b)
+            else:
+                live["output"] = model(*b)
+            live["loss"] = loss_fn(live["output"], b)
+        (scaler.scale(live["loss"]) if scaler else live["loss"]).backward()
+        if scaler:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
+        if not gpu:
+            continue
+        torch.cuda.synchronize()
+        per_step.append({"step": step, "max_reserved_mib": round(torch.cuda.max_memory_reserved() / MIB, 1),
+                         "max_allocated_mib": round(torch.cuda.max_memory_allocated() / MIB, 1)})
+    if not gpu:
+        return {"name": name, "flags": " ".join(words), "cpu_check": "ok", "loss": float(live["loss"].detach().float())}
+    return {"name": name, "flags": " ".join(words), "torch": torch.__version__,
+            "gpu": torch.cuda.get_device_name(0), "cudnn": torch.backends.cudnn.version(),
+            "steps": per_step, "max_reserved_mib_2": per_step[1]["max_reserved_mib"],
+            "max_reserved_mib": per_step[2]["max_reserved_mib"], "max_allocated_mib": per_step[2]["max_allocated_mib"],
+            "context_mib": context, "smi_process_mib": smi_process_mib(pid),
+            "smi_used_delta_mib": (smi_used_mib() - before) if before is not None else None,
+            "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def cmd_measure(a):
+    if a.cpu_check:
+        DEVICE[0] = "cpu"
+    if a.one is not None:  # the child: one configuration, one JSON line on stdout
+        name, words = read_configs(a.configs)[a.one]
+        print(json.dumps(measure_one(name, words)), flush=True)
+        return
+    with open(a.out, "a", encoding="utf-8") as out:
+        for i, (name, words) in enumerate(read_configs(a.configs)):
+            if a.only and name not in a.only:
+                continue
+            try:
+                r = subprocess.run([sys.executable, os.path.abspath(__file__), "measure", "--configs", a.configs,
+                                    "--one", str(i)] + (["--cpu-check"] if a.cpu_check else []),
+                                   capture_output=True, text=True, timeout=a.timeout)
+            except subprocess.TimeoutExpired:
+                r = subprocess.CompletedProcess([], 124, "", f"timed out after {a.timeout:g} s")
+            lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
+            if r.returncode == 0 and lines:
+                rec = json.loads(lines[-1])
+            else:
+                rec = {"name": name, "flags": " ".join(words), "error": (r.stderr.strip().splitlines() or ["?"])[-1]}
+            out.write(json.dumps(rec) + "\n")
+            out.flush()
+            print(name, rec.get("max_reserved_mib"), rec.get("smi_process_mib"), rec.get("error", ""), flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# predict: colo estimate on the same configurations
+
+def cmd_predict(a):
+    with open(a.out, "w", encoding="utf-8") as out:
+        for name, words in read_configs(a.configs):
+            if a.traces:
+                cmd = [a.colo, "estimate", "--trace", os.path.join(a.traces, name + ".trace"), "--estimator", "trace", "--json"]
+            else:
+                cmd = [a.colo, "estimate"] + words + ["--estimator", "trace", "--json"]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            rec = {"name": name}
+            if r.returncode == 0:
+                rec.update(json.loads(r.stdout))
+            else:
+                rec["error"] = r.stderr.strip()
+            out.write(json.dumps(rec) + "\n")
+            print(name, rec.get("peak_mib"), rec.get("estimate_mib"), rec.get("error", ""), flush=True)
+
+
+def cmd_trace(a):
+    """The probe itself on this machine's PyTorch (e.g. 2.x beside a GPU): DIR/NAME.trace per configuration."""
+    os.makedirs(a.dir, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    for name, words in read_configs(a.configs):
+        args = ["--model" if w == "--probe" else w for w in words]
+        t0 = time.perf_counter()
+        try:
+            r = subprocess.run([sys.executable, "-m", "colo_probe", "--out", os.path.join(a.dir, name + ".trace")] + args,
+                               capture_output=True, text=True, env=env, timeout=a.timeout)
+        except subprocess.TimeoutExpired:
+            r = subprocess.CompletedProcess([], 124, "", f"timed out after {a.timeout:g} s")
+        print(name, "ok" if r.returncode == 0 else "FAILED " + r.stderr.strip()[-400:],
+              f"{time.perf_counter() - t0:.1f} s", flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# table
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        return {r["name"]: r for r in (json.loads(l) for l in f if l.strip())}
+
+
+def pct(pred, real):
+    return f"{100.0 * (pred - real) / real:+.1f} %"
+
+
+def predicted_allocated(r):
+    """The replay's allocated MiB at its reserved peak, from the trace estimator's explanation."""
+    m = re.search(r"\(allocated (\d+), live tensors", r.get("explanation", ""))
+    return float(m.group(1)) if m else None
+
+
+def cmd_table(a):
+    """Markdown: allocated and reserved peaks, measured vs the first prediction file (plus the reserved
+    peak of any further ones), and nvidia-smi vs colo's estimate."""
+    measured = load(a.measured)
+    preds = [load(p) for p in a.predicted]
+    head = ["config", "allocated: measured", "predicted", "error", "reserved: measured", "predicted", "error"]
+    for p in a.predicted[1:]:
+        head += [f"reserved ({os.path.basename(p)})", "error"]
+    head += ["nvidia-smi", "estimate", "error"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for name, m in measured.items():
+        if "error" in m:
+            print(f"| {name} | failed: {m['error']} |" + " |" * (len(head) - 2))
+            continue
+        first = preds[0].get(name, {})
+        row = [name, f"{m['max_allocated_mib']:.0f}"]
+        alloc = predicted_allocated(first)
+        row += [f"{alloc:.0f}", pct(alloc, m["max_allocated_mib"])] if alloc is not None else ["?", ""]
+        row.append(f"{m['max_reserved_mib']:.0f}")
+        for p in preds:
+            r = p.get(name, {})
+            row += [f"{r['peak_mib']:.0f}", pct(r["peak_mib"], m["max_reserved_mib"])] if "peak_mib" in r \
+                else ["failed", r.get("error", "missing")[:80]]
+        smi = m.get("smi_process_mib")
+        est = first.get("estimate_mib")
+        row += [str(smi), str(est), pct(est, smi) if smi and est else ""]
+        print("| " + " | ".join(row) + " |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("measure")
+    m.add_argument("--configs", required=True)
+    m.add_argument("--out")
+    m.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    m.add_argument("--only", nargs="*", help="configuration names to run")
+    m.add_argument("--timeout", type=float, default=300)
+    m.add_argument("--cpu-check", action="store_true", help="run each loop on the CPU at batch 2 (checks the script)")
+    p = sub.add_parser("predict")
+    p.add_argument("--configs", required=True)
+    p.add_argument("--colo", default=os.path.join(ROOT, "build", "colo"))
+    p.add_argument("--traces", help="replay the traces DIR/NAME.trace instead of probing here")
+    p.add_argument("--out", required=True)
+    tr = sub.add_parser("trace")
+    tr.add_argument("--configs", required=True)
+    tr.add_argument("--dir", required=True)
+    tr.add_argument("--timeout", type=float, default=300)
+    t = sub.add_parser("table")
+    t.add_argument("measured")
+    t.add_argument("predicted", nargs="+")
+    a = ap.parse_args()
+    if a.cmd == "measure" and a.one is None and not a.out:
+        ap.error("measure: --out is required")
+    {"measure": cmd_measure, "predict": cmd_predict, "trace": cmd_trace, "table": cmd_table}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main()
