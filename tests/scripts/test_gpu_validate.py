@@ -1,0 +1,92 @@
+"""scripts/gpu-validate.py (docs/GPU-VALIDATION.md) without a GPU: its training loop on the CPU
+(--cpu-check: the same code path as on the GPU, batch 2), its configuration reader's errors, the
+prediction through this build's colo, and the table it prints."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+SCRIPT = os.path.join(ROOT, "scripts", "gpu-validate.py")
+
+
+def run(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=600)
+
+
+class GpuValidate(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+
+    def path(self, name):
+        return os.path.join(self.dir.name, name)
+
+    def write(self, name, text):
+        with open(self.path(name), "w") as f:
+            f.write(textwrap.dedent(text))
+        return self.path(name)
+
+    def test_the_training_loop_runs_every_option(self):
+        configs = self.write("c.configs", """
+            # a comment, then configurations
+            tiny-bf16  --probe torchvision:resnet18 --input 3x32x32 --num-classes 10 --batch 4 --optimizer adam --amp bf16 --checkpointing
+            tiny-fp16  --probe torchvision:mobilenet_v3_small --input 3x32x32 --num-classes 10 --batch 4 --optimizer sgd-momentum --amp fp16
+            incv3      --probe torchvision:inception_v3 --input 3x299x299 --num-classes 10 --batch 4 --optimizer rmsprop
+            bert       --probe models/pytorch/bert.py:bert_base --input 16 --batch 4 --optimizer adamw --foreach off
+            missing    --probe torchvision:no_such_net --batch 4
+        """)
+        r = run("measure", "--cpu-check", "--configs", configs, "--out", self.path("m.jsonl"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(self.path("m.jsonl")) as f:
+            recs = {x["name"]: x for x in map(json.loads, f)}
+        self.assertEqual(list(recs), ["tiny-bf16", "tiny-fp16", "incv3", "bert", "missing"])
+        for name in ("tiny-bf16", "tiny-fp16", "incv3", "bert"):
+            self.assertEqual(recs[name].get("cpu_check"), "ok", recs[name])
+            self.assertGreater(recs[name]["loss"], 0)
+        # A configuration that cannot run is a record with the reason; the others still run.
+        self.assertIn("no_such_net", recs["missing"]["error"])
+
+    def test_bad_configuration_files_name_the_line(self):
+        configs = self.write("bad.configs", "ok --probe torchvision:resnet18 --batch 2\nlonely\n")
+        r = run("measure", "--cpu-check", "--configs", configs, "--out", self.path("m.jsonl"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("bad.configs:2: expected a name then colo estimate --probe flags", r.stderr)
+        r = run("measure", "--configs", self.write("empty.configs", "# nothing\n"), "--out", self.path("m.jsonl"))
+        self.assertIn("empty.configs: no configurations", r.stderr)
+
+    def test_predict_through_colo_and_the_table(self):
+        colo = os.environ.get("COLO_BIN", os.path.join(ROOT, "build", "colo"))
+        if not os.access(colo, os.X_OK):
+            self.skipTest(f"no colo binary at {colo} (ctest sets COLO_BIN)")
+        configs = self.write("c.configs", """
+            r18   --probe torchvision:resnet18 --input 3x64x64 --batch 8 --optimizer adam
+            nope  --probe torchvision:no_such_net --batch 8
+        """)
+        r = run("predict", "--configs", configs, "--colo", colo, "--out", self.path("p.jsonl"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(self.path("p.jsonl")) as f:
+            pred = {x["name"]: x for x in map(json.loads, f)}
+        self.assertGreater(pred["r18"]["peak_mib"], 0)
+        self.assertGreater(pred["r18"]["estimate_mib"], pred["r18"]["peak_mib"])
+        self.assertIn("no model 'no_such_net'", pred["nope"]["error"])
+        # Measured values chosen so that every error is known: reserved 10 % above the prediction.
+        peak, est = pred["r18"]["peak_mib"], pred["r18"]["estimate_mib"]
+        m = {"name": "r18", "flags": "x", "max_allocated_mib": 100.0, "max_reserved_mib": peak / 0.5,
+             "context_mib": 500, "smi_process_mib": est * 2}
+        with open(self.path("m.jsonl"), "w") as f:
+            f.write(json.dumps(m) + "\n" + json.dumps({"name": "nope", "flags": "y", "error": "boom"}) + "\n")
+        r = run("table", self.path("m.jsonl"), self.path("p.jsonl"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in r.stdout.splitlines()[2:]}
+        self.assertEqual(rows["r18"][6], "-50.0 %", r.stdout)   # reserved: predicted half the measured
+        self.assertEqual(rows["r18"][9].rstrip(" |"), "-50.0 %", r.stdout)  # estimate: half nvidia-smi
+        self.assertIn("failed: boom", r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
