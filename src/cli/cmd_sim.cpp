@@ -64,21 +64,49 @@ struct SimArgs {
   bool compare = false;
   bool gpu_memory_mib_given = false;  // --gpu-memory-mib was on the command line
   bool report_given = false;          // --report was on the command line
+  bool ramp_given = false, oom_detect_given = false;  // else a --model's values apply
   std::string report;  // --report FILE: a self-contained HTML page (cli/sim_report.h)
 };
 
 std::string report_title(const SimArgs& a) {
-  return fmt::format("colo sim — {}, {} × {} MiB", std::filesystem::path(a.trace).stem().string(), a.gpus,
-                     a.gpu_memory_mib);
+  const std::string trace = std::filesystem::path(a.trace).stem().string();
+  if (!a.mig.empty()) return fmt::format("colo sim — {}, {} GPUs as MIG {}", trace, a.gpus, a.mig);
+  return fmt::format("colo sim — {}, {} × {} MiB", trace, a.gpus, a.gpu_memory_mib);
 }
 
+// The command that reproduces the run: every setting that shapes it (a report without one of
+// them could not be re-run to the same page).
 std::string report_command(const SimArgs& a) {
-  std::string c = fmt::format("colo sim --workloads {} --trace {} --gpus {} --gpu-memory-mib {}", a.workloads, a.trace,
-                              a.gpus, a.gpu_memory_mib);
-  if (a.compare) return c + " --compare";
-  return c + fmt::format(" --policy {} --estimator {} --sharing {}{}", a.policy, a.estimator, a.sharing,
-                         a.no_conditions ? " --no-conditions" : "");
+  std::string c = fmt::format("colo sim --workloads {} --trace {} --gpus {}", a.workloads, a.trace, a.gpus);
+  if (a.nodes > 1) c += fmt::format(" --nodes {}", a.nodes);
+  if (a.mig.empty()) c += fmt::format(" --gpu-memory-mib {}", a.gpu_memory_mib);
+  if (a.compare) {
+    c += " --compare";
+  } else {
+    c += fmt::format(" --policy {} --estimator {} --sharing {}", a.policy, a.estimator, a.sharing);
+    if (!a.mig.empty()) c += " --mig " + a.mig;
+    if (a.no_conditions) c += " --no-conditions";
+  }
+  if (!a.model.empty()) c += " --model " + a.model;
+  if (!a.policy_file.empty()) c += " --policy-file " + a.policy_file;
+  c += fmt::format(" --smact-cap {:g} --margin-mib {} --min-free-mib {} --floor {} --recovery {}", a.smact_cap_pct,
+                   a.margin_mib, a.min_free_mib, a.floor, a.recovery);
+  if (a.recovery == "loose") c += fmt::format(" --recovery-step-mib {}", a.recovery_step_mib);
+  if (a.recovery_share) c += " --recovery-share";
+  if (a.backfill > 0) c += fmt::format(" --backfill {} --backfill-depth {}", a.backfill, a.backfill_depth);
+  if (a.ramp_given) c += fmt::format(" --ramp-s {:g}", a.ramp_s);
+  if (a.oom_detect_given) c += fmt::format(" --oom-detect-s {:g}", a.oom_detect_s);
+  if (a.slots_s > 0) c += fmt::format(" --slots {:g}", a.slots_s);
+  if (a.slot_notice_s) c += fmt::format(" --slot-notice {:g}", *a.slot_notice_s);
+  if (a.duration_jitter > 0) c += fmt::format(" --duration-jitter {:g} --seed {}", a.duration_jitter, a.seed);
+  return one_line(c);
 }
+
+// "+12.3%", or "n/a" where the comparison has no value (nothing completed, a zero baseline).
+std::string signed_pct(double ratio) {
+  return std::isfinite(ratio) ? fmt::format("{:+.1f}%", 100 * ratio) : std::string("n/a");
+}
+std::string fixed3(double x) { return std::isfinite(x) ? fmt::format("{:.3f}", x) : std::string("n/a"); }
 
 // The jobs that failed and why (a job no GPU set can hold, an OOM crash without recovery).
 nlohmann::json failures_of(const sim::SimResult& r) {
@@ -183,7 +211,7 @@ void print_one(const SimArgs& a, const sim::SimResult& r) {
                            r.energy_mj, r.oom_crashes, 100 * r.smact_avg, 100 * r.mem_util_avg);
   std::cout << fmt::format("most jobs on one GPU {}\n", r.max_jobs_per_gpu);
   std::cout << fmt::format("max wait    {:.0f} s (first start; {:.0f} s queued in all)\n", r.max_wait_s, r.max_queued_s);
-  std::cout << fmt::format("fairness    {:.3f} (Jain's index of solo time / JCT)\n", r.jain_index);
+  std::cout << fmt::format("fairness    {} (Jain's index of solo time / JCT)\n", fixed3(r.jain_index));
   if (r.checkpoints > 0) std::cout << fmt::format("checkpoints {} (time slots)\n", r.checkpoints);
 }
 
@@ -262,11 +290,11 @@ void run_compare(const SimArgs& a, const sim::ScenarioBase& base, const sim::Tra
     const auto& r = row.r;
     const auto& ex = exclusive_of(row.sc.sharing);
     std::cout << fmt::format(
-        "{:<8} {:<22} {:>6} {:>9.0f} {:>+6.1f}% {:>8.0f} {:>8.0f} {:>8.0f} {:>9.2f} {:>+6.1f}% {:>4} {:>5.1f}% {:>5.1f}% {:>4} {:>8.0f} {:>5.3f}\n",
+        "{:<8} {:<22} {:>6} {:>9.0f} {:>7} {:>8.0f} {:>8.0f} {:>8.0f} {:>9.2f} {:>7} {:>4} {:>5.1f}% {:>5.1f}% {:>4} {:>8.0f} {:>5}\n",
         to_string(row.sc.sharing), row.sc.label, fmt::format("{}/{}", r.completed, r.jobs), r.makespan_s,
-        100 * (r.makespan_s / ex.makespan_s - 1), r.avg_jct_s, r.avg_wait_s, r.avg_exec_s, r.energy_mj,
-        100 * (r.energy_mj / ex.energy_mj - 1), r.oom_crashes, 100 * r.smact_avg, 100 * r.mem_util_avg,
-        r.max_jobs_per_gpu, r.max_wait_s, r.jain_index);
+        signed_pct(r.makespan_s / ex.makespan_s - 1), r.avg_jct_s, r.avg_wait_s, r.avg_exec_s, r.energy_mj,
+        signed_pct(r.energy_mj / ex.energy_mj - 1), r.oom_crashes, 100 * r.smact_avg, 100 * r.mem_util_avg,
+        r.max_jobs_per_gpu, r.max_wait_s, fixed3(r.jain_index));
   }
   std::cout << fmt::format("lower bound {:.0f} s\n", rows.front().r.lower_bound_s);
 }
@@ -289,16 +317,24 @@ void run(const SimArgs& a, const CLI::App& cmd) {
     smact = m.smact;
   }
   if (a.compare)
-    for (const char* flag : {"--policy", "--estimator", "--sharing", "--no-conditions"})
+    for (const char* flag : {"--policy", "--estimator", "--sharing", "--no-conditions", "--policy-file"})
       if (cmd.count(flag) > 0)
         throw UserError(fmt::format("--compare runs the whole thesis matrix; drop {}", flag));
+  // Flags that only mean something beside another: given alone they would be silently ignored.
+  if (cmd.count("--backfill-depth") > 0 && a.backfill == 0)
+    throw UserError("--backfill-depth only matters with --backfill N (N > 0)");
+  if (cmd.count("--recovery-step-mib") > 0 && a.recovery != "loose")
+    throw UserError("--recovery-step-mib is loose recovery's step: give it with --recovery loose");
+  if (a.recovery_share && a.recovery == "none")
+    throw UserError("--recovery-share lets others join a recovered job; with --recovery none there is none");
   // --policy-file: the site's own [policies.NAME] definitions, usable by --policy NAME.
   std::optional<PolicyDefinition> custom;
   if (!a.policy_file.empty()) {
     for (const PolicyDefinition& d : daemon::load_policy_file(a.policy_file))
       if (d.name == a.policy) custom = d;
+    // The file adds to the shipped policies (as in colod's config): --policy may name either.
     if (!custom && !policy_kind_from_string(a.policy))
-      throw UserError(fmt::format("--policy '{}' is neither shipped nor defined in {}", a.policy, a.policy_file));
+      throw UserError(fmt::format("--policy '{}' is neither shipped nor defined in {}", one_line(a.policy), a.policy_file));
   }
   const auto policy = custom ? std::optional<PolicyKind>(PolicyKind::Custom) : policy_kind_from_string(a.policy);
   if (!policy)
@@ -313,6 +349,15 @@ void run(const SimArgs& a, const CLI::App& cmd) {
   if (!a.mig.empty()) base.config.mig = sim::parse_mig_layout(a.mig, mig_params);
   if (!a.mig.empty() && a.gpu_memory_mib_given)
     throw UserError("--gpu-memory-mib does not go with --mig: the layout sets each instance's memory");
+  if (!a.mig.empty()) {
+    // A job gets one instance: a margin or floor given above the largest would admit nothing.
+    MiB largest = 0;
+    for (const sim::MigProfile& p : base.config.mig) largest = std::max(largest, p.memory_mib);
+    for (const auto& [flag, v] : {std::pair{"--margin-mib", a.margin_mib}, std::pair{"--min-free-mib", a.min_free_mib}})
+      if (cmd.count(flag) > 0 && v > largest)
+        throw UserError(fmt::format("{} {} is larger than the largest MIG instance of --mig {} ({} MiB)", flag, v,
+                                    one_line(a.mig), largest));
+  }
   const auto sharing = a.sharing == "mig" ? std::optional<sim::SharingKind>(sim::SharingKind::Mps)
                                           : sim::sharing_kind_from_string(a.sharing);
   if (!sharing) throw UserError(fmt::format("--sharing must be streams, mps or mig, got '{}'", a.sharing));
@@ -343,9 +388,12 @@ void run(const SimArgs& a, const CLI::App& cmd) {
   const sim::SimResult r = sim::run_scenario(sc, b, trace);
   progress.finish();
   if (!a.report.empty()) {
+    std::vector<MigSlot> slots;  // MIG: slot g × instances + i is GPU g's instance i (sim engine's order)
+    for (int g = 0; !a.mig.empty() && g < a.gpus; ++g)
+      for (const sim::MigProfile& p : base.config.mig) slots.push_back({fmt::format("GPU {} · {}", g, p.name), p.memory_mib});
     write_report(a.report, report_json(report_title(a), report_command(a), a.gpus, a.gpu_memory_mib,
                                        {{fmt::format("{} + {} + {}", a.policy, a.estimator, a.sharing), &r, &timeline}},
-                                       nullptr, nullptr));
+                                       nullptr, nullptr, slots));
     std::cerr << fmt::format("colo sim: wrote {}\n", a.report);
   }
   print_one(a, r);
@@ -364,7 +412,8 @@ RegisterCommand reg([](CLI::App& app) {
   cmd->add_option("--estimator", args->estimator, "none|oracle|horus|faketensor|gpumemnet-csv (catalog columns), allocsim|gpumemnet (live, from the summaries), trace (live, the probe on each network)")
       ->capture_default_str();
   cmd->add_option("--sharing", args->sharing, "streams|mps|mig (mig: with --mig LAYOUT)")->capture_default_str();
-  cmd->add_option("--mig", args->mig, "with --sharing mig: each GPU's MIG instances, e.g. 3g.20gb,4g.20gb (one job each)");
+  cmd->add_option("--mig", args->mig, "with --sharing mig: each GPU's MIG instances, e.g. 3g.20gb,4g.20gb (one job each)")
+      ->check(non_empty());
   cmd->add_flag("--no-conditions", args->no_conditions, "no memory/SMACT conditions (thesis' \"no condition\" runs)");
   add_real_flag(cmd, "--smact-cap", args->smact_cap_pct, 1, 100, "SMACT cap in percent");
   add_mib_flag(cmd, "--margin-mib", args->margin_mib, 0, limits::kMaxGpuMiB,
@@ -377,10 +426,12 @@ RegisterCommand reg([](CLI::App& app) {
                "queued jobs looked at behind a waiting head per decision (default 200)", false);
   cmd->add_option("--model", args->model,
                   "simulator model file: interference, power, timing and SM activity, each with its source "
-                  "(default: built in, as models/sim/a100-thesis.toml)");
+                  "(default: built in, as models/sim/a100-thesis.toml)")
+      ->check(non_empty());
   cmd->add_option("--policy-file", args->policy_file,
                   "TOML file of site policies ([policies.NAME] filters = [...], scorers = { NAME = WEIGHT }); "
-                  "--policy NAME picks one");
+                  "--policy NAME picks one")
+      ->check(non_empty());
   cmd->add_option("--floor", args->floor,
                   "unknown: --min-free-mib applies to unknown needs only (the thesis); always: to every job, "
                   "free ≥ max(estimate + margin, min free)")
@@ -411,6 +462,8 @@ RegisterCommand reg([](CLI::App& app) {
     if (colocation->parsed()) return;  // `colo sim collocation …` ran instead
     args->gpu_memory_mib_given = cmd->get_option("--gpu-memory-mib")->count() > 0;
     args->report_given = cmd->get_option("--report")->count() > 0;
+    args->ramp_given = cmd->get_option("--ramp-s")->count() > 0;
+    args->oom_detect_given = cmd->get_option("--oom-detect-s")->count() > 0;
     run(*args, *cmd);
   });
 });

@@ -9,6 +9,7 @@
 #include "cli/number_option.h"
 #include "core/error.h"
 #include "core/limits.h"
+#include "core/one_line.h"
 #include "core/parse_number.h"
 #include "sim/collocation_replay.h"
 #include "sim/models/mps_model.h"
@@ -23,6 +24,7 @@ struct ColocArgs {
   std::vector<std::string> jobs;
   std::string sharing, mig, model;
   long long gpu_memory_mib = 40960;  // streams/MPS: the jobs' memory together must fit
+  bool gpu_memory_given = false;     // --gpu-memory-mib means nothing to MIG (instances have their own)
   bool json = false;
 };
 
@@ -36,14 +38,23 @@ sim::CollocatedJob parse_job(const std::string& text) {
     if (colon == std::string::npos) break;
     start = colon + 1;
   }
-  const std::string where = fmt::format("--job '{}'", text);
+  const std::string where = fmt::format("--job '{}'", one_line(text));
   if (f.size() < 3 || f.size() > 5 || f[0].empty())
     throw UserError(fmt::format("{}: expected NAME:SMACT:SOLO[:BUSY[:MEM]], e.g. resnet152:0.82:1.05h", where));
+  if (const std::string c = control_char_in(f[0]); !c.empty())
+    throw UserError(fmt::format("{}: the name holds a control character ({}); it is a row of the output table", where, c));
   sim::CollocatedJob j;
   j.name = f[0];
   j.smact = parse_real(f[1], where + " SMACT", 0, 1);
   j.solo_s = parse_seconds(f[2], where + " SOLO", 1, limits::kMaxSeconds);  // at least a second of work
-  if (f.size() > 3 && !f[3].empty()) j.busy = parse_real(f[3], where + " BUSY", 0, 1);
+  if (f.size() > 3 && !f[3].empty()) {
+    j.busy = parse_real(f[3], where + " BUSY", 0, 1);
+    // As the workload catalog: a kernel runs whenever SMs are active, so busy ≥ SMACT (a smaller
+    // busy share would let two jobs do more SM work than one GPU has).
+    if (j.busy < j.smact)
+      throw UserError(fmt::format("{}: BUSY must be in [SMACT, 1] = [{:g}, 1] (a kernel runs whenever SMs are active), got {:g}",
+                                  where, j.smact, j.busy));
+  }
   if (f.size() > 4) j.mem_mib = parse_mib(f[4], where + " MEM", 1, limits::kMaxGpuMiB);
   return j;
 }
@@ -63,6 +74,8 @@ void run(const ColocArgs& a) {
   sim::CollocationResult r;
   if (a.sharing == "mig") {
     if (a.mig.empty()) throw UserError("sim collocation --sharing mig needs --mig LAYOUT (e.g. 3g.20gb,3g.20gb)");
+    if (a.gpu_memory_given)
+      throw UserError("--gpu-memory-mib is for --sharing streams or mps (MIG instances have their own memory, from --mig)");
     r = sim::replay_mig(jobs, sim::parse_mig_layout(a.mig, model.mig));
   } else if (a.sharing == "mps" || a.sharing == "streams") {
     if (!a.mig.empty()) throw UserError("--mig is for --sharing mig");
@@ -107,12 +120,15 @@ CLI::App* add_sim_collocation(CLI::App* sim) {
   c->add_option("--job", a->jobs, "NAME:SMACT:SOLO[:BUSY[:MEM]] (SOLO e.g. 1.05h; repeat per job)")
       ->allow_extra_args(false);
   c->add_option("--sharing", a->sharing, "streams | mps | mig")->required();
-  c->add_option("--mig", a->mig, "the GPU's MIG instances, e.g. 3g.20gb,3g.20gb (with --sharing mig)");
-  c->add_option("--model", a->model, "simulator model file (default: built in)");
-  add_mib_flag(c, "--gpu-memory-mib", a->gpu_memory_mib, 1, limits::kMaxGpuMiB,
-               "streams/MPS: the GPU's memory, which the jobs' MEM must fit together (default 40960)");
+  c->add_option("--mig", a->mig, "the GPU's MIG instances, e.g. 3g.20gb,3g.20gb (with --sharing mig)")->check(non_empty());
+  c->add_option("--model", a->model, "simulator model file (default: built in)")->check(non_empty());
+  CLI::Option* mem = add_mib_flag(c, "--gpu-memory-mib", a->gpu_memory_mib, 1, limits::kMaxGpuMiB,
+                                  "streams/MPS: the GPU's memory, which the jobs' MEM must fit together (default 40960)");
   c->add_flag("--json", a->json, "print one JSON object");
-  c->callback([a] { run(*a); });
+  c->callback([a, mem] {
+    a->gpu_memory_given = mem->count() > 0;
+    run(*a);
+  });
   return c;
 }
 

@@ -94,13 +94,24 @@ std::string fill_template(const std::string& tpl, const std::vector<std::pair<st
 }  // namespace
 
 json report_json(const std::string& title, const std::string& command, int gpus, long long gpu_memory_mib,
-                 const std::vector<ReportRun>& runs, const json& compare, const json& exclusive) {
+                 const std::vector<ReportRun>& runs, const json& compare, const json& exclusive,
+                 const std::vector<MigSlot>& mig_slots) {
   json out;
   out["title"] = title;
   out["generated_by"] = command;
   json rs = json::array();
   for (const ReportRun& r : runs) {
     json run{{"label", r.label}, {"summary", summary_of(*r.result)}, {"gpus", gpus}, {"gpu_memory_mib", gpu_memory_mib}};
+    const int rows = mig_slots.empty() ? gpus : static_cast<int>(mig_slots.size());
+    if (!mig_slots.empty()) {
+      // One row per instance; there is no one capacity, each slot has its own.
+      run["gpus"] = rows;
+      run["gpu_memory_mib"] = nullptr;
+      run["physical_gpus"] = gpus;
+      json slots = json::array();
+      for (const MigSlot& s : mig_slots) slots.push_back({{"label", s.label}, {"memory_mib", s.memory_mib}});
+      run["slots"] = std::move(slots);
+    }
     json jobs = json::array();
     if (r.timeline) {
       for (const sim::AttemptSpan& a : r.timeline->attempts) {
@@ -110,7 +121,7 @@ json report_json(const std::string& title, const std::string& command, int gpus,
                         {"state", a.state.empty() ? "running" : a.state}, {"collocated", a.collocated},
                         {"attempt", a.attempt}});
       }
-      run["series"] = series_of(*r.timeline, gpus);
+      run["series"] = series_of(*r.timeline, rows);
     }
     run["jobs"] = jobs;
     rs.push_back(std::move(run));

@@ -20,9 +20,15 @@ struct ReportRun {
 };
 
 // The COLO_REPORT object (docs/DASHBOARD.md): `runs` with timelines, `compare` rows when given.
+// With MIG, `mig_slots` holds each place a job can get (GPU × instance: its memory), in slot order;
+// the page then has one row and one series per instance, with its own capacity.
+struct MigSlot {
+  std::string label;  // "GPU 0 · 3g.20gb"
+  long long memory_mib = 0;
+};
 nlohmann::json report_json(const std::string& title, const std::string& command, int gpus, long long gpu_memory_mib,
                            const std::vector<ReportRun>& runs, const nlohmann::json& compare,
-                           const nlohmann::json& exclusive);
+                           const nlohmann::json& exclusive, const std::vector<MigSlot>& mig_slots = {});
 
 // Fails early (before a long simulation) when the assets are missing or the directory is not there.
 void check_report_inputs(const std::string& path);

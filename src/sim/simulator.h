@@ -112,7 +112,7 @@ struct SimResult {
   Seconds max_queued_s = 0;  // the longest total queued time of a completed job (JobOutcome::waited_s)
   // Jain's fairness index of the completed jobs' service rates solo_s / JCT: 1 when every job
   // is slowed down alike, 1/n when one job gets everything.
-  double jain_index = 0;
+  double jain_index = 0;  // NaN when no job completed
   int checkpoints = 0;     // slot ends that stopped a job
   double energy_mj = 0;
   int oom_crashes = 0;

@@ -82,6 +82,87 @@ TEST(ColoSimCli, EmptyAndMalformedTextValuesGiveOneLine) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+// Settings that would be silently ignored, or that no job could meet, are one-line errors.
+TEST(ColoSimCli, FlagsThatWouldBeIgnoredOrImpossibleAreRefused) {
+  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  const std::string pf = ::testing::TempDir() + "colo_cli_policies.toml";
+  std::ofstream(pf) << "[policies.blend]\nfilters = [\"fits_memory\"]\nscorers = { most_free_mem = 1 }\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--backfill-depth 10", "--backfill-depth only matters with --backfill N"},
+      {"--recovery-step-mib 1024", "--recovery-step-mib is loose recovery's step"},
+      {"--recovery none --recovery-share", "with --recovery none there is none"},
+      {"--model ''", "--model: empty value"},
+      {"--policy-file ''", "--policy-file: empty value"},
+      {"--compare --policy-file " + pf, "--compare runs the whole thesis matrix; drop --policy-file"},
+      {"--sharing mig --mig 3g.20gb,4g.20gb --min-free-mib 40GiB",
+       "--min-free-mib 40960 is larger than the largest MIG instance of --mig 3g.20gb,4g.20gb (19456 MiB)"},
+  };
+  for (const auto& [args, want] : cases) {
+    const CliRun r = run_colo(args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.out;
+    EXPECT_NE(r.out.find(want), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << ": " << r.out;
+  }
+  for (const auto& [args, want] : std::vector<std::pair<std::string, std::string>>{
+           {"--job a:0.9:1h:0 --job b:0.9:1h:0 --sharing streams", "BUSY must be in [SMACT, 1] = [0.9, 1]"},
+           {"--job \"$(printf 'a\\nb:0.5:1h')\" --sharing mps", "the name holds a control character (\\n)"},
+           {"--job a:0.5:1h --sharing mig --mig 3g.20gb --gpu-memory-mib 10", "--gpu-memory-mib is for --sharing streams or mps"}}) {
+    const CliRun r = test::run_colo_args("sim collocation " + args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.out;
+    EXPECT_NE(r.out.find(want), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << ": " << r.out;
+  }
+  std::filesystem::remove(pf);
+}
+
+// A run where nothing completes has no fairness index and no change against exclusive: "n/a"
+// (was -nan% and a Jain index of 1.000), null in JSON.
+TEST(ColoSimCli, NothingCompletedIsNotANumber) {
+  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  const std::string trace = ::testing::TempDir() + "colo_cli_only2.csv";
+  std::ofstream(trace) << "submit_offset_s,workload\n0,gpt2_large_2\n";
+  const std::string base = "sim --workloads " + test::carma("workloads.csv") + " --trace " + trace + " --gpus 1 ";
+  const CliRun table = test::run_colo_args(base + "--compare");
+  ASSERT_EQ(table.status, 0) << table.out;
+  EXPECT_EQ(table.out.find("nan"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("n/a"), std::string::npos) << table.out;
+  const CliRun one = test::run_colo_args(base + "--json");
+  ASSERT_EQ(one.status, 0) << one.out;
+  EXPECT_TRUE(nlohmann::json::parse(one.out)["jain_index"].is_null()) << one.out;
+  std::filesystem::remove(trace);
+}
+
+// MIG: the report has a row and a series per instance, with its own memory; the most jobs on
+// one GPU counts the physical GPU; the command on the page reproduces the run.
+TEST(ColoSimCli, MigReportsInstancesAndCountsJobsPerPhysicalGpu) {
+  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  const std::string page = ::testing::TempDir() + "colo_cli_mig.html";
+  const CliRun r = run_colo("--sharing mig --mig 1g.5gb,1g.5gb,1g.5gb,1g.5gb,1g.5gb,1g.5gb,1g.5gb --json --report " + page);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto at = r.out.find('{');
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_GT(nlohmann::json::parse(r.out.substr(at))["max_jobs_per_gpu"].get<int>(), 1) << r.out;
+  std::ifstream in(page);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string html = ss.str();
+  const auto data_at = html.find("window.COLO_REPORT = ");
+  ASSERT_NE(data_at, std::string::npos);
+  const auto begin = data_at + std::string("window.COLO_REPORT = ").size();
+  const auto rep = nlohmann::json::parse(html.substr(begin, html.find(";</script>", begin) - begin));
+  const auto& run = rep["runs"][0];
+  EXPECT_EQ(run["gpus"], 28);
+  EXPECT_EQ(run["physical_gpus"], 4);
+  EXPECT_TRUE(run["gpu_memory_mib"].is_null());
+  ASSERT_EQ(run["slots"].size(), 28u);
+  EXPECT_EQ(run["slots"][8]["label"], "GPU 1 · 1g.5gb");
+  EXPECT_EQ(run["series"]["gpus"].size(), 28u);
+  const std::string cmd = rep["generated_by"];
+  EXPECT_NE(cmd.find("--mig 1g.5gb,"), std::string::npos) << cmd;
+  EXPECT_EQ(cmd.find("--gpu-memory-mib"), std::string::npos) << cmd;
+  std::filesystem::remove(page);
+}
+
 // --compare: the thesis' rows, then each of colo's rules on its own; slots cut the longest wait.
 TEST(ColoSimCli, CompareHasColosRules) {
   if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";

@@ -33,7 +33,7 @@ TEST(SimMig, OneJobPerInstanceSlowedByItsCapacity) {
   EXPECT_NEAR(r.outcomes[0].finish_s, 1000 * 0.82 / 0.615, 1e-6);
   EXPECT_EQ(r.outcomes[1].gpus, std::vector<int>{1});
   EXPECT_DOUBLE_EQ(r.outcomes[1].finish_s, 1000);  // 0.3 < the 4g capacity: no slowdown
-  EXPECT_EQ(r.max_jobs_per_gpu, 1);
+  EXPECT_EQ(r.max_jobs_per_gpu, 2);  // per physical GPU: its two instances ran one job each
 }
 
 // The GPU's idle and busy power is paid once, however many instances it has.

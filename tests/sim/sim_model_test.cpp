@@ -93,6 +93,15 @@ TEST(SimModel, MissingUnsourcedOutOfRangeOrUnknownParametersAreRefused) {
   EXPECT_THAT(error_of(replaced(t, "idle_watts = { value = 55.0", "idle_watts = { value = 95.0")),
               HasSubstr("idle_watts ≤ busy_watts ≤ max_watts"));
   EXPECT_THAT(error_of(replaced(t, "colo-sim-model 1", "colo-sim-model 9")), HasSubstr("format must be"));
+  // The SM-activity classes are the catalog's four: another would never be used, a missing one
+  // is the model file's fault (not the catalog's); a NaN names the parameter's own range.
+  EXPECT_THAT(error_of(replaced(t, "[smact.mnist_cnn]", "[smact.mnist_cnnx]")),
+              HasSubstr("unknown SM-activity class 'smact.mnist_cnnx' (the classes are cifar_cnn, imagenet_cnn, mnist_cnn, transformer)"));
+  EXPECT_THAT(error_of(replaced(t, "[smact.mnist_cnn]\nat_batch_32 = { value = 0.10, source = \"assumption: tiny CNN on 28x28 "
+                                  "images, data-loader bound\" }\nper_doubling = { value = 0.03, source = \"assumption\" }\n", "")),
+              HasSubstr("missing 'smact.mnist_cnn'"));
+  EXPECT_THAT(error_of(replaced(t, "interference = { value = 0.05", "interference = { value = nan")),
+              HasSubstr("'mps.interference.value' must be in [0, 10], got nan"));
   EXPECT_THAT(error_of("[mps\n"), HasSubstr("colo-sim-model-test.toml:1"));
   EXPECT_THROW(load_sim_model("/nonexistent/model.toml"), UserError);
 }
@@ -104,9 +113,6 @@ TEST(SimModel, AWrittenModelReadsBackEqual) {
   m.mps.interference = 0.0731;
   m.sources["mps.interference"] = "colo bench collocation, \"GPU 0\" C:\\x, 2026-11-25: 3 pairs";
   m.mig.capacity_3g = 1.0 / 3.0;  // a value with no short decimal form
-  m.smact["site class.v2"] = {0.3, 0.01};  // not a bare TOML key: written quoted
-  m.sources["smact.site class.v2.at_batch_32"] = "measured";
-  m.sources["smact.site class.v2.per_doubling"] = "assumption";
   const std::string text = write_sim_model(m, "first line\nsecond line");
   EXPECT_THAT(text, ::testing::StartsWith("# first line\n# second line\n"));
   const std::string path = (std::filesystem::temp_directory_path() / "colo-sim-model-written.toml").string();

@@ -132,5 +132,28 @@ TEST(Simulator, JobsThePolicyNeverAdmitsFailInsteadOfHanging) {
   }
 }
 
+// The bound never exceeds the makespan: a 2-GPU job on 1-GPU servers can never run, so it is not
+// in the bound (it was, counted against the cluster's GPUs); and the bound of a trace that starts
+// later is the same, since the makespan counts from the first submission.
+TEST(Simulator, LowerBoundHonoursServersAndALateStart) {
+  std::vector<SimJobSpec> jobs(2);
+  jobs[0] = {"small", 0, 1, 2000, 200, 0.3, MemoryNeed::of(2000, "oracle")};
+  jobs[1] = {"two_gpus", 0, 2, 2000, 3900, 0.5, MemoryNeed::of(2000, "oracle")};
+  SimConfig cfg = test::config(PolicyKind::Magm, 2);
+  cfg.nodes = 2;
+  const SimResult r = simulate(cfg, jobs);
+  EXPECT_EQ(r.completed, 1u);
+  EXPECT_NEAR(r.lower_bound_s, 200, 1e-6);
+  EXPECT_LE(r.lower_bound_s, r.makespan_s);
+  const auto trace = thesis_jobs("philly_mix_90_tasks.csv", "oracle");
+  auto late = trace;
+  for (SimJobSpec& j : late) j.submit_s += 100000;
+  const SimConfig magm = test::config(PolicyKind::Magm);
+  const SimResult a = simulate(magm, trace), b = simulate(magm, late);
+  EXPECT_NEAR(a.makespan_s, b.makespan_s, 1e-6);
+  EXPECT_NEAR(a.lower_bound_s, b.lower_bound_s, 1e-6);
+  EXPECT_NEAR(lower_bound(trace, 4, 4, 40960, 30).value(), lower_bound(late, 4, 4, 40960, 30, 100000).value(), 1e-6);
+}
+
 }  // namespace
 }  // namespace colo::sim

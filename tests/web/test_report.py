@@ -199,6 +199,21 @@ class ReportSimTest(ReportPageMixin, unittest.TestCase):
         self.assertEqual(gantt, sum(len(j["gpus"]) for j in jobs), "one bar per attempt and GPU")
         browser.screenshot(self.driver, "report-single.png")
 
+    def test_mig_report_has_a_row_and_series_per_instance(self):
+        path = os.path.join(self.tmp, "mig.html")
+        self.sim(path, "--gpus", "2", "--sharing", "mig", "--mig", "3g.20gb,4g.20gb")
+        html, stats, console = self.open_report(path)
+        self.check_page(html, stats, console)
+        # Memory chart: one series per instance (2 GPUs × 2), labelled with its size, no single capacity.
+        labels = self.driver.execute_script("""
+            var c = window.coloReport.charts.filter(function (u) { return u.coloKind === 'line'; })[0];
+            return c.series.slice(1).map(function (s) { return s.label; });""")
+        self.assertEqual(labels, ["GPU 0 · 3g.20gb (19 GiB) used", "GPU 0 · 4g.20gb (19 GiB) used",
+                                  "GPU 1 · 3g.20gb (19 GiB) used", "GPU 1 · 4g.20gb (19 GiB) used"])
+        facts = self.driver.execute_script(
+            "return Array.prototype.map.call(document.querySelectorAll('dl.facts dt'), function (e) { return e.textContent; })")
+        self.assertIn("MIG instances", facts)
+
 
 
 class ReportHistoryTest(ReportPageMixin, unittest.TestCase):

@@ -64,15 +64,24 @@
     var s = section(text(run.label), 'run');
     s.dataset.run = String(idx);
     var sum = run.summary || {};
-    var facts = [
+    // MIG (colo sim --sharing mig): one row per instance, each with its own memory.
+    var slots = Array.isArray(run.slots) ? run.slots : null;
+    var facts = slots ? [
+      ['GPUs', text(run.physical_gpus)],
+      ['MIG instances', text(slots.length)],
+      ['memory per instance', slots.map(function (s) { return C.fmtMiB(s.memory_mib); })
+        .filter(function (v, i, a) { return a.indexOf(v) === i; }).join(', ')]
+    ] : [
       ['GPUs', text(run.gpus)],
-      ['memory per GPU', C.fmtMiB(run.gpu_memory_mib)],
+      ['memory per GPU', C.fmtMiB(run.gpu_memory_mib)]
+    ];
+    facts = facts.concat([
       ['makespan', C.fmtDuration(sum.makespan_s)],
       ['energy', C.fmtMJ(sum.energy_mj)],
       ['average wait', C.fmtDuration(sum.avg_wait_s)],
       ['average JCT', C.fmtDuration(sum.avg_jct_s)],
       ['OOM crashes', text(sum.oom_crashes)]
-    ];
+    ]);
     s.appendChild(el('dl', {className: 'facts'}, facts.reduce(function (acc, f) {
       acc.push(el('dt', null, f[0]), el('dd', null, f[1]));
       return acc;
@@ -106,9 +115,13 @@
 
     // Memory: one line per GPU, the GPUs' capacity as a dashed reference.
     var memData = [t], memSeries = [];
+    var slotName = function (g) {
+      var s = slots && isNum(g.slot) ? slots[g.slot] : null;
+      return s ? text(s.label) + ' (' + C.fmtMiB(s.memory_mib) + ')' : 'GPU ' + text(g.slot);
+    };
     gpus.forEach(function (g, i) {
       memData.push(g.used_mib || []);
-      memSeries.push({label: 'GPU ' + text(g.slot) + ' used', color: C.COLORS[i % C.COLORS.length], fmt: C.fmtMiB});
+      memSeries.push({label: slotName(g) + ' used', color: C.COLORS[i % C.COLORS.length], fmt: C.fmtMiB});
     });
     if (isNum(run.gpu_memory_mib)) {
       memData.push(t.map(function () { return run.gpu_memory_mib; }));
@@ -125,7 +138,7 @@
     gpus.forEach(function (g, i) {
       if (!Array.isArray(g.smact) || !g.smact.some(isNum)) return;
       smData.push(g.smact);
-      smSeries.push({label: 'GPU ' + text(g.slot), color: C.COLORS[i % C.COLORS.length], fmt: C.fmtPct});
+      smSeries.push({label: slotName(g), color: C.COLORS[i % C.COLORS.length], fmt: C.fmtPct});
     });
     if (smSeries.length) {
       charts.push(C.timeSeries(chartBox(grid), {

@@ -38,7 +38,11 @@ void Engine::launch(const Placement& p, Job job) {
     ledger_.reserve(a.core.id, g, p.reserve_mib, p.alone, now_, a.core.solo_smact);
     auto& running = snaps_[static_cast<size_t>(g)].running;
     running.push_back(a.core.id);
-    max_jobs_per_gpu_ = std::max(max_jobs_per_gpu_, static_cast<int>(running.size()));
+    // Per physical GPU: with MIG a GPU's jobs are spread over its instances (slots g / per_).
+    int on_gpu = 0;
+    const int first = g / per_ * per_;
+    for (int k = first; k < first + per_; ++k) on_gpu += static_cast<int>(snaps_[static_cast<size_t>(k)].running.size());
+    max_jobs_per_gpu_ = std::max(max_jobs_per_gpu_, on_gpu);
     gpus_[static_cast<size_t>(g)].active.push_back(a.core.id);
   }
   ++residents_;
@@ -163,7 +167,8 @@ void Engine::on_oom_noticed(JobId j, std::uint64_t attempt) {
   if (a.crashed_alone && jobs_[j].true_mib > largest_mib_) {
     // Alone on its GPU(s) and still out of memory, and no GPU is larger: nothing will hold it.
     transition(a.core, JobState::Failed);
-    fail(j, fmt::format("needs {} MiB, more than a whole GPU", jobs_[j].true_mib));
+    fail(j, per_ > 1 ? fmt::format("needs {} MiB, more than the largest MIG instance ({} MiB)", jobs_[j].true_mib, largest_mib_)
+                     : fmt::format("needs {} MiB, more than a whole GPU", jobs_[j].true_mib));
   } else if (!cfg_.recover_ooms) {
     transition(a.core, JobState::Failed);
     fail(j, "out of memory (no recovery)");

@@ -1,6 +1,7 @@
 #include "sim/engine/engine.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -62,7 +63,9 @@ SimResult Engine::result() {
     rate_sum += x;
     rate_sq += x * x;
   }
-  r.jain_index = rate_sq > 0 ? rate_sum * rate_sum / (static_cast<double>(r.completed) * rate_sq) : 1.0;
+  // Undefined (NaN; null in JSON, "n/a" in text) when no job completed: there is nothing to be fair about.
+  r.jain_index = rate_sq > 0 ? rate_sum * rate_sum / (static_cast<double>(r.completed) * rate_sq)
+                             : std::numeric_limits<double>::quiet_NaN();
   r.checkpoints = checkpoints_;
   if (r.completed) {
     const double c = static_cast<double>(r.completed);
@@ -91,7 +94,9 @@ SimResult Engine::result() {
   // With MIG a GPU holds its instances' memory, and a job gets at most the largest instance.
   const MiB per_gpu = cfg_.mig.empty() ? cfg_.gpu_memory_mib
                                        : static_cast<MiB>(total_mib_ / std::max(1, cfg_.gpus));
-  r.lower_bound_s = lower_bound(jobs_, cfg_.gpus, per_gpu, cfg_.ramp_s, largest_mib_).value() - start;
+  r.lower_bound_s =
+      lower_bound(jobs_, cfg_.gpus, cfg_.gpus / std::max(1, cfg_.nodes), per_gpu, cfg_.ramp_s, start, largest_mib_)
+          .value();
   r.outcomes = std::move(out_);
   return r;
 }

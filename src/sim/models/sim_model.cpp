@@ -31,7 +31,8 @@ double param(const daemon::TomlReader& r, const toml::node& n, const std::string
     r.bad(n, fmt::format("'{}' has no source (a thesis table, a data set, a data sheet or \"assumption: why\")", key));
   for (const auto& [k, x] : t)
     if (k.str() != "value" && k.str() != "source") r.bad(x, fmt::format("'{}.{}': only value and source", key, k.str()));
-  const double d = r.number(*v, key + ".value", -std::numeric_limits<double>::max(), std::numeric_limits<double>::max());
+  if (!v->is_number()) r.bad(*v, fmt::format("'{}.value' must be a number", key));
+  const double d = v->is_integer() ? static_cast<double>(v->as_integer()->get()) : v->as_floating_point()->get();
   if (!(d >= lo && d <= hi)) r.bad(*v, fmt::format("'{}.value' must be in [{}, {}], got {}", key, lo, hi, d));
   m.sources[key] = s->as_string()->get();
   return d;
@@ -88,6 +89,13 @@ SimModel load_sim_model(const std::string& path) {
     if (section == "smact") {
       for (const auto& [ck, cn] : s) {
         const std::string cls(ck.str());
+        // The classes the catalog maps data sets to (sm_activity.cpp); another name would be
+        // read and never used, and a missing one would fail later, blamed on the catalog.
+        if (!default_sm_activity_table().count(cls)) {
+          std::string known;
+          for (const auto& [name, row] : default_sm_activity_table()) known += (known.empty() ? "" : ", ") + name;
+          r.bad(cn, fmt::format("unknown SM-activity class 'smact.{}' (the classes are {})", cls, known));
+        }
         const toml::table& c = r.table(cn, "smact." + cls);
         SmActivityClass row;
         bool a = false, b = false;
@@ -115,6 +123,9 @@ SimModel load_sim_model(const std::string& path) {
     if (!seen.count(x.key)) throw UserError(fmt::format("{}: missing '{}' (every parameter is stated, with its source)", path, x.key));
   for (const char* need : {"format", "smact"})
     if (!seen.count(need)) throw UserError(fmt::format("{}: missing '{}' (every parameter is stated, with its source)", path, need));
+  for (const auto& [cls, row] : default_sm_activity_table())
+    if (!m.smact.count(cls))
+      throw UserError(fmt::format("{}: missing 'smact.{}' (every parameter is stated, with its source)", path, cls));
   if (!(m.power.idle_watts <= m.power.busy_watts && m.power.busy_watts <= m.power.max_watts))
     throw UserError(fmt::format("{}: power must satisfy idle_watts ≤ busy_watts ≤ max_watts", path));
   return m;
