@@ -16,19 +16,27 @@ local function colo_mem_mib(comment)
 end
 
 local function shards_for(mib)
-  return math.max(1, math.ceil(mib * (1 + colo.margin) / colo.shard_mib))
+  -- less one part in 10^9, as colo's shard_plan.cpp: 51200 MiB x 1.1 is 55 shards, not 56
+  return math.max(1, math.ceil(mib * (1 + colo.margin) / colo.shard_mib - 1e-9))
 end
 
 -- The shard count a tres_per_node string asks for: nil when it asks for none, 0 when it asks
--- for shards without a count ("gres:shard").
+-- for shards without a count ("gres:shard"); a second value is an error for a count that
+-- cannot be one (0 shards, or more digits than any GPU has shards).
 local function requested_shards(tres)
   if tres == nil then return nil end
   for item in string.gmatch(tres, "[^,]+") do
     local name, rest = string.match(item, "^gres[:/](%a+)(.*)$")
     if name == "shard" then
       local n = string.match(rest, ":(%d+)$")
-      if n then return tonumber(n) end
-      return 0
+      if n == nil then return 0 end
+      if #n > 9 then
+        return nil, "colo: --gres=shard:" .. n .. " is not a shard count (at most " .. colo.shards_per_gpu .. " per GPU)"
+      end
+      if tonumber(n) == 0 then
+        return nil, "colo: --gres=shard:0 asks for no GPU memory; ask for at least 1 shard, or --gres=shard to be sized by colo"
+      end
+      return tonumber(n)
     end
   end
   return nil
@@ -50,7 +58,8 @@ end
 -- Sizes and checks one request; returns the new tres_per_node (or nil to keep it) and an
 -- error message (or nil).
 local function colo_size(tres, comment)
-  local n = requested_shards(tres)
+  local n, bad = requested_shards(tres)
+  if bad then return nil, bad end
   if n == nil then return nil, nil end
   local sized = false
   local why = ""

@@ -30,6 +30,7 @@
 #include "slurm/peak_history.h"
 #include "slurm/sbatch_command.h"
 #include "slurm/site_settings.h"
+#include "slurm/slurm_conf.h"
 
 namespace {
 
@@ -134,8 +135,13 @@ void run(const Opts& o, const std::vector<std::string>& rest) {
   const slurm::SbatchPlan plan = slurm::plan_sbatch(args, sizing, site);
   std::cerr << plan.summary << "\n";
   if (o.dry_run) {
+    // A command to paste: every word that is not plainly safe is quoted.
     std::string line;
-    for (const auto& a : plan.argv) line += (line.empty() ? "" : " ") + a;
+    for (const auto& a : plan.argv) {
+      const bool plain = !a.empty() && a.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                           "0123456789_./:=,+@%-") == std::string::npos;
+      line += (line.empty() ? "" : " ") + (plain ? a : slurm::shell_word(a));
+    }
     std::cout << line << "\n";
     return;
   }
@@ -151,14 +157,18 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand("sbatch", "submit to Slurm with a GPU share (shards) sized by colo's estimate: "
                                              "`colo sbatch [colo flags] [sbatch options] script [args]`");
-  c->add_option("--site", o->site, "colo's Slurm settings (default $COLO_SLURM_SITE or /etc/colo/slurm.toml)");
-  c->add_option("--gpu-mem", o->gpu_mem, "the job's GPU memory need, e.g. 12GiB (sbatch's own --mem is host memory)");
-  c->add_option("--estimate", o->estimator, "allocsim, horus, gpumemnet, auto (with --summary); trace, faketensor (with --probe)");
-  c->add_option("--summary", o->summary, "model summary for --estimate");
+  // An empty value is an error, not "not given" (which would submit with the site default).
+  c->add_option("--site", o->site, "colo's Slurm settings (default $COLO_SLURM_SITE or /etc/colo/slurm.toml)")
+      ->check(colo::cli::non_empty());
+  c->add_option("--gpu-mem", o->gpu_mem, "the job's GPU memory need, e.g. 12GiB (sbatch's own --mem is host memory)")
+      ->check(colo::cli::non_empty());
+  c->add_option("--estimate", o->estimator, "allocsim, horus, gpumemnet, auto (with --summary); trace, faketensor (with --probe)")
+      ->check(colo::cli::non_empty());
+  c->add_option("--summary", o->summary, "model summary for --estimate")->check(colo::cli::non_empty());
   colo::cli::add_int_flag(c, "--batch", o->batch, 1, colo::limits::kMaxBatch, "batch size for the estimate", false);
-  c->add_option("--optimizer", o->optimizer, "optimizer for the estimate (default adam)");
+  c->add_option("--optimizer", o->optimizer, "optimizer for the estimate (default adam)")->check(colo::cli::non_empty());
   colo::cli::add_int_flag(c, "--seq-len", o->seq_len, 1, colo::limits::kMaxSeqLen, "sequence length for transformer summaries", false);
-  c->add_option("--gpu", o->gpu, "calibration profile for the estimate (default a100-40gb)");
+  c->add_option("--gpu", o->gpu, "calibration profile for the estimate (default a100-40gb)")->check(colo::cli::non_empty());
   colo::cli::add_probe_flags(c, o->probe);
   c->add_option_function<std::string>("--probe-timeout", [o](const std::string& s) {
     o->probe_timeout = colo::parse_real(s, "--probe-timeout", 1, 86400);

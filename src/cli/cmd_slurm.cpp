@@ -76,10 +76,22 @@ void conf(const ConfOpts& o) {
   s.oversize = o.oversize;
   if (s.oversize != "whole_gpu" && s.oversize != "reject") throw colo::UserError("--oversize: whole_gpu or reject");
   s.hold_exit_code = o.hold_exit_code;
+  if (const std::string why = slurm::hold_exit_code_problem(s.hold_exit_code); !why.empty())
+    throw colo::UserError("--hold-exit-code " + why);
   s.max_retries = o.max_retries;
   s.step_mib = colo::parse_mib(o.step, "--step", 1, colo::limits::kMaxGpuMiB);
   s.mps = o.mps;
-  if (o.state_dir.empty() || o.state_dir.front() != '/') throw colo::UserError("--state-dir must be an absolute path");
+  // Paths that go into slurm.conf, gres.conf and colo-slurm.toml lines: absolute, and nothing
+  // those formats would split or the loader would refuse (blanks, control characters).
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--state-dir", o.state_dir},
+                                   {"--site-path", o.site_path}, {"--dev-prefix", o.dev_prefix}}) {
+    if (path.empty() || path.front() != '/') throw colo::UserError(fmt::format("{} must be an absolute path", flag));
+    for (char ch : path)
+      if (static_cast<unsigned char>(ch) <= ' ' || ch == 0x7f || ch == '#' || ch == '"' || ch == '\\')
+        throw colo::UserError(fmt::format("{} '{}': blanks, control characters, '#', '\"' and '\\' cannot be written "
+                                          "into Slurm's configuration lines",
+                                          flag, colo::one_line(path)));
+  }
   s.state_dir = o.state_dir;
   s.nvml_library = o.nvml_library;
   slurm::NodeConf n;
@@ -115,7 +127,11 @@ void conf(const ConfOpts& o) {
   s.default_shards = static_cast<int>(o.default_shards);
 
   const std::filesystem::path out(o.out);
-  std::filesystem::create_directories(out);
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec || !std::filesystem::is_directory(out))
+    throw colo::UserError(fmt::format("--out {}: cannot be a directory{}", colo::one_line(o.out),
+                                      ec ? ": " + ec.message() : std::string(" (a file is there)")));
   using P = std::filesystem::perms;
   const P rw = P::owner_read | P::owner_write | P::group_read | P::others_read;
   const std::string tmpl = colo::estimate::read_input_file(slurm::job_submit_lua_template_path(), 1 << 20, "job_submit.lua template");
@@ -149,6 +165,8 @@ void recover(const std::string& site_flag, double interval, bool once) {
     try {
       agent.step();
     } catch (const std::exception& e) {
+      // --once: the caller (a cron job, a test) must see the pass fail.
+      if (once) throw colo::UserError("colo slurm recover --once: the pass failed: " + colo::one_line(e.what()));
       // Slurm unreachable, a full disk, …: nothing is lost (plans are on disk before Slurm
       // changes), the next pass tries again.
       std::cout << "colo slurm recover: " << colo::one_line(e.what()) << " (retrying)\n" << std::flush;

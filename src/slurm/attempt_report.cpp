@@ -26,24 +26,68 @@ std::string report_path(const std::string& state_dir, std::uint64_t job_id, int 
   return fmt::format("{}/{}.{}.json", reports_dir(state_dir), job_id, restart);
 }
 
-std::string write_attempt_report(const std::string& state_dir, const AttemptReport& r) {
+namespace {
+
+std::string report_text(const AttemptReport& r) {
   nlohmann::ordered_json j = {{"job_id", r.job_id}, {"restart", r.restart}, {"outcome", r.outcome},
                               {"exit_code", r.exit_code}};
   j["peak_mib"] = r.peak_mib ? nlohmann::ordered_json(*r.peak_mib) : nlohmann::ordered_json();
   j["oom_line"] = r.oom_line;
   j["gpus"] = r.gpus;
   j["tres"] = r.tres;
-  const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+int outcome_rank(const std::string& o) { return o == "oom" ? 2 : o == "failed" ? 1 : 0; }
+
+// Replaces our own report at `path` with `text`: a new file beside it, then rename (the drop box
+// is sticky, so only its owner can replace it; the agent never sees half a report).
+void replace_report(const std::string& state_dir, const std::string& path, const AttemptReport& r, const std::string& text) {
+  std::random_device rd;
+  const std::string tmp = fmt::format("{}/{}.{}.{:08x}{:08x}.tmp", reports_dir(state_dir), r.job_id, r.restart, rd(), rd());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) throw UserError(fmt::format("{}: cannot create: {}", tmp, std::strerror(errno)));
+  const ssize_t n = ::write(fd, text.data(), text.size());
+  const bool ok = n == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw UserError(fmt::format("{}: cannot update the attempt report: {}", path, ok ? std::strerror(e) : "write failed"));
+  }
+}
+
+}  // namespace
+
+AttemptReport merge_attempt_reports(const AttemptReport& earlier, const AttemptReport& later) {
+  AttemptReport m = later;
+  if (outcome_rank(earlier.outcome) > outcome_rank(later.outcome)) {
+    m.outcome = earlier.outcome;
+    m.exit_code = earlier.exit_code;
+    m.oom_line = earlier.oom_line;
+  }
+  if (m.oom_line.empty()) m.oom_line = earlier.oom_line;
+  if (earlier.peak_mib && (!m.peak_mib || *earlier.peak_mib > *m.peak_mib)) m.peak_mib = earlier.peak_mib;
+  if (m.gpus.empty()) m.gpus = earlier.gpus;
+  if (m.tres.empty()) m.tres = earlier.tres;
+  return m;
+}
+
+std::string write_attempt_report(const std::string& state_dir, const AttemptReport& r) {
+  // A job script may run several `colo run` steps in one attempt: one report holds them all
+  // (the largest peak; an OOM in any step), so the agent learns what the attempt needed.
+  std::string own;
+  if (const auto earlier =
+          read_attempt_report(state_dir, r.job_id, r.restart, static_cast<std::int64_t>(::geteuid()), nullptr, &own)) {
+    const AttemptReport merged = merge_attempt_reports(*earlier, r);
+    replace_report(state_dir, own, merged, report_text(merged));
+    return own;
+  }
+  const std::string text = report_text(r);
   std::string path = report_path(state_dir, r.job_id, r.restart);
   // 0600: the OOM line and the GPUs are the user's business; the agent reads as root.
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   std::random_device rd;
-  if (fd < 0 && errno == EEXIST) {
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) == 0 && st.st_uid == ::geteuid())
-      throw UserError(fmt::format("{}: the attempt report exists already (never rewritten)", path));
-    errno = EEXIST;
-  }
   for (int tries = 0; fd < 0 && errno == EEXIST && tries < 8; ++tries) {
     // The plain name is taken (another user may create it before us): a name nobody can guess.
     path = fmt::format("{}/{}.{}.{:08x}{:08x}.json", reports_dir(state_dir), r.job_id, r.restart, rd(), rd());
@@ -140,9 +184,12 @@ std::optional<AttemptReport> read_report_file(const std::string& path, std::uint
 }  // namespace
 
 std::optional<AttemptReport> read_attempt_report(const std::string& state_dir, std::uint64_t job_id, int restart,
-                                                 std::int64_t owner_uid, std::string* why) {
+                                                 std::int64_t owner_uid, std::string* why, std::string* found_path) {
   std::string first_why;
-  if (auto r = read_report_file(report_path(state_dir, job_id, restart), job_id, restart, owner_uid, &first_why)) return r;
+  if (auto r = read_report_file(report_path(state_dir, job_id, restart), job_id, restart, owner_uid, &first_why)) {
+    if (found_path) *found_path = report_path(state_dir, job_id, restart);
+    return r;
+  }
   if (first_why.size() < 9 || first_why.compare(first_why.size() - 9, 9, "no report") != 0) {
     // The plain name exists but is not the user's report: look for the suffixed one it wrote.
     const std::string prefix = attempt_prefix(job_id, restart);
@@ -153,7 +200,10 @@ std::optional<AttemptReport> read_attempt_report(const std::string& state_dir, s
           name.compare(name.size() - 5, 5, ".json") != 0 || name == prefix + "json")
         continue;
       std::string ignored;
-      if (auto r = read_report_file(e.path().string(), job_id, restart, owner_uid, &ignored)) return r;
+      if (auto r = read_report_file(e.path().string(), job_id, restart, owner_uid, &ignored)) {
+        if (found_path) *found_path = e.path().string();
+        return r;
+      }
     }
   }
   if (why) *why = first_why;

@@ -28,13 +28,18 @@ struct AttemptReport {
 
 std::string reports_dir(const std::string& state_dir);
 std::string report_path(const std::string& state_dir, std::uint64_t job_id, int restart);
-// Creates the file exclusively (an existing one is never overwritten; a name taken by someone
-// else gets a random suffix); returns its path; throws colo::UserError.
+// Creates the file exclusively (a name taken by someone else gets a random suffix); when this
+// user's report of the attempt exists already (a script with several `colo run` steps), it is
+// replaced by the merge of both. Returns its path; throws colo::UserError.
 std::string write_attempt_report(const std::string& state_dir, const AttemptReport& r);
+// One report for two steps of an attempt: the worse outcome (oom > failed > ok) with its exit
+// code and OOM line, the larger peak.
+AttemptReport merge_attempt_reports(const AttemptReport& earlier, const AttemptReport& later);
 // The report of (job, restart) when it exists, parses, and is owned by `owner_uid`; nullopt
 // otherwise (`why`, when given, says which).
 std::optional<AttemptReport> read_attempt_report(const std::string& state_dir, std::uint64_t job_id, int restart,
-                                                 std::int64_t owner_uid, std::string* why = nullptr);
+                                                 std::int64_t owner_uid, std::string* why = nullptr,
+                                                 std::string* found_path = nullptr);
 // Removes the reports (and anything else named <job>.…) of jobs not in `listed` whose inode last
 // changed at least `min_age_s` seconds ago (ctime, which a user cannot set back): Slurm has
 // forgotten those jobs, and a name squatted for a future job id is gone before it is used.

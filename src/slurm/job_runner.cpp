@@ -25,6 +25,9 @@ namespace {
 
 std::atomic<int> g_signal{0};
 void remember_signal(int sig) { g_signal = sig; }
+// SIGCHLD only interrupts poll(): the job may end while a process it left in the background
+// still holds its stdout/stderr open, and colo run must not wait for that one.
+void child_changed(int) {}
 
 constexpr size_t kTailBytes = 256 * 1024;  // as colod: the OOM message is near the end
 
@@ -106,13 +109,19 @@ RunResult run_and_watch(const std::vector<std::string>& argv, gpu::GpuBackend* b
   sa.sa_handler = remember_signal;
   ::sigemptyset(&sa.sa_mask);
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}) ::sigaction(sig, &sa, nullptr);
+  struct sigaction chld {};
+  chld.sa_handler = child_changed;
+  ::sigemptyset(&chld.sa_mask);
+  chld.sa_flags = SA_NOCLDSTOP;
+  ::sigaction(SIGCHLD, &chld, nullptr);
 
   RunResult result;
   std::string out_tail, err_tail;
-  std::map<int, MiB> peak_by_gpu;
+  std::map<int, MiB> peak_by_gpu;  // only GPUs that answered at least once
   std::set<pid_t> seen_pids{child};  // every process of the job seen, for NVML accounting
+  bool child_gone = false;          // reaped (a background process may still hold its pipes)
   auto sample = [&] {
-    if (!backend) return;
+    if (!backend || child_gone) return;
     std::vector<pid_t> pids = daemon::descendants_of(child);
     pids.push_back(child);
     seen_pids.insert(pids.begin(), pids.end());
@@ -132,8 +141,35 @@ RunResult run_and_watch(const std::vector<std::string>& argv, gpu::GpuBackend* b
   int open_fds = 2;
   auto next_sample = std::chrono::steady_clock::now();
   char buf[65536];
+  int status = 0;
+  auto drain = [&] {
+    // What the job wrote before it ended is in the pipes; a background process that still holds
+    // them may write on, and is not waited for (reads stop at "nothing more now").
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0) continue;
+      ::fcntl(fds[i].fd, F_SETFL, ::fcntl(fds[i].fd, F_GETFL) | O_NONBLOCK);
+      for (;;) {
+        const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+        if (n > 0) {
+          write_all(i == 0 ? 1 : 2, buf, static_cast<size_t>(n));
+          keep_tail(i == 0 ? out_tail : err_tail, buf, static_cast<size_t>(n));
+          continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        break;
+      }
+      ::close(fds[i].fd);
+      fds[i].fd = -1;
+      --open_fds;
+    }
+  };
   while (open_fds > 0) {
     if (const int sig = g_signal.exchange(0)) ::kill(child, sig);
+    if (::waitpid(child, &status, WNOHANG) == child) {
+      child_gone = true;  // reaped: its descendants are no longer found through it
+      drain();
+      break;
+    }
     const auto now = std::chrono::steady_clock::now();
     if (now >= next_sample) {
       sample();
@@ -158,8 +194,7 @@ RunResult run_and_watch(const std::vector<std::string>& argv, gpu::GpuBackend* b
     }
   }
   sample();
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0) {
+  while (!child_gone && ::waitpid(child, &status, 0) < 0) {
     if (errno != EINTR) break;
     if (const int sig = g_signal.exchange(0)) ::kill(child, sig);
   }
@@ -184,9 +219,12 @@ RunResult run_and_watch(const std::vector<std::string>& argv, gpu::GpuBackend* b
       }
       if (any) peak_by_gpu[g] = std::max(peak_by_gpu[g], accounted);
     }
-    MiB peak = 0;
-    for (const auto& [g, m] : peak_by_gpu) peak = std::max(peak, m);
-    result.peak_mib = peak;
+    // No GPU answered (a wrong SLURM_JOB_GPUS, NVML failing): no peak, rather than a false 0.
+    if (!peak_by_gpu.empty()) {
+      MiB peak = 0;
+      for (const auto& [g, m] : peak_by_gpu) peak = std::max(peak, m);
+      result.peak_mib = peak;
+    }
   }
   return result;
 }

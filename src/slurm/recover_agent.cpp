@@ -28,11 +28,14 @@ namespace colo::slurm {
 
 namespace {
 
-void ensure_dir(const std::string& path, mode_t mode) {
+// follow: the site's configured state_dir may be a symbolic link to a directory (an NFS layout);
+// the reports/ drop box inside it must be a directory itself.
+void ensure_dir(const std::string& path, mode_t mode, bool follow) {
   if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST)
     throw UserError(fmt::format("{}: cannot create: {}", path, std::strerror(errno)));
   struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) throw UserError(fmt::format("{}: not a directory", path));
+  if ((follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0 || !S_ISDIR(st.st_mode))
+    throw UserError(fmt::format("{}: not a directory", path));
   ::chmod(path.c_str(), mode);
 }
 
@@ -52,8 +55,8 @@ std::string RecoverAgent::state_path(const std::string& state_dir) { return stat
 RecoverAgent::RecoverAgent(SiteSettings site, SlurmControl& slurm, std::ostream& log, std::int64_t report_min_age_s)
     : site_(std::move(site)), slurm_(slurm), log_(log), report_min_age_s_(report_min_age_s) {
   std::filesystem::create_directories(site_.state_dir);
-  ensure_dir(site_.state_dir, 0755);
-  ensure_dir(reports_dir(site_.state_dir), 01733);  // a drop box: anyone adds, nobody lists
+  ensure_dir(site_.state_dir, 0755, true);
+  ensure_dir(reports_dir(site_.state_dir), 01733, false);  // a drop box: anyone adds, nobody lists
   std::string text;
   if (!read_small_file(state_path(site_.state_dir), text)) return;
   try {
@@ -65,6 +68,7 @@ RecoverAgent::RecoverAgent(SiteSettings site, SlurmControl& slurm, std::ostream&
       a.tres = v.value("tres", std::string());
       a.ooms = v.value("ooms", 0);
       a.note = v.value("note", std::string());
+      a.comment_pending = v.value("comment_pending", false);
       jobs_[std::stoull(id)] = a;
     }
   } catch (const std::exception& e) {
@@ -77,7 +81,7 @@ void RecoverAgent::save() const {
   j["jobs"] = nlohmann::ordered_json::object();
   for (const auto& [id, a] : jobs_)
     j["jobs"][std::to_string(id)] = {{"restart", a.restart}, {"phase", a.phase}, {"tres", a.tres},
-                                     {"ooms", a.ooms}, {"note", a.note}};
+                                     {"ooms", a.ooms}, {"note", a.note}, {"comment_pending", a.comment_pending}};
   write_file_atomically(state_path(site_.state_dir), j.dump(1) + "\n", 0600);
 }
 
@@ -129,13 +133,29 @@ void RecoverAgent::handle_held(const SlurmJob& j) {
   if (found != jobs_.end() && found->second.restart == j.restart_cnt) {
     AgentJob& a = found->second;
     if (a.phase == "planned") apply(j, a);  // killed mid-way last time: the same plan again
-    return;                                  // released (Slurm not caught up) or gave up
+    if (a.comment_pending) set_comment(j, a);  // the AdminComment failed (or was cut off) last time
+    return;                                     // released (Slurm not caught up) or gave up
   }
   const auto comment = parse_comment(j.comment);
   std::string why;
   const auto report = read_attempt_report(site_.state_dir, j.job_id, j.restart_cnt - 1, j.user_id, &why);
   if (!comment && !(report && report->outcome == "oom")) return;  // not a job colo runs
   AgentJob a = found != jobs_.end() ? found->second : AgentJob{};
+  if (!report || report->outcome != "oom") {
+    // Held with the hold exit code but no OOM in colo run's report (the script exited with that
+    // code itself, or colo run could not start): a larger share is not what it needs.
+    a.restart = j.restart_cnt;
+    a.phase = "left_held";
+    a.note = fmt::format("held with exit code {} but colo run reported no out-of-memory ({}): left held, "
+                         "not escalated (scontrol release {} to run it again)",
+                         j.exit_code, report ? "outcome " + report->outcome : why, j.job_id);
+    a.comment_pending = true;
+    jobs_[j.job_id] = a;
+    save();
+    log_ << fmt::format("job {}: {}\n", j.job_id, one_line(a.note)) << std::flush;
+    set_comment(j, jobs_[j.job_id]);
+    return;
+  }
   a.restart = j.restart_cnt;
   a.ooms += 1;
   const auto current = parse_tres_per_node(j.tres_per_node);
@@ -150,18 +170,15 @@ void RecoverAgent::handle_held(const SlurmJob& j) {
   }
   if (!next) {
     a.phase = "gave_up";
+    a.comment_pending = true;  // on disk first: a crash before scontrol still leaves the note to set
     jobs_[j.job_id] = a;
     save();
     log_ << fmt::format("job {}: {}\n", j.job_id, a.note) << std::flush;
-    try {
-      slurm_.set_admin_comment(j.job_id, "colo: " + a.note);
-    } catch (const UserError& e) {
-      log_ << fmt::format("job {}: {}\n", j.job_id, one_line(e.what())) << std::flush;
-    }
+    set_comment(j, jobs_[j.job_id]);
     return;
   }
   a.phase = "planned";
-  a.tres = to_tres_per_node(*next);
+  a.tres = with_gpu_request(j.tres_per_node, *next);  // the job's other GRES stay
   a.note = fmt::format("OOM {} with {} (peak {}): retry with {}", a.ooms, j.tres_per_node,
                        peak ? fmt::format("{} MiB", *peak) : std::string("unknown"), a.tres);
   jobs_[j.job_id] = a;
@@ -169,6 +186,16 @@ void RecoverAgent::handle_held(const SlurmJob& j) {
   log_ << fmt::format("job {}: {}\n", j.job_id, a.note) << std::flush;
   pause_for_tests();
   apply(j, jobs_[j.job_id]);
+}
+
+void RecoverAgent::set_comment(const SlurmJob& j, AgentJob& a) {
+  try {
+    slurm_.set_admin_comment(j.job_id, "colo: " + a.note);
+    a.comment_pending = false;
+    save();
+  } catch (const UserError& e) {
+    log_ << fmt::format("job {}: {} (the AdminComment is retried next pass)\n", j.job_id, one_line(e.what())) << std::flush;
+  }
 }
 
 void RecoverAgent::apply(const SlurmJob& j, AgentJob& a) {
@@ -195,6 +222,10 @@ void RecoverAgent::handle_finished(const SlurmJob& j) {
     a.note = fmt::format("fingerprint {} is not user {}'s: not recorded", comment->fingerprint, j.user_id);
   } else if (!report || report->outcome != "ok" || !report->peak_mib) {
     a.note = report ? "no peak in the report: not recorded" : why;
+  } else if (*report->peak_mib == 0) {
+    // Nothing of the job was seen on its GPUs (a CPU-only run, or GPUs colo run could not read):
+    // no evidence of what it needs, and never a reason to forget an earlier real peak.
+    a.note = "peak 0 MiB (no GPU memory seen): not recorded";
   } else {
     PeakHistory h = PeakHistory::load(history_path(site_.state_dir));
     h.record(comment->fingerprint, PeakRecord{*report->peak_mib, j.job_id});

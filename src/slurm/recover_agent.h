@@ -21,10 +21,11 @@ namespace colo::slurm {
 
 struct AgentJob {
   int restart = 0;        // the restart count the entry is about
-  std::string phase;      // "planned", "released", "gave_up", "recorded"
+  std::string phase;      // "planned", "released", "gave_up", "left_held" (held without an OOM report), "recorded"
   std::string tres;       // the planned request
   int ooms = 0;           // OOM requeues handled so far
   std::string note;       // why it gave up, or what it did last
+  bool comment_pending = false;  // the note is still to be set as the job's AdminComment (retried each pass)
 };
 
 class RecoverAgent {
@@ -42,6 +43,7 @@ class RecoverAgent {
   void handle_held(const SlurmJob& j);
   void handle_finished(const SlurmJob& j);
   void apply(const SlurmJob& j, AgentJob& a);
+  void set_comment(const SlurmJob& j, AgentJob& a);  // the note as AdminComment; comment_pending stays on failure
   void save() const;
 
   SiteSettings site_;

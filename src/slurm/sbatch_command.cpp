@@ -1,5 +1,6 @@
 #include "slurm/sbatch_command.h"
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 
@@ -15,22 +16,35 @@ namespace colo::slurm {
 namespace {
 
 // sbatch 22.05's options that take no value (or only an optional one, given as --opt=value).
-constexpr std::array<std::string_view, 33> kFlags{
+constexpr std::array<std::string_view, 34> kFlags{
     "-h", "--help", "-H", "--hold", "--ignore-pbs", "-O", "--overcommit", "-s", "--oversubscribe", "--parsable",
     "-Q", "--quiet", "--requeue", "--no-requeue", "--reboot", "--spread-job", "--test-only", "--usage", "-V",
     "--version", "-v", "--verbose", "-W", "--wait", "--exclusive", "--contiguous", "--use-min-nodes",
-    "--get-user-env", "--propagate", "-k", "--no-kill", "-I", "--immediate"};
+    "--get-user-env", "--propagate", "-k", "--no-kill", "-I", "--immediate", "--nice"};
+constexpr std::string_view kFlagLetters = "hHOsQVvWkI";  // the short ones above
 
 bool is_flag(const std::string& a) {
   for (auto f : kFlags)
     if (a == f) return true;
-  // -vvv
-  return a.size() > 2 && a[0] == '-' && a[1] == 'v' && a.find_first_not_of('v', 1) == std::string::npos;
+  // a cluster of short flags, as getopt reads it: -vvv, -Hv
+  return a.size() > 2 && a[0] == '-' && a[1] != '-' && a.find_first_not_of(kFlagLetters, 1) == std::string::npos;
 }
 
+// The long options colo reads or replaces. sbatch (getopt_long) also takes any unambiguous
+// prefix (--comm for --comment), which would slip past colo: such prefixes are refused.
+constexpr std::array<std::string_view, 8> kWatched{"--comment", "--wrap",           "--gres",            "--gpus",
+                                                   "--gpus-per-node", "--gpus-per-task", "--gpus-per-socket",
+                                                   "--tres-per-task"};
+
 bool is_gpu_request(std::string_view name) {
-  return name == "--gres" || name == "--gpus" || name == "-G" || name == "--gpus-per-node" ||
-         name == "--gpus-per-task" || name == "--gpus-per-socket" || name == "--tres-per-task";
+  return name == "--gpus" || name == "-G" || name == "--gpus-per-node" || name == "--gpus-per-task" ||
+         name == "--gpus-per-socket" || name == "--tres-per-task";
+}
+
+// A --gres item that asks for GPU memory or GPUs (what colo sizes): gpu, shard, mps.
+bool is_gpu_gres(std::string_view item) {
+  const std::string_view name = item.substr(0, item.find(':'));
+  return name == "gpu" || name == "shard" || name == "mps";
 }
 
 }  // namespace
@@ -45,11 +59,29 @@ SbatchArgs split_sbatch_args(const std::vector<std::string>& args) {
       break;
     }
     if (a.empty() || a[0] != '-' || a == "-") break;  // the script
-    const size_t eq = a.find('=');
-    const std::string name = a.substr(0, eq);
-    std::string value;
-    const bool has_value = eq != std::string::npos;
-    if (has_value) value = a.substr(eq + 1);
+    const bool long_opt = a.rfind("--", 0) == 0;
+    std::string name, value;
+    bool has_value = false, attached = false;
+    if (long_opt) {
+      const size_t eq = a.find('=');
+      name = a.substr(0, eq);
+      has_value = eq != std::string::npos;
+      if (has_value) value = a.substr(eq + 1);
+      const bool watched = std::find(kWatched.begin(), kWatched.end(), name) != kWatched.end();
+      for (std::string_view w : kWatched)
+        if (!watched && name.size() < w.size() && w.substr(0, name.size()) == name && name.size() > 2)
+          throw UserError(fmt::format("'{}': give sbatch options in full (colo reads {}; an abbreviation would slip past it)",
+                                      one_line(name), w));
+    } else if (!is_flag(a)) {
+      // -N1, -pmain, -c8: getopt's short option with its value attached
+      if (a.size() > 2 && kFlagLetters.find(a[1]) != std::string_view::npos)
+        throw UserError(fmt::format("'{}': write the short options separately (e.g. -H -p main)", one_line(a)));
+      name = a.substr(0, 2);
+      has_value = attached = a.size() > 2;
+      if (has_value) value = a.substr(2);
+    } else {
+      name = a;
+    }
     if (!has_value && !is_flag(a)) {
       if (i + 1 >= args.size()) throw UserError(fmt::format("sbatch option '{}' needs a value", one_line(a)));
       value = args[++i];
@@ -57,12 +89,29 @@ SbatchArgs split_sbatch_args(const std::vector<std::string>& args) {
     if (is_gpu_request(name))
       throw UserError(fmt::format("'{}': colo sbatch sizes the GPU share from the estimate; drop the option "
                                   "(or give --gpu-mem), or use plain sbatch", one_line(name)));
+    if (name == "--gres") {
+      // Other generic resources (a local disk, a licence) are the user's; GPUs are colo's to size.
+      size_t start = 0;
+      while (start <= value.size()) {
+        size_t comma = value.find(',', start);
+        if (comma == std::string::npos) comma = value.size();
+        const std::string item = value.substr(start, comma - start);
+        start = comma + 1;
+        if (item.empty() || item == "none") continue;
+        if (is_gpu_gres(item))
+          throw UserError(fmt::format("'--gres={}': colo sbatch sizes the GPU share from the estimate; drop the GPU item "
+                                      "(or give --gpu-mem), or use plain sbatch", one_line(value)));
+        out.other_gres.push_back(item);
+      }
+      continue;
+    }
     if (name == "--comment") {
       out.user_comment = value;
       continue;
     }
     if (name == "--wrap") out.wrap = value;
-    if (has_value || is_flag(a)) out.options.push_back(a);
+    if (has_value && (long_opt || attached)) out.options.push_back(a);
+    else if (is_flag(a)) out.options.push_back(a);
     else {
       out.options.push_back(a);
       out.options.push_back(value);
@@ -103,6 +152,7 @@ SbatchPlan plan_sbatch(const SbatchArgs& args, const SbatchSizing& sizing, const
       p.summary = fmt::format("colo: {} + {:.0f}% → {} shards of {} MiB", what, 100 * site.margin, shards, site.shard_mib);
     }
   }
+  for (const std::string& item : args.other_gres) gres += "," + item;
   p.argv.push_back(gres);
   JobComment c;
   c.mem_mib = sizing.mem_mib.value_or(0);

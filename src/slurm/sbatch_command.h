@@ -18,6 +18,7 @@ struct SbatchArgs {
   std::string script;                    // "" with --wrap
   std::string wrap;                      // --wrap's command
   std::vector<std::string> script_args;
+  std::vector<std::string> other_gres;   // --gres items that are not GPUs ("nvme:1"): kept beside colo's
 };
 // Throws colo::UserError for a GPU request of the user's own (--gres, --gpus, …: colo sizes
 // it), a missing script, or an option that lacks its value.

@@ -30,7 +30,8 @@ int shards_in_gpu(MiB gpu_mib, MiB shard_mib) {
 }
 
 int shards_for(MiB need_mib, double margin, MiB shard_mib) {
-  const double want = std::ceil(static_cast<double>(need_mib) * (1.0 + margin) / static_cast<double>(shard_mib));
+  // Less one part in 10^9: 51200 MiB × 1.1 is 56320.000000000007 in binary, 55 shards, not 56.
+  const double want = std::ceil(static_cast<double>(need_mib) * (1.0 + margin) / static_cast<double>(shard_mib) - 1e-9);
   if (!(want < static_cast<double>(INT_MAX))) return INT_MAX;
   return std::max(1, static_cast<int>(want));
 }
@@ -73,6 +74,24 @@ std::optional<TresRequest> parse_tres_per_node(const std::string& tres) {
 std::string to_tres_per_node(const TresRequest& r) {
   if (r.whole_gpus > 0) return fmt::format("gres:gpu:{}", r.whole_gpus);
   return fmt::format("gres:shard:{}", r.shards);
+}
+
+std::string with_gpu_request(const std::string& original, const TresRequest& r) {
+  std::string out = to_tres_per_node(r);
+  size_t start = 0;
+  while (start < original.size()) {
+    size_t comma = original.find(',', start);
+    if (comma == std::string::npos) comma = original.size();
+    const std::string item = original.substr(start, comma - start);
+    start = comma + 1;
+    if (item.empty()) continue;
+    if (item.rfind("gres:", 0) == 0 || item.rfind("gres/", 0) == 0) {
+      const std::string name = item.substr(5, item.find(':', 5) == std::string::npos ? std::string::npos : item.find(':', 5) - 5);
+      if (name == "shard" || name == "gpu") continue;
+    }
+    out += "," + item;
+  }
+  return out;
 }
 
 }  // namespace colo::slurm

@@ -31,5 +31,8 @@ struct TresRequest {
 // "gres/gpu:a100:2", "gres:shard:2,gres:foo:1"); nullopt when it asks for neither.
 std::optional<TresRequest> parse_tres_per_node(const std::string& tres);
 std::string to_tres_per_node(const TresRequest& r);
+// `original` (a job's tres_per_node) with its shard/gpu items replaced by `r`: the job's other
+// generic resources (e.g. "gres:nvme:1") are kept.
+std::string with_gpu_request(const std::string& original, const TresRequest& r);
 
 }  // namespace colo::slurm

@@ -48,6 +48,13 @@ std::string SiteSettings::to_toml() const {
       max_retries, mps ? "true" : "false", smact_cap, quoted(nvml_library), quoted(fake_gpus), quoted(fake_gpu_dir), sample_seconds);
 }
 
+std::string hold_exit_code_problem(int code) {
+  if (code < 3 || code > 125)
+    return fmt::format("{} is what ordinary failures exit with (1: most errors, 2: colo run's own and usage errors, "
+                       "126/127: cannot run, 128+N: killed by signal N); pick one in 3..125, e.g. 75", code);
+  return {};
+}
+
 SiteSettings load_site_settings(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
@@ -69,8 +76,14 @@ SiteSettings load_site_settings(const std::string& path) {
     else if (key == "oversize") {
       s.oversize = r.str(v, key);
       if (s.oversize != "whole_gpu" && s.oversize != "reject") r.bad(v, "'oversize' must be \"whole_gpu\" or \"reject\"");
-    } else if (key == "hold_exit_code") s.hold_exit_code = static_cast<int>(r.integer(v, key, 1, 255));
-    else if (key == "state_dir") s.state_dir = r.str(v, key);
+    } else if (key == "hold_exit_code") {
+      s.hold_exit_code = static_cast<int>(r.integer(v, key, 1, 255));
+      if (const std::string why = hold_exit_code_problem(s.hold_exit_code); !why.empty()) r.bad(v, "'hold_exit_code': " + why);
+    }
+    else if (key == "state_dir") {
+      s.state_dir = r.str(v, key);
+      if (s.state_dir.empty() || s.state_dir.front() != '/') r.bad(v, "'state_dir' must be an absolute path");
+    }
     else if (key == "step_mib") s.step_mib = r.memory(v, key, 1);
     else if (key == "max_retries") s.max_retries = static_cast<int>(r.integer(v, key, 0, 100));
     else if (key == "mps") s.mps = r.boolean(v, key);

@@ -33,6 +33,9 @@ struct SiteSettings {
 
 // Reads and checks a settings file; colo::UserError naming the file, line and key otherwise.
 SiteSettings load_site_settings(const std::string& path);
+// Why `code` cannot be the RequeueExitHold code ("" when it can): a code that ordinary failures
+// exit with would hold and escalate jobs that never ran out of memory.
+std::string hold_exit_code_problem(int code);
 // --site, else $COLO_SLURM_SITE, else /etc/colo/slurm.toml.
 std::string site_settings_path(const std::string& flag);
 

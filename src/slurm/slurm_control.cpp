@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cctype>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -75,7 +76,9 @@ void check(const CommandResult& r, const std::vector<std::string>& argv) {
   if (r.status == 0) return;
   std::string cmd;
   for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
-  throw UserError(fmt::format("`{}` failed ({}): {}", cmd, r.status, one_line(r.err.empty() ? r.out : r.err)));
+  std::string msg = r.err.empty() ? r.out : r.err;
+  while (!msg.empty() && std::isspace(static_cast<unsigned char>(msg.back()))) msg.pop_back();  // no trailing "\n"
+  throw UserError(fmt::format("`{}` failed ({}): {}", cmd, r.status, one_line(msg)));
 }
 
 void run_checked(const std::vector<std::string>& argv) { check(run_command(argv), argv); }

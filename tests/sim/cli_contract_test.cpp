@@ -163,6 +163,56 @@ TEST(ColoSimCli, MigReportsInstancesAndCountsJobsPerPhysicalGpu) {
   std::filesystem::remove(page);
 }
 
+// colo's Slurm commands: a hold code that ordinary failures use, paths Slurm's lines cannot
+// hold, an --out that is a file, empty sizing flags, a failed `recover --once` pass; and
+// --dry-run prints a command that is safe to paste.
+TEST(ColoSlurmCli, BadSettingsAreRefusedAndDryRunIsQuoted) {
+  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  const std::string d = ::testing::TempDir() + "colo_cli_slurm";
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  const std::string conf = "slurm conf --fake-gpus 1x40GiB --fake-gpu-dir " + d + "/g --node n1 --state-dir " + d +
+                           "/state --site-path " + d + "/out/colo-slurm.toml --dev-prefix " + d + "/dev/nvidia ";
+  for (const auto& [args, want] : std::vector<std::pair<std::string, std::string>>{
+           {conf + "--out " + d + "/o1 --hold-exit-code 1", "--hold-exit-code 1 is what ordinary failures exit with"},
+           {conf + "--out " + d + "/o2 --hold-exit-code 255", "pick one in 3..125"},
+           {"slurm conf --fake-gpus 1x40GiB --fake-gpu-dir " + d + "/g --out " + d + "/o3 --state-dir rel", "--state-dir must be an absolute path"},
+           {"slurm conf --fake-gpus 1x40GiB --fake-gpu-dir " + d + "/g --out " + d + "/o4 --site-path '/etc/my colo/s.toml'",
+            "--site-path '/etc/my colo/s.toml': blanks"}}) {
+    const CliRun r = test::run_colo_args(args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.out;
+    EXPECT_NE(r.out.find(want), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << ": " << r.out;
+  }
+  std::ofstream(d + "/afile") << "x";
+  CliRun r = test::run_colo_args(conf + "--out " + d + "/afile");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("cannot be a directory"), std::string::npos) << r.out;
+  r = test::run_colo_args(conf + "--out " + d + "/out");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::string site = " --site " + d + "/out/colo-slurm.toml ";
+  std::ofstream(d + "/js.sh") << "#!/bin/sh\ntrue\n";
+  r = test::run_colo_args("sbatch" + site + "--gpu-mem '' --dry-run " + d + "/js.sh");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("--gpu-mem: empty value"), std::string::npos) << r.out;
+  r = test::run_colo_args("sbatch" + site + "--gpu-mem 8GiB --dry-run --no-history --comment 'my run; rm -rf x' -J 'a b' " +
+                          d + "/js.sh 2>/dev/null");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("'--comment=colo:mem_mib=8192,est=user,fp="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" my run; rm -rf x' -J 'a b' "), std::string::npos) << r.out;
+  // No squeue to ask (PATH has none): the one pass fails, and --once says so in its exit status.
+  const std::string env_cmd = "env SLURM_CONF=/nonexistent PATH=/nonexistent " + std::string(COLO_BINARY_DIR) + "/colo";
+  FILE* p = popen((env_cmd + " slurm recover --once" + site + "2>&1").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  std::array<char, 4096> buf{};
+  for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
+  const int status = WEXITSTATUS(pclose(p));
+  EXPECT_NE(status, 0) << out;
+  EXPECT_NE(out.find("colo slurm recover --once: the pass failed"), std::string::npos) << out;
+  std::filesystem::remove_all(d);
+}
+
 // --compare: the thesis' rows, then each of colo's rules on its own; slots cut the longest wait.
 TEST(ColoSimCli, CompareHasColosRules) {
   if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";

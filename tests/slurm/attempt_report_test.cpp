@@ -35,12 +35,47 @@ TEST_F(AttemptReportTest, WrittenOnceAndReadBackByTheOwner) {
   r.peak_mib = 12288;
   r.oom_line = "CUDA out of memory";
   write_attempt_report(dir_, r);
-  EXPECT_THROW(write_attempt_report(dir_, r), UserError);  // never overwritten
   const auto back = read_attempt_report(dir_, 42, 1, ::getuid());
   ASSERT_TRUE(back);
   EXPECT_EQ(back->outcome, "oom");
   EXPECT_EQ(back->peak_mib, 12288);
   EXPECT_EQ(back->oom_line, "CUDA out of memory");
+}
+
+// A script with two `colo run` steps in one attempt: one report, the larger peak, an OOM in
+// either step (the agent must not learn the small step's peak, nor miss the OOM).
+TEST_F(AttemptReportTest, TwoStepsOfAnAttemptMergeIntoOneReport) {
+  AttemptReport small;
+  small.job_id = 17;
+  small.outcome = "ok";
+  small.peak_mib = 2048;
+  small.gpus = "0";
+  const std::string path = write_attempt_report(dir_, small);
+  AttemptReport big = small;
+  big.peak_mib = 12288;
+  EXPECT_EQ(write_attempt_report(dir_, big), path);
+  auto back = read_attempt_report(dir_, 17, 0, ::getuid());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->peak_mib, 12288);
+  EXPECT_EQ(back->outcome, "ok");
+  AttemptReport oom = small;
+  oom.outcome = "oom";
+  oom.exit_code = 75;
+  oom.oom_line = "CUDA out of memory";
+  oom.peak_mib = 4096;
+  write_attempt_report(dir_, oom);
+  AttemptReport after = small;  // a later step that ran fine does not hide the OOM
+  after.peak_mib = std::nullopt;
+  write_attempt_report(dir_, after);
+  back = read_attempt_report(dir_, 17, 0, ::getuid());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->outcome, "oom");
+  EXPECT_EQ(back->exit_code, 75);
+  EXPECT_EQ(back->oom_line, "CUDA out of memory");
+  EXPECT_EQ(back->peak_mib, 12288);
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(reports_dir(dir_))) files += e.is_regular_file();
+  EXPECT_EQ(files, 1) << "no temporary file is left behind";
 }
 
 TEST_F(AttemptReportTest, AnotherUsersFileIsIgnored) {

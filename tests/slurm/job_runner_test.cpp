@@ -3,7 +3,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include "core/error.h"
+#include "gpu/fake_nvml_env.h"
 
 namespace colo::slurm {
 namespace {
@@ -38,6 +45,30 @@ TEST(JobRunner, AnOomLongBeforeTheEndStillCounts) {
 TEST(JobRunner, ACommandThatCannotStartIsAClearError) {
   EXPECT_THROW(run_and_watch({"/nonexistent/train"}, nullptr, {}, 0.1), UserError);
   EXPECT_THROW(run_and_watch({}, nullptr, {}, 0.1), UserError);
+}
+
+// A process the job leaves in the background (a tensorboard &) keeps stdout/stderr open: colo
+// run still returns when the job itself ends, with what the job printed (it waited for the
+// background process, so the job never completed and no peak was recorded).
+TEST(JobRunner, ABackgroundProcessHoldingTheOutputDoesNotKeepItRunning) {
+  const std::string pid_file = ::testing::TempDir() + "colo-run-bg-" + std::to_string(::getpid());
+  const RunResult r = sh("sleep 600 & echo $! > " + pid_file + "; echo 'torch.cuda.OutOfMemoryError: CUDA out of memory.'; exit 1");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(r.oom) << "what the job wrote before it ended is read";
+  pid_t bg = 0;
+  std::ifstream(pid_file) >> bg;
+  ASSERT_GT(bg, 0);
+  ::kill(bg, SIGKILL);
+  std::filesystem::remove(pid_file);
+}
+
+// No GPU of the job answered (a SLURM_JOB_GPUS naming a GPU the node lacks): no peak, not 0.
+TEST(JobRunner, NoReadableGpuGivesNoPeak) {
+  const std::string dir = ::testing::TempDir() + "colo-run-nvml-" + std::to_string(::getpid());
+  auto backend = gpu::open_fake_nvml_backend("1x40GiB", dir);
+  EXPECT_FALSE(run_and_watch({"true"}, backend.get(), {7}, 0.1).peak_mib);
+  EXPECT_EQ(run_and_watch({"true"}, backend.get(), {0}, 0.1).peak_mib, 0);  // a GPU that answered: 0 is a reading
+  std::filesystem::remove_all(dir);
 }
 
 TEST(JobRunner, GpuIndicesFromSlurmOrCuda) {

@@ -40,6 +40,10 @@ class MemorySlurm : public SlurmControl {
   }
   void set_admin_comment(std::uint64_t job, const std::string& text) override {
     calls.push_back(fmt("admin", job, text));
+    if (fail_comments > 0) {
+      --fail_comments;
+      throw UserError("scontrol: slurm_update error: Socket timed out");
+    }
   }
   SlurmJob& find(std::uint64_t id) {
     for (auto& j : list)
@@ -53,6 +57,7 @@ class MemorySlurm : public SlurmControl {
   std::vector<SlurmJob> list;
   std::vector<std::string> calls;
   int fail_updates = 0;
+  int fail_comments = 0;
 };
 
 class RecoverAgentTest : public ::testing::Test {
@@ -129,6 +134,8 @@ TEST_F(RecoverAgentTest, AnInterruptedPlanIsReappliedNotRaisedAgain) {
 // listed keeps its plan.
 TEST_F(RecoverAgentTest, APlanForAJobSlurmForgotIsDropped) {
   slurm_.list = {held(7, 1, "gres:shard:5"), held(8, 1, "gres:shard:5")};
+  report(7, 0, "oom", std::nullopt);
+  report(8, 0, "oom", std::nullopt);
   slurm_.fail_updates = 2;
   RecoverAgent agent(site_, slurm_, log_, /*report_min_age_s=*/0);  // no wall-clock grace here
   agent.step();  // both planned, both updates fail
@@ -154,20 +161,62 @@ TEST_F(RecoverAgentTest, APlanForAJobSlurmForgotIsDropped) {
 TEST_F(RecoverAgentTest, GivesUpAfterMaxRetriesAndSaysWhy) {
   RecoverAgent agent(site_, slurm_, log_);
   slurm_.list = {held(7, 1, "gres:shard:5")};
+  report(7, 0, "oom", std::nullopt);
   agent.step();
   slurm_.list[0] = held(7, 2, slurm_.list[0].tres_per_node);
+  report(7, 1, "oom", std::nullopt);
   agent.step();
   EXPECT_EQ(slurm_.list[0].tres_per_node, "gres:shard:15");
   slurm_.list[0] = held(7, 3, slurm_.list[0].tres_per_node);
+  report(7, 2, "oom", std::nullopt);
   agent.step();
   EXPECT_EQ(agent.jobs().at(7).phase, "gave_up");
   EXPECT_THAT(slurm_.calls.back(), HasSubstr("admin 7 colo: out of memory 3 times (max_retries 2)"));
   EXPECT_EQ(slurm_.list[0].state, "SPECIAL_EXIT");  // left held for a person
+  EXPECT_FALSE(agent.jobs().at(7).comment_pending);
+}
+
+// The AdminComment that says why a job stays held is retried on later passes until Slurm takes
+// it (and survives a restart of the agent in between).
+TEST_F(RecoverAgentTest, AFailedAdminCommentIsRetried) {
+  slurm_.list = {held(9, 1, "gres:gpu:1")};
+  report(9, 0, "oom", std::nullopt);
+  slurm_.fail_comments = 1;
+  {
+    RecoverAgent agent(site_, slurm_, log_);
+    agent.step();
+    EXPECT_TRUE(agent.jobs().at(9).comment_pending);
+  }
+  RecoverAgent restarted(site_, slurm_, log_);
+  EXPECT_TRUE(restarted.jobs().at(9).comment_pending);
+  restarted.step();
+  EXPECT_FALSE(restarted.jobs().at(9).comment_pending);
+  EXPECT_THAT(slurm_.calls, ::testing::ElementsAre(HasSubstr("admin 9 colo: out of memory on a whole GPU"),
+                                                   HasSubstr("admin 9 colo: out of memory on a whole GPU")));
+  restarted.step();  // set once it worked
+  EXPECT_EQ(slurm_.calls.size(), 2u);
+}
+
+// Held with the hold code but no OOM in colo run's report (the script itself exited 75): not
+// escalated, left held with the reason.
+TEST_F(RecoverAgentTest, AHoldWithoutAnOomReportIsNotEscalated) {
+  RecoverAgent agent(site_, slurm_, log_);
+  slurm_.list = {held(5, 1, "gres:shard:5"), held(6, 1, "gres:shard:5")};
+  report(6, 0, "failed", std::nullopt);
+  agent.step();
+  for (std::uint64_t id : {5u, 6u}) {
+    EXPECT_EQ(agent.jobs().at(id).phase, "left_held") << id;
+    EXPECT_THAT(agent.jobs().at(id).note, HasSubstr("colo run reported no out-of-memory")) << id;
+  }
+  EXPECT_THAT(agent.jobs().at(6).note, HasSubstr("outcome failed"));
+  EXPECT_EQ(slurm_.list[0].tres_per_node, "gres:shard:5");
+  for (const std::string& c : slurm_.calls) EXPECT_THAT(c, HasSubstr("admin ")) << c;
 }
 
 TEST_F(RecoverAgentTest, OomOnAWholeGpuIsLeftHeld) {
   RecoverAgent agent(site_, slurm_, log_);
   slurm_.list = {held(9, 1, "gres:gpu:1")};
+  report(9, 0, "oom", std::nullopt);
   agent.step();
   EXPECT_EQ(agent.jobs().at(9).phase, "gave_up");
   EXPECT_THAT(agent.jobs().at(9).note, HasSubstr("whole GPU"));
@@ -202,6 +251,14 @@ TEST_F(RecoverAgentTest, RecordsThePeakOfAFinishedRunForItsOwnUserOnly) {
   EXPECT_EQ(h.find("u" + std::to_string(::getuid()) + "-abc")->peak_mib, 7000);
   EXPECT_FALSE(h.find("u99999-abc"));
   EXPECT_THAT(agent.jobs().at(12).note, HasSubstr("not user"));
+  // A rerun that saw no GPU memory (0 MiB) does not replace the real peak.
+  SlurmJob rerun = done;
+  rerun.job_id = 13;
+  slurm_.list.push_back(rerun);
+  report(13, 0, "ok", 0);
+  agent.step();
+  EXPECT_EQ(PeakHistory::load(history_path(site_.state_dir)).find("u" + std::to_string(::getuid()) + "-abc")->peak_mib, 7000);
+  EXPECT_THAT(agent.jobs().at(13).note, HasSubstr("peak 0 MiB (no GPU memory seen): not recorded"));
   // Jobs Slurm forgot are forgotten by the agent too.
   slurm_.list.clear();
   agent.step();
@@ -250,6 +307,20 @@ TEST_F(RecoverAgentTest, ReportsOfListedOrYoungJobsAreKept) {
   report(5, 0, "ok", 100);
   agent.step();  // job 5 is not listed, but its report was written just now
   EXPECT_TRUE(std::filesystem::exists(report_path(site_.state_dir, 5, 0)));
+}
+
+// The site's state_dir may be a symbolic link to a directory (an NFS layout); reports/ inside
+// it may not.
+TEST_F(RecoverAgentTest, AStateDirThatIsALinkToADirectoryIsUsed) {
+  const std::string real = site_.state_dir + "-real";
+  std::filesystem::create_directories(real);
+  std::filesystem::create_symlink(real, site_.state_dir);
+  {
+    RecoverAgent agent(site_, slurm_, log_);
+    EXPECT_TRUE(std::filesystem::is_directory(real + "/reports"));
+  }
+  std::filesystem::remove(site_.state_dir);
+  std::filesystem::remove_all(real);
 }
 
 TEST_F(RecoverAgentTest, CorruptStateIsAClearError) {

@@ -45,6 +45,31 @@ TEST(SbatchArgs, RefusesTheUsersOwnGpuRequest) {
   EXPECT_THROW(split_sbatch_args({"-G", "1", "job.sh"}), UserError);
 }
 
+// getopt's forms: a short option with its value attached (-N1, -pmain, -c8), an optional-value
+// flag (--nice); abbreviations of the options colo reads are refused (--comm would bypass
+// colo's --comment); non-GPU generic resources are the user's and are kept.
+TEST(SbatchArgs, ShortOptionsWithValuesAbbreviationsAndOtherGres) {
+  auto a = split_sbatch_args({"-N1", "-pmain", "-c8", "--nice", "-Hv", "job.sh", "data"});
+  EXPECT_THAT(a.options, ElementsAre("-N1", "-pmain", "-c8", "--nice", "-Hv"));
+  EXPECT_EQ(a.script, "job.sh");
+  EXPECT_THAT(a.script_args, ElementsAre("data"));
+  for (const char* abbreviated : {"--comm=mine", "--gre=gpu:1", "--wra=x"}) {
+    try {
+      split_sbatch_args({abbreviated, "job.sh"});
+      ADD_FAILURE() << abbreviated;
+    } catch (const UserError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("give sbatch options in full")) << abbreviated;
+    }
+  }
+  EXPECT_THROW(split_sbatch_args({"-Hpmain", "job.sh"}), UserError);  // a flag glued to a value option
+  a = split_sbatch_args({"--gres=nvme:1", "job.sh"});
+  EXPECT_THAT(a.other_gres, ElementsAre("nvme:1"));
+  EXPECT_TRUE(a.options.empty());
+  EXPECT_EQ(plan_sbatch(a, SbatchSizing{4096, "user", "", "u0-ab"}, site40()).argv[1], "--gres=shard:5,nvme:1");
+  EXPECT_THROW(split_sbatch_args({"--gres=nvme:1,gpu:1", "job.sh"}), UserError);
+  EXPECT_THROW(split_sbatch_args({"--gres", "shard:4", "job.sh"}), UserError);
+}
+
 TEST(SbatchArgs, ClearErrorsForMissingPieces) {
   EXPECT_THROW(split_sbatch_args({}), UserError);
   EXPECT_THROW(split_sbatch_args({"-J"}), UserError);                    // no value

@@ -36,6 +36,8 @@ TEST(ShardPlan, ShardsForAddsTheMarginAndRoundsUp) {
   EXPECT_EQ(shards_for(1025, 0.0, 1024), 2);
   EXPECT_EQ(shards_for(0, 0.10, 1024), 1);      // at least one
   EXPECT_EQ(shards_for(LLONG_MAX / 2, 10.0, 1), INT_MAX);  // saturates, no overflow
+  EXPECT_EQ(shards_for(51200, 0.10, 1024), 55);  // exactly 55: 56320.000000000007 in binary must not round up
+  EXPECT_EQ(shards_for(51201, 0.10, 1024), 56);
 }
 
 TEST(ShardPlan, ParsesTresPerNodeForms) {
@@ -64,6 +66,13 @@ TEST(ShardPlan, FormatsWhatItParses) {
   const auto back = parse_tres_per_node(to_tres_per_node(TresRequest{15, 0, true}));
   ASSERT_TRUE(back);
   EXPECT_EQ(back->shards, 15);
+}
+
+// Escalation changes the GPU share only: the job's other generic resources stay.
+TEST(ShardPlan, WithGpuRequestKeepsTheOtherGres) {
+  EXPECT_EQ(with_gpu_request("gres:shard:5,gres:nvme:1", TresRequest{10, 0, true}), "gres:shard:10,gres:nvme:1");
+  EXPECT_EQ(with_gpu_request("gres/nvme:1,gres/shard:5", TresRequest{0, 1, true}), "gres:gpu:1,gres/nvme:1");
+  EXPECT_EQ(with_gpu_request("gres:shard:5", TresRequest{10, 0, true}), "gres:shard:10");
 }
 
 }  // namespace

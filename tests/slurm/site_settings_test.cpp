@@ -56,6 +56,10 @@ TEST_F(SiteSettingsTest, BadSettingsNameTheFileAndTheProblem) {
   EXPECT_THAT(error_of("shards_per_gpu = 40\nfoo = 1\n"), HasSubstr("unknown setting 'foo'"));
   EXPECT_THAT(error_of("shards_per_gpu = 40\noversize = \"queue\"\n"), HasSubstr("oversize"));
   EXPECT_THAT(error_of("shards_per_gpu = 40\nhold_exit_code = 300\n"), HasSubstr("hold_exit_code"));
+  // Codes ordinary failures exit with would hold (and escalate) jobs that never ran out of memory.
+  for (const char* code : {"1", "2", "126", "127", "130"})
+    EXPECT_THAT(error_of(std::string("shards_per_gpu = 40\nhold_exit_code = ") + code + "\n"),
+                HasSubstr("is what ordinary failures exit with")) << code;
   EXPECT_THAT(error_of("shards_per_gpu = 4000\n"), HasSubstr("shards_per_gpu"));
   EXPECT_THAT(error_of("shards_per_gpu = 40\ndefault_shards = 41\n"), HasSubstr("more than one GPU's 40"));
   EXPECT_THAT(error_of("shards_per_gpu = 40\nstate_dir = \"rel\"\n"), HasSubstr("absolute"));

@@ -218,6 +218,12 @@ class SlurmEndToEnd(unittest.TestCase):
         r = self.cluster.run(["sbatch", "--gres=shard:50", "-o", "/dev/null", s], check=False, as_user=True)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("colo: 50 shards (51200 MiB) is more than one GPU has (40 shards, 40960 MiB)", r.stderr)
+        # A count that cannot be one is refused, not replaced by the default or overflowed.
+        for gres, why in (("shard:0", "--gres=shard:0 asks for no GPU memory"),
+                          ("shard:9223372036854775807", "--gres=shard:9223372036854775807 is not a shard count")):
+            r = self.cluster.run(["sbatch", "--gres=" + gres, "-o", "/dev/null", s], check=False, as_user=True)
+            self.assertNotEqual(r.returncode, 0, gres)
+            self.assertIn(why, r.stderr)
         r = self.sbatch(["--gpu-mem", "60GiB", "--no-history"], s, check=False)
         self.assertEqual(r.returncode, 2)
         self.assertIn("more than one GPU's 40", r.stderr)
