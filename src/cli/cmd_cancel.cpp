@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include "cli/command_registry.h"
+#include "core/error.h"
+#include "core/one_line.h"
 #include "core/parse_number.h"
 #include "daemon/client/api_client.h"
 
@@ -20,13 +22,25 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
     nlohmann::json out = nlohmann::json::array();
     std::vector<std::int64_t> numbers;
     for (const std::string& s : *ids) numbers.push_back(colo::parse_integer(s, "job id", 1, INT64_MAX));
+    // Every id is tried: one that cannot be cancelled (unknown, ended, another user's) is named
+    // and the others still go; the exit status says whether all did.
+    int failed = 0;
     for (std::int64_t id : numbers) {
-      const nlohmann::json j = client.call("POST", fmt::format("/v1/jobs/{}/cancel", id));
-      if (*as_json) out.push_back(j);
-      else if (j.at("state") == "cancelled") std::cout << fmt::format("job {} cancelled\n", id);
-      else std::cout << fmt::format("job {} is being stopped (SIGTERM, then SIGKILL)\n", id);
+      try {
+        const nlohmann::json j = client.call("POST", fmt::format("/v1/jobs/{}/cancel", id));
+        if (*as_json) out.push_back(j);
+        else if (j.at("state") == "cancelled") std::cout << fmt::format("job {} cancelled\n", id);
+        else std::cout << fmt::format("job {} is being stopped (SIGTERM, then SIGKILL)\n", id);
+      } catch (const colo::UserError& e) {
+        if (numbers.size() == 1) throw;
+        ++failed;
+        std::cout.flush();
+        std::cerr << "colo: error: " << colo::one_line(e.what()) << "\n";
+      }
     }
-    if (*as_json) std::cout << (out.size() == 1 ? out[0] : out).dump(2) << "\n";
+    if (*as_json) std::cout << (out.size() == 1 && failed == 0 ? out[0] : out).dump(2) << "\n";
+    if (failed > 0)
+      throw colo::UserError(fmt::format("{} of {} jobs not cancelled (above)", failed, numbers.size()));
   });
 });
 

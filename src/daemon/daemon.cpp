@@ -26,6 +26,7 @@
 #include "daemon/client/job_request.h"
 #include "daemon/client/policy_file.h"
 #include "estimate/estimator.h"
+#include "daemon/job_cgroup.h"
 #include "daemon/oom_detector.h"
 #include "daemon/proc.h"
 
@@ -277,6 +278,10 @@ void Daemon::recover_at_start() {
     if (lv != Liveness::Gone || unreadable) {
       ++adopted;
       Live& l = live_[a.id];
+      // colod stopped after "go" but before recording the start: the shim's started marker
+      // says the job runs (since the marker's time), so the job is running, not still placed.
+      if (l.attempt.state != "running")
+        if (const auto since = shim_started_at(a.dir)) commit_running(l, *since);
       if (auto j = store_.job(a.job_id); j && j->cancel_requested) request_cancel_signal(l);
       // Time slots: a stop or a checkpoint request recorded before colod stopped may not have
       // reached the job; sending it again is harmless (a request is idempotent).
@@ -533,8 +538,18 @@ void Daemon::mark_lost(std::int64_t attempt_id) {
     return;
   }
   // The shim is gone: whatever is left of the job's session must go too before the job may
-  // run anywhere else (never two copies at once).
-  if (a.shim_pid) kill_session(static_cast<pid_t>(*a.shim_pid));
+  // run anywhere else (never two copies at once) — and what the job detached from its session
+  // (setsid) is still in the attempt's cgroup, where the host gave it one.
+  if (a.shim_pid) {
+    kill_session(static_cast<pid_t>(*a.shim_pid));
+    if (const auto cg = shim_cgroup(a.dir, fmt::format("colo-job-{}-{}-{}", a.job_id, a.n, *a.shim_pid))) {
+      if (!kill_cgroup(*cg, 5)) {
+        unsure(it->second, "processes in " + *cg + " survive SIGKILL; the job is not run again until they are gone");
+        return;
+      }
+      remove_cgroup(*cg);
+    }
+  }
   const double t = now();
   Txn txn(store_.db());
   JobRow j = *store_.job(a.job_id);
@@ -703,6 +718,10 @@ void Daemon::launch(const Placement& p) {
     a.dir = fmt::format("{}/attempt-{}", job_dir(j.id), a.n);
     a.id = store_.insert_attempt(a);
     j.state = JobState::Placed;
+    // What ended the previous attempt (a checkpoint's 75, an OOM's reason) is not this one's:
+    // it stays in that attempt's row and the events.
+    j.reason.clear();
+    j.exit_code.reset();
     store_.update_job(j);
     std::string where;
     for (size_t k = 0; k < a.slots.size(); ++k) where += fmt::format("{}GPU {}", k ? ", " : "", a.slots[k]);
@@ -766,24 +785,26 @@ void Daemon::launch(const Placement& p) {
   by_shim_[shim.pid] = a.id;
   if (!send_go(shim)) return;  // the shim died; check_attempts() will notice
   fault_point("go-sent");
-  {
-    Txn txn(store_.db());
-    auto cur = store_.job(j.id);
-    if (cur && cur->state == JobState::Placed) {
-      JobRow r = *cur;
-      Job c = r.to_core();
-      transition(c, JobState::Running);
-      r.state = c.state;
-      r.attempts = c.attempts;
-      store_.update_job(r);
-    }
-    a.state = "running";
-    a.start_time = now();
-    store_.update_attempt(a);
-    txn.commit();
-  }
-  l.attempt = a;
+  commit_running(l, now());
   if (j.cancel_requested) request_cancel_signal(l);
+}
+
+void Daemon::commit_running(Live& l, double start_time) {
+  AttemptRow& a = l.attempt;
+  Txn txn(store_.db());
+  auto cur = store_.job(a.job_id);
+  if (cur && cur->state == JobState::Placed) {
+    JobRow r = *cur;
+    Job c = r.to_core();
+    transition(c, JobState::Running);
+    r.state = c.state;
+    r.attempts = c.attempts;
+    store_.update_job(r);
+  }
+  a.state = "running";
+  a.start_time = start_time;
+  store_.update_attempt(a);
+  txn.commit();
 }
 
 void Daemon::schedule() {
@@ -1139,6 +1160,16 @@ int Daemon::run() {
     }
     api_->handle(fds, mono());
     if (web_) web_->handle(fds, mono());
+  }
+  // A probe this colod stops (a graceful stop, not a crash) did not fail: it is not counted
+  // among the starts that give a probe up (three), and runs again after the restart.
+  for (auto& [id, probe] : probes_) {
+    probe->kill();
+    if (auto row = store_.probe(id); row && row->status == "running") {
+      row->runs = std::max(0, row->runs - 1);
+      row->status = "pending";
+      store_.update_probe(*row);
+    }
   }
   return 0;
 }

@@ -86,6 +86,7 @@ class Daemon {
   // Another open attempt holds one of this attempt's GPUs.
   bool shares_a_gpu(const AttemptRow& a) const;
   void unsure(Live& l, const std::string& why);
+  void commit_running(Live& l, double start_time);  // placed → running, the attempt's start recorded
   void tick();
   void gpu_event(const MonitorEvent& e, double t);
   void schedule();

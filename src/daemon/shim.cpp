@@ -235,6 +235,23 @@ std::optional<ShimExit> read_shim_exit(const std::string& dir) {
 
 bool shim_started(const std::string& dir) { return ::access((dir + "/started").c_str(), F_OK) == 0; }
 
+std::optional<double> shim_started_at(const std::string& dir) {
+  struct stat st {};
+  if (::stat((dir + "/started").c_str(), &st) != 0) return std::nullopt;
+  return static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) / 1e9;
+}
+
+std::optional<std::string> shim_cgroup(const std::string& dir, const std::string& expected_name) {
+  std::ifstream in(dir + "/cgroup");
+  std::string path;
+  if (!in || !std::getline(in, path)) return std::nullopt;
+  const auto slash = path.rfind('/');
+  if (path.empty() || path[0] != '/' || slash == std::string::npos || path.substr(slash + 1) != expected_name ||
+      path.find("/../") != std::string::npos || path.rfind("/sys/fs/cgroup", 0) != 0)
+    return std::nullopt;
+  return path;
+}
+
 int shim_main(const std::string& dir) {
   setsid();
   prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -341,6 +358,9 @@ int shim_main(const std::string& dir) {
     if (auto p = create_job_cgroup(spec.cgroup_name + "-" + std::to_string(getpid()), &why)) {
       cgroup = *p;
       cgroup_procs = cgroup + "/cgroup.procs";
+      // Where colod finds the job's cgroup if this shim is killed: what the job detached is in it
+      // and must die before the job runs again (never two copies).
+      write_atomic(dir, "cgroup", cgroup + "\n");
     } else {
       std::fprintf(stderr, "colo-shim: no cgroup for the job (%s): process-tree containment only\n", why.c_str());
     }

@@ -58,6 +58,10 @@ void write_shim_spec(const std::string& dir, const ShimSpec& spec);
 // the file cannot be read now, another exception when it is corrupt.
 std::optional<ShimExit> read_shim_exit(const std::string& dir);
 bool shim_started(const std::string& dir);  // the started marker exists
+std::optional<double> shim_started_at(const std::string& dir);  // its time (wall clock, seconds), if it exists
+// The job's cgroup leaf the shim made (its "cgroup" file), when it made one and the path is the
+// leaf colod asked for (colo-job-<job>-<attempt>-<shim pid> under a cgroup2 mount).
+std::optional<std::string> shim_cgroup(const std::string& dir, const std::string& expected_name);
 
 // One pass over the shim's exited children (the job and the orphans re-parented to it): reaps
 // them all; true, with the job's wait status in `status`, when `child` was among them. The job's

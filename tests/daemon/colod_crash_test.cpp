@@ -280,6 +280,38 @@ TEST_P(LaunchWindow, KillInsideTheLaunchProtocolRunsTheJobExactlyOnce) {
   EXPECT_EQ(attempts.back().at("outcome"), "done");
 }
 
+// Killed after "go" and before the running state was recorded: the job runs on under its shim,
+// and the restarted colod shows it running (with a start time) — not placed for its whole run,
+// where time slots and the queue would never count it as started.
+TEST(ColodCrash, AJobReadoptedAfterGoIsRunningNotPlaced) {
+  TempDir dir;
+  const std::string gate = dir.path() + "/gate", up = dir.path() + "/up";
+  ColodProcess d(dir.path(), "1x40GiB");
+  d.stop();
+  d.set_env({{"COLO_FAULT_KILL_AT", "go-sent"}});
+  d.start();
+  const ApiClient api(d.socket());
+  SubmitRequest r;
+  r.argv = {"/bin/sh", "-c", "touch " + up + "; while [ ! -e " + gate + " ]; do sleep 0.2; done"};
+  r.mem_mib = 1024;
+  r.workdir = "/";
+  const json body = to_json(r);
+  const std::uint64_t id = api.call("POST", "/v1/jobs", &body).at("id").get<std::uint64_t>();
+  ASSERT_TRUE(d.wait_exit(30s)) << "colod did not reach fault point go-sent";
+  ASSERT_TRUE(wait_until([&] { return fs::exists(up); }, 30s, 20ms));  // the program runs
+  d.set_env({});
+  d.start();
+  const json job = api.call("GET", "/v1/jobs/" + std::to_string(id));  // re-adoption happens before the API answers
+  EXPECT_EQ(job.at("state"), "running") << job.dump(2);
+  ASSERT_EQ(job.at("attempts").size(), 1u) << job.dump(2);
+  EXPECT_EQ(job.at("attempts")[0].at("state"), "running") << job.dump(2);
+  EXPECT_FALSE(job.at("attempts")[0].at("start_time").is_null()) << job.dump(2);
+  std::ofstream(gate).put('x');
+  json end;
+  ASSERT_TRUE(wait_until([&] { return (end = api.call("GET", "/v1/jobs/" + std::to_string(id))).at("state") == "done"; },
+                         60s, 100ms)) << end.dump(2);
+}
+
 INSTANTIATE_TEST_SUITE_P(Points, LaunchWindow,
                          ::testing::Values("attempt-committed", "shim-spawned", "pid-committed", "go-sent"),
                          [](const ::testing::TestParamInfo<const char*>& i) {

@@ -93,6 +93,13 @@ TEST(ColodE2E, SubmitQueueShowLogsCancel) {
   RunResult again = d.colo({"cancel", std::to_string(q_id)});
   EXPECT_EQ(again.rc, 2);
   EXPECT_NE(again.err.find("already ended"), std::string::npos) << again.err;
+  // Several ids: one that cannot be cancelled is named, the others are still cancelled.
+  const std::uint64_t q2 = d.submit({"--", "/bin/true"});
+  RunResult several = d.colo({"cancel", "99", std::to_string(q_id), std::to_string(q2)});
+  EXPECT_EQ(several.rc, 2);
+  EXPECT_NE(several.err.find("99"), std::string::npos) << several.err;
+  EXPECT_NE(several.err.find("2 of 3 jobs not cancelled"), std::string::npos) << several.err;
+  EXPECT_EQ(d.colo_json({"show", std::to_string(q2), "--json"}).at("state"), "cancelled");
   const json gpus = d.colo_json({"gpus", "--json"});
   EXPECT_TRUE(gpus[0].at("drained").get<bool>());
   ASSERT_EQ(d.colo({"resume", "0"}).rc, 0);
@@ -197,6 +204,27 @@ TEST(ColodE2E, InjectedOomGoesThroughRecoveryAndFinishes) {
   EXPECT_GE(jr.at("need_mib").get<int>(), 30 * 1024);
   d.colo({"cancel", std::to_string(again)});
   d.wait_terminal(again, 30s);
+}
+
+// While a retry runs, the job shows that attempt — not the reason and exit code that ended the
+// previous one (those stay with that attempt and in the events).
+TEST(ColodE2E, ARunningRetryDoesNotShowThePreviousAttemptsEnd) {
+  TempDir dir;
+  ColodProcess d(dir.path(), "1x40GiB");
+  const std::string up = dir.path() + "/up2", gate = dir.path() + "/gate";
+  const std::uint64_t id = d.submit(
+      {"--mem", "1GiB", "--", "/bin/sh", "-c",
+       "if [ \"$COLO_ATTEMPT\" = 1 ]; then echo 'torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB' >&2; "
+       "exit 1; fi; touch " + up + "; while [ ! -e " + gate + " ]; do sleep 0.2; done"});
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(up); }, 60s)) << d.colo({"show", std::to_string(id)}).out;
+  json j;
+  ASSERT_TRUE(wait_until([&] { return (j = d.colo_json({"show", std::to_string(id), "--json"})).at("state") == "running"; }, 60s))
+      << j.dump(2);
+  EXPECT_TRUE(j.at("exit_code").is_null()) << j.dump(2);
+  EXPECT_EQ(j.at("reason"), "") << j.dump(2);
+  EXPECT_EQ(j.at("attempts").at(0).at("outcome"), "oom") << j.dump(2);
+  std::ofstream(gate).put('x');
+  EXPECT_EQ(d.wait_terminal(id).at("state"), "done");
 }
 
 TEST(ColodE2E, UsersCannotTouchEachOthersJobs) {

@@ -168,6 +168,45 @@ TEST(ColodIsolation, EachAttemptRunsInItsOwnCgroupWhereTheHostAllows) {
   EXPECT_TRUE(accounted) << j.dump(2);
 }
 
+// A shim killed from outside (kill -9): the attempt is lost and the job requeued — but what the
+// job detached from its session is still running. It is in the attempt's cgroup, and colod
+// empties that cgroup before the job runs again: never two copies at once.
+TEST(ColodIsolation, ALostShimsDetachedProcessesDieBeforeTheJobRunsAgain) {
+  std::string why;
+  const auto probe = create_job_cgroup("colo-test-probe-" + std::to_string(getpid()), &why);
+  if (!probe) GTEST_SKIP() << "no writable cgroup2 hierarchy here: " << why;
+  remove_cgroup(*probe);
+  TempDir dir;
+  ColodProcess d(dir.path(), "1x40GiB");
+  const std::string p = dir.path() + "/", gate = p + "gate";
+  auto publish = [](const std::string& what, const std::string& file) {
+    return "echo " + what + " > " + file + ".tmp; mv " + file + ".tmp " + file;
+  };
+  const std::uint64_t id = d.submit(
+      {"--mem", "1GiB", "--", "/bin/sh", "-c",
+       "setsid /bin/sh -c '" + publish("$$", p + "escaped-$COLO_ATTEMPT") + "; exec sleep 1000' </dev/null >/dev/null 2>&1 & " +
+           publish("$PPID", p + "shim-$COLO_ATTEMPT") + "; " + wait_for(gate)});
+  auto read_pid = [](const std::string& file) {
+    pid_t v = 0;
+    std::ifstream in(file);
+    in >> v;
+    return v;
+  };
+  pid_t escaped = 0, shim = 0;
+  ASSERT_TRUE(wait_until([&] { return (escaped = read_pid(p + "escaped-1")) > 0 && (shim = read_pid(p + "shim-1")) > 0; },
+                         60s, 20ms));
+  std::optional<ProcStat> st;
+  ASSERT_TRUE(wait_until([&] { return (st = read_proc_stat(escaped)) && st->session == escaped; }, 30s, 20ms));
+  ASSERT_EQ(::kill(shim, SIGKILL), 0);
+  // Attempt 2 has started (its own detached process published itself): by then the first copy is gone.
+  ASSERT_TRUE(wait_until([&] { return read_pid(p + "escaped-2") > 0; }, 60s, 20ms)) << d.log();
+  EXPECT_EQ(process_liveness(escaped, st->start_ticks), Liveness::Gone);
+  if (process_liveness(escaped, st->start_ticks) != Liveness::Gone) ::kill(escaped, SIGKILL);
+  std::ofstream(gate).put('x');
+  const json j = d.wait_terminal(id);
+  EXPECT_EQ(j.at("state"), "done") << j.dump(2);
+}
+
 // colod out of descriptors cannot read /proc or exit.json. That proves nothing: the running job
 // must not be declared lost (today's fix) — it is re-checked until colod can see again, and runs once.
 TEST(ColodIsolation, OutOfDescriptorsNeverDeclaresARunningJobLost) {

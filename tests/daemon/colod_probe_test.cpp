@@ -235,6 +235,32 @@ TEST(ColodProbe, KilledDaemonTakesItsProbeAlongAndTheRestartedOneProbesAgain) {
   EXPECT_EQ(j.at("attempt_count"), 1);  // the job itself ran once
 }
 
+// A graceful stop of colod (SIGTERM: an upgrade, a config change) is not a probe failure: the
+// probe is stopped with colod and starts again after the restart without counting, so three
+// restarts do not make the job give up its estimate (only starts that a crash cut short count).
+TEST(ColodProbe, GracefulRestartsDoNotCountAgainstTheProbe) {
+  TempDir dir;
+  const std::string models = write_models(dir.path() + "/models", dir.path());
+  const std::string pid_file = dir.path() + "/hang.pid";
+  ColodProcess d(dir.path(), "1x40GiB");
+  const std::uint64_t id = d.submit({"--workdir", models, "--probe", "models.py:hang", "--batch", "8", "--input", "64",
+                                     "--", "/bin/true"});
+  for (int restart = 0; restart < 3; ++restart) {
+    ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(pid_file); }, 120s)) << restart;
+    const pid_t probe = std::stoi(read_file(pid_file));
+    d.stop();
+    EXPECT_TRUE(wait_until([&] { return process_gone(probe); }, 30s)) << "the probe outlived a stopped colod";
+    std::filesystem::remove(pid_file);
+    d.start();
+  }
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(pid_file); }, 120s));
+  const json j = d.colo_json({"show", std::to_string(id), "--json"});
+  EXPECT_EQ(j.at("state"), "estimating") << j.dump(2);
+  EXPECT_EQ(j.at("probe").at("runs"), 1) << j.dump(2);
+  ASSERT_EQ(d.colo({"cancel", std::to_string(id)}).rc, 0);
+  d.wait_terminal(id, 60s);
+}
+
 TEST(ColodProbe, BadProbeRequestsAreRefusedBeforeAnythingIsQueued) {
   TempDir dir;
   ColodProcess d(dir.path(), "1x40GiB");
