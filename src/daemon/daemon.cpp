@@ -249,6 +249,13 @@ void Daemon::adopt(const AttemptRow& a) {
 }
 
 void Daemon::recover_at_start() {
+  // Backfilling's bound survives a restart: the waiting head and how often it was overtaken
+  // are rebuilt from the placement events (the in-memory count started at 0 again).
+  if (const auto queued = store_.jobs_in_state(JobState::Queued); !queued.empty())
+    if (const int n = store_.overtakes_of(queued.front().id); n > 0) {
+      sched_state_.waiting_head = queued.front().id;
+      sched_state_.overtakes = n;
+    }
   int adopted = 0, finished = 0, lost = 0, unstarted = 0;
   for (const AttemptRow& a : store_.open_attempts()) {
     if (!a.shim_pid) {
@@ -444,7 +451,8 @@ void Daemon::finalize(std::int64_t attempt_id, const ShimExit& ex) {
                                cfg_.max_attempts);
         j.end_time = t;
       } else {
-        plan_recovery(core, cfg_.recovery, a.reserve_mib, a.peak_mib, largest_slot_mib(), crashed_alone_on(a));
+        plan_recovery(core, cfg_.recovery, a.reserve_mib, a.peak_mib, largest_slot_mib(),
+                      crashed_alone_on(a, ex.end_time > 0 ? ex.end_time : t));
         j.recovery_seq = store_.next_recovery_seq();
         j.reason = core.recovery_alone
                        ? "out of memory: retry on an idle GPU"
@@ -502,7 +510,18 @@ void Daemon::finalize(std::int64_t attempt_id, const ShimExit& ex) {
 
 // The smallest total memory of the attempt's GPUs when it had them to itself (placed alone, or no
 // other attempt on them now, as on a MIG instance): it ran out of memory there, so it needs more.
-std::optional<MiB> Daemon::crashed_alone_on(const AttemptRow& a) const {
+std::optional<MiB> Daemon::crashed_alone_on(const AttemptRow& a, double crash_time) {
+  // Who shared its GPU when it crashed, from the attempts table (not from the attempts colod
+  // holds right now: after a restart, or when a neighbour's exit was collected first, those
+  // no longer include the job it shared with).
+  if (!a.exclusive)
+    for (const AttemptRow& other : store_.attempts_running_at(crash_time)) {
+      if (other.id == a.id) continue;
+      for (size_t k = 0; k < a.slots.size(); ++k)
+        for (size_t m = 0; m < other.slots.size(); ++m)
+          if (other.slots[m] == a.slots[k] && k < a.uuids.size() && m < other.uuids.size() && other.uuids[m] == a.uuids[k])
+            return std::nullopt;
+    }
   if (!a.exclusive && shares_a_gpu(a)) return std::nullopt;
   std::optional<MiB> total;
   for (size_t k = 0; k < a.slots.size(); ++k) {

@@ -79,7 +79,7 @@ class Daemon {
   void probe_done(JobId id, JobProbe::Outcome o);
   void finalize(std::int64_t attempt_id, const ShimExit& ex);
   void mark_lost(std::int64_t attempt_id);
-  std::optional<MiB> crashed_alone_on(const AttemptRow& a) const;
+  std::optional<MiB> crashed_alone_on(const AttemptRow& a, double crash_time);
   // The monitor's slot that is still GPU k of the attempt (same index and UUID), or null: a slot
   // index from the database may name another GPU after the managed GPUs or MIG layout changed.
   const GpuSlot* attempt_slot(const AttemptRow& a, size_t k) const;

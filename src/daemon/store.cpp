@@ -297,6 +297,18 @@ std::vector<AttemptRow> Store::open_attempts() {
   return out;
 }
 
+std::vector<AttemptRow> Store::attempts_running_at(double t) {
+  auto s = db_.prepare(fmt::format(
+      "SELECT {} FROM attempts WHERE launch_time <= ? AND (end_time IS NULL OR end_time >= ?) "
+      "AND (start_time IS NOT NULL OR state IN ('launching','running')) ORDER BY id",
+      kAttemptCols));
+  s.bind(1, t);
+  s.bind(2, t);
+  std::vector<AttemptRow> out;
+  while (s.step()) out.push_back(read_attempt(s));
+  return out;
+}
+
 std::optional<AttemptRow> Store::attempt(std::int64_t id) {
   auto s = db_.prepare(fmt::format("SELECT {} FROM attempts WHERE id = ?", kAttemptCols));
   s.bind(1, id);
@@ -477,6 +489,12 @@ std::vector<EstimateOutcome> Store::estimate_outcomes(int limit) {
   std::vector<EstimateOutcome> out;
   while (s.step()) out.push_back(EstimateOutcome{static_cast<JobId>(s.i64(0)), s.text(1), s.i64(2), s.i64(3)});
   return out;
+}
+
+int Store::overtakes_of(JobId head) {
+  auto s = db_.prepare("SELECT COUNT(*) FROM events WHERE kind = 'placed' AND message LIKE ?");
+  s.bind(1, "% [backfilled ahead of waiting job " + std::to_string(head) + "]%");
+  return s.step() ? static_cast<int>(s.i64(0)) : 0;
 }
 
 std::vector<EventRow> Store::recent_events(int limit) {

@@ -142,6 +142,8 @@ class Store {
   void update_attempt(const AttemptRow& a);
   std::vector<AttemptRow> attempts_of(JobId job);
   std::vector<AttemptRow> open_attempts();  // launching or running
+  // Attempts that ran at wall time `t` (started, or still open, and not ended before t).
+  std::vector<AttemptRow> attempts_running_at(double t);
   std::optional<AttemptRow> attempt(std::int64_t id);
 
   void insert_probe(const ProbeRow& p);
@@ -172,6 +174,9 @@ class Store {
   std::vector<EstimateOutcome> estimate_outcomes(int limit = 100000);
   // The newest events, newest first (the dashboard's OOM/recovery list).
   std::vector<EventRow> recent_events(int limit);
+  // How many jobs were placed ahead of waiting job `head` (their "placed" events say
+  // "[backfilled ahead of waiting job HEAD]"): the backfill bound's count, rebuilt after a restart.
+  int overtakes_of(JobId head);
 
   // History estimator observations, keyed by job fingerprint.
   std::optional<MiB> history_peak(const std::string& fingerprint);

@@ -312,6 +312,38 @@ TEST(ColodCrash, AJobReadoptedAfterGoIsRunningNotPlaced) {
                          60s, 100ms)) << end.dump(2);
 }
 
+// A job that ran out of memory beside another, while colod was down, is planned as a shared
+// crash after the restart (loose: a retry with more free memory, beside the other job) — not
+// as if it had had the GPU to itself (a retry on an idle GPU, which waits for its neighbour).
+TEST(ColodCrash, AnOomBesideAnotherJobWhileColodWasDownIsASharedCrash) {
+  TempDir dir;
+  std::ofstream(dir.path() + "/colod.toml") << "[recovery]\nmode = \"loose\"\n";
+  ColodProcess d(dir.path(), "1x40GiB", {"--config", dir.path() + "/colod.toml"});
+  const std::string p = dir.path() + "/";
+  const std::uint64_t c = d.submit(
+      {"--mem", "10GiB", "--", "/bin/sh", "-c",
+       "if [ \"$COLO_ATTEMPT\" = 1 ]; then touch " + p + "c-up; while [ ! -e " + p + "gC ]; do sleep 0.2; done; "
+       "echo 'torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB' >&2; exit 1; fi"});
+  const std::uint64_t a = d.submit({"--mem", "10GiB", "--", "/bin/sh", "-c",
+                                    "touch " + p + "a-up; while [ ! -e " + p + "gA ]; do sleep 0.2; done"});
+  ASSERT_TRUE(wait_until([&] { return fs::exists(p + "c-up") && fs::exists(p + "a-up"); }, 60s));
+  d.kill9();
+  std::ofstream(p + "gC").put('x');
+  const std::string exit_json = p + "jobs/" + std::to_string(c) + "/attempt-1/exit.json";
+  ASSERT_TRUE(wait_until([&] { return fs::exists(exit_json); }, 60s));
+  d.start();
+  // Job a still runs: the retry fits beside it and finishes without waiting for it.
+  json jc;
+  ASSERT_TRUE(wait_until([&] { return (jc = d.colo_json({"show", std::to_string(c), "--json"})).at("state") == "done"; },
+                         60s)) << jc.dump(2);
+  EXPECT_EQ(d.colo_json({"show", std::to_string(a), "--json"}).at("state"), "running");
+  ASSERT_EQ(jc.at("attempts").size(), 2u) << jc.dump(2);
+  EXPECT_EQ(jc.at("attempts")[0].at("outcome"), "oom");
+  EXPECT_FALSE(jc.at("attempts")[1].at("exclusive").get<bool>()) << jc.dump(2);
+  std::ofstream(p + "gA").put('x');
+  EXPECT_EQ(d.wait_terminal(a).at("state"), "done");
+}
+
 INSTANTIATE_TEST_SUITE_P(Points, LaunchWindow,
                          ::testing::Values("attempt-committed", "shim-spawned", "pid-committed", "go-sent"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
