@@ -121,9 +121,14 @@ RunResult run_and_watch(const std::vector<std::string>& argv, gpu::GpuBackend* b
   std::set<pid_t> seen_pids{child};  // every process of the job seen, for NVML accounting
   bool child_gone = false;          // reaped (a background process may still hold its pipes)
   auto sample = [&] {
-    if (!backend || child_gone) return;
-    std::vector<pid_t> pids = daemon::descendants_of(child);
-    pids.push_back(child);
+    if (!backend) return;
+    // Once the child is reaped its pid may be another process's: no pid is looked up then, but
+    // the GPUs still answer (a job too short for any sample still gets a reading).
+    std::vector<pid_t> pids;
+    if (!child_gone) {
+      pids = daemon::descendants_of(child);
+      pids.push_back(child);
+    }
     seen_pids.insert(pids.begin(), pids.end());
     for (int g : gpus) {
       try {
