@@ -145,13 +145,19 @@ TEST(ColodIsolation, JobsInheritOnlyStdio) {
   EXPECT_EQ(fds, (std::set<std::string>{"0", "1", "2"}));
 }
 
+// Why this host gives no job a cgroup leaf ("" when it does): made and removed once to find out.
+std::string no_cgroups_here() {
+  std::string why;
+  const auto probe = create_job_cgroup("colo-test-probe-" + std::to_string(getpid()), &why);
+  if (!probe) return why.empty() ? "unknown" : why;
+  remove_cgroup(*probe);
+  return {};
+}
+
 // Where the host has a writable cgroup2 hierarchy (root on a cgroup2 or hybrid host), every
 // attempt runs in its own leaf, accounted and removed with it.
 TEST(ColodIsolation, EachAttemptRunsInItsOwnCgroupWhereTheHostAllows) {
-  std::string why;
-  const auto probe = create_job_cgroup("colo-test-probe-" + std::to_string(getpid()), &why);
-  if (!probe) GTEST_SKIP() << "no writable cgroup2 hierarchy here: " << why;
-  remove_cgroup(*probe);
+  if (const std::string why = no_cgroups_here(); !why.empty()) GTEST_SKIP() << "no writable cgroup2 hierarchy here: " << why;
   TempDir dir;
   ColodProcess d(dir.path(), "1x40GiB");
   const std::uint64_t id = d.submit({"--mem", "1GiB", "--", "/bin/sh", "-c", "grep '^0::' /proc/self/cgroup"});
@@ -172,10 +178,7 @@ TEST(ColodIsolation, EachAttemptRunsInItsOwnCgroupWhereTheHostAllows) {
 // job detached from its session is still running. It is in the attempt's cgroup, and colod
 // empties that cgroup before the job runs again: never two copies at once.
 TEST(ColodIsolation, ALostShimsDetachedProcessesDieBeforeTheJobRunsAgain) {
-  std::string why;
-  const auto probe = create_job_cgroup("colo-test-probe-" + std::to_string(getpid()), &why);
-  if (!probe) GTEST_SKIP() << "no writable cgroup2 hierarchy here: " << why;
-  remove_cgroup(*probe);
+  if (const std::string why = no_cgroups_here(); !why.empty()) GTEST_SKIP() << "no writable cgroup2 hierarchy here: " << why;
   TempDir dir;
   ColodProcess d(dir.path(), "1x40GiB");
   const std::string p = dir.path() + "/", gate = p + "gate";
