@@ -292,7 +292,7 @@ TEST(ColodCrash, AJobReadoptedAfterGoIsRunningNotPlaced) {
   d.start();
   const ApiClient api(d.socket());
   SubmitRequest r;
-  r.argv = {"/bin/sh", "-c", "touch " + up + "; while [ ! -e " + gate + " ]; do sleep 0.2; done"};
+  r.argv = {"/bin/sh", "-c", "touch " + up + "; " + fifo_gate(gate)};
   r.mem_mib = 1024;
   r.workdir = "/";
   const json body = to_json(r);
@@ -306,7 +306,7 @@ TEST(ColodCrash, AJobReadoptedAfterGoIsRunningNotPlaced) {
   ASSERT_EQ(job.at("attempts").size(), 1u) << job.dump(2);
   EXPECT_EQ(job.at("attempts")[0].at("state"), "running") << job.dump(2);
   EXPECT_FALSE(job.at("attempts")[0].at("start_time").is_null()) << job.dump(2);
-  std::ofstream(gate).put('x');
+  open_gate(gate);
   json end;
   ASSERT_TRUE(wait_until([&] { return (end = api.call("GET", "/v1/jobs/" + std::to_string(id))).at("state") == "done"; },
                          60s, 100ms)) << end.dump(2);
@@ -322,13 +322,13 @@ TEST(ColodCrash, AnOomBesideAnotherJobWhileColodWasDownIsASharedCrash) {
   const std::string p = dir.path() + "/";
   const std::uint64_t c = d.submit(
       {"--mem", "10GiB", "--", "/bin/sh", "-c",
-       "if [ \"$COLO_ATTEMPT\" = 1 ]; then touch " + p + "c-up; while [ ! -e " + p + "gC ]; do sleep 0.2; done; "
+       "if [ \"$COLO_ATTEMPT\" = 1 ]; then touch " + p + "c-up; " + fifo_gate(p + "gC") + "; "
        "echo 'torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB' >&2; exit 1; fi"});
   const std::uint64_t a = d.submit({"--mem", "10GiB", "--", "/bin/sh", "-c",
-                                    "touch " + p + "a-up; while [ ! -e " + p + "gA ]; do sleep 0.2; done"});
+                                    "touch " + p + "a-up; " + fifo_gate(p + "gA")});
   ASSERT_TRUE(wait_until([&] { return fs::exists(p + "c-up") && fs::exists(p + "a-up"); }, 60s));
   d.kill9();
-  std::ofstream(p + "gC").put('x');
+  open_gate(p + "gC");
   const std::string exit_json = p + "jobs/" + std::to_string(c) + "/attempt-1/exit.json";
   ASSERT_TRUE(wait_until([&] { return fs::exists(exit_json); }, 60s));
   d.start();
@@ -340,7 +340,7 @@ TEST(ColodCrash, AnOomBesideAnotherJobWhileColodWasDownIsASharedCrash) {
   ASSERT_EQ(jc.at("attempts").size(), 2u) << jc.dump(2);
   EXPECT_EQ(jc.at("attempts")[0].at("outcome"), "oom");
   EXPECT_FALSE(jc.at("attempts")[1].at("exclusive").get<bool>()) << jc.dump(2);
-  std::ofstream(p + "gA").put('x');
+  open_gate(p + "gA");
   EXPECT_EQ(d.wait_terminal(a).at("state"), "done");
 }
 

@@ -215,7 +215,7 @@ TEST(ColodE2E, ARunningRetryDoesNotShowThePreviousAttemptsEnd) {
   const std::uint64_t id = d.submit(
       {"--mem", "1GiB", "--", "/bin/sh", "-c",
        "if [ \"$COLO_ATTEMPT\" = 1 ]; then echo 'torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB' >&2; "
-       "exit 1; fi; touch " + up + "; while [ ! -e " + gate + " ]; do sleep 0.2; done"});
+       "exit 1; fi; touch " + up + "; " + fifo_gate(gate)});
   ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(up); }, 60s)) << d.colo({"show", std::to_string(id)}).out;
   json j;
   ASSERT_TRUE(wait_until([&] { return (j = d.colo_json({"show", std::to_string(id), "--json"})).at("state") == "running"; }, 60s))
@@ -223,7 +223,7 @@ TEST(ColodE2E, ARunningRetryDoesNotShowThePreviousAttemptsEnd) {
   EXPECT_TRUE(j.at("exit_code").is_null()) << j.dump(2);
   EXPECT_EQ(j.at("reason"), "") << j.dump(2);
   EXPECT_EQ(j.at("attempts").at(0).at("outcome"), "oom") << j.dump(2);
-  std::ofstream(gate).put('x');
+  open_gate(gate);
   EXPECT_EQ(d.wait_terminal(id).at("state"), "done");
 }
 

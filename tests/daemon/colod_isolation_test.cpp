@@ -187,8 +187,8 @@ TEST(ColodIsolation, ALostShimsDetachedProcessesDieBeforeTheJobRunsAgain) {
   };
   const std::uint64_t id = d.submit(
       {"--mem", "1GiB", "--", "/bin/sh", "-c",
-       "setsid /bin/sh -c '" + publish("$$", p + "escaped-$COLO_ATTEMPT") + "; exec sleep 1000' </dev/null >/dev/null 2>&1 & " +
-           publish("$PPID", p + "shim-$COLO_ATTEMPT") + "; " + wait_for(gate)});
+       "setsid /bin/sh -c '" + publish("$$", p + "escaped-$COLO_ATTEMPT") + "; exec tail -f /dev/null' </dev/null >/dev/null 2>&1 & " +
+           publish("$PPID", p + "shim-$COLO_ATTEMPT") + "; " + fifo_gate(gate)});
   auto read_pid = [](const std::string& file) {
     pid_t v = 0;
     std::ifstream in(file);
@@ -205,7 +205,7 @@ TEST(ColodIsolation, ALostShimsDetachedProcessesDieBeforeTheJobRunsAgain) {
   ASSERT_TRUE(wait_until([&] { return read_pid(p + "escaped-2") > 0; }, 60s, 20ms)) << d.log();
   EXPECT_EQ(process_liveness(escaped, st->start_ticks), Liveness::Gone);
   if (process_liveness(escaped, st->start_ticks) != Liveness::Gone) ::kill(escaped, SIGKILL);
-  std::ofstream(gate).put('x');
+  open_gate(gate);
   const json j = d.wait_terminal(id);
   EXPECT_EQ(j.at("state"), "done") << j.dump(2);
 }

@@ -8,7 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -83,6 +85,15 @@ RunResult run_process(const std::vector<std::string>& argv, std::optional<uid_t>
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
 }
+
+std::string fifo_gate(const std::string& path) {
+  if (::mkfifo(path.c_str(), 0666) != 0 && errno != EEXIST)
+    throw std::runtime_error("mkfifo " + path + ": " + std::strerror(errno));
+  ::chmod(path.c_str(), 0666);
+  return "read _gate < " + path;
+}
+
+void open_gate(const std::string& path) { std::ofstream(path) << "go\n"; }
 
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout, std::chrono::milliseconds step) {
   const auto end = std::chrono::steady_clock::now() + timeout;

@@ -70,6 +70,12 @@ class ColodProcess {
   std::vector<std::pair<std::string, std::string>> env_;
 };
 
+// A gate a job waits at without polling: `path` becomes a FIFO, and the returned shell words
+// block the job until open_gate(path) writes to it (no sleep, no clock).
+std::string fifo_gate(const std::string& path);
+// Lets the job waiting at `path` go: blocks until it opens the FIFO, writes one line.
+void open_gate(const std::string& path);
+
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds step = std::chrono::milliseconds(100));
 

@@ -52,7 +52,7 @@ TEST(JobRunner, ACommandThatCannotStartIsAClearError) {
 // background process, so the job never completed and no peak was recorded).
 TEST(JobRunner, ABackgroundProcessHoldingTheOutputDoesNotKeepItRunning) {
   const std::string pid_file = ::testing::TempDir() + "colo-run-bg-" + std::to_string(::getpid());
-  const RunResult r = sh("sleep 600 & echo $! > " + pid_file + "; echo 'torch.cuda.OutOfMemoryError: CUDA out of memory.'; exit 1");
+  const RunResult r = sh("tail -f /dev/null & echo $! > " + pid_file + "; echo 'torch.cuda.OutOfMemoryError: CUDA out of memory.'; exit 1");
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(r.oom) << "what the job wrote before it ended is read";
   pid_t bg = 0;
