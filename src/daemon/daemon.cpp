@@ -511,9 +511,9 @@ void Daemon::finalize(std::int64_t attempt_id, const ShimExit& ex) {
 // The smallest total memory of the attempt's GPUs when it had them to itself (placed alone, or no
 // other attempt on them now, as on a MIG instance): it ran out of memory there, so it needs more.
 std::optional<MiB> Daemon::crashed_alone_on(const AttemptRow& a, double crash_time) {
-  // Who shared its GPU when it crashed, from the attempts table (not from the attempts colod
-  // holds right now: after a restart, or when a neighbour's exit was collected first, those
-  // no longer include the job it shared with).
+  // Who shared its GPU when it crashed, from the attempts table alone (not from the attempts
+  // colod holds right now: after a restart, or when a neighbour's exit was collected first, those
+  // no longer include the job it shared with; and one placed after the crash was not there).
   if (!a.exclusive)
     for (const AttemptRow& other : store_.attempts_running_at(crash_time)) {
       if (other.id == a.id) continue;
@@ -522,7 +522,6 @@ std::optional<MiB> Daemon::crashed_alone_on(const AttemptRow& a, double crash_ti
           if (other.slots[m] == a.slots[k] && k < a.uuids.size() && m < other.uuids.size() && other.uuids[m] == a.uuids[k])
             return std::nullopt;
     }
-  if (!a.exclusive && shares_a_gpu(a)) return std::nullopt;
   std::optional<MiB> total;
   for (size_t k = 0; k < a.slots.size(); ++k) {
     const GpuSlot* s = attempt_slot(a, k);

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/split_list.h"
 #include "daemon/proc.h"
 #include "gpu/backend.h"
 
@@ -54,13 +55,7 @@ std::vector<int> job_gpu_indices(const char* slurm_job_gpus, const char* cuda_vi
   const char* src = slurm_job_gpus && *slurm_job_gpus ? slurm_job_gpus : cuda_visible_devices;
   std::vector<int> out;
   if (!src) return out;
-  const std::string s(src);
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    if (comma == std::string::npos) comma = s.size();
-    const std::string item = s.substr(start, comma - start);
-    start = comma + 1;
+  for (const std::string& item : split_list(src)) {
     if (item.empty() || item.size() > 4 || item.find_first_not_of("0123456789") != std::string::npos) return {};
     out.push_back(std::stoi(item));
   }

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/one_line.h"
+#include "core/split_list.h"
 #include "slurm/job_comment.h"
 #include "slurm/shard_plan.h"
 
@@ -91,12 +92,7 @@ SbatchArgs split_sbatch_args(const std::vector<std::string>& args) {
                                   "(or give --gpu-mem), or use plain sbatch", one_line(name)));
     if (name == "--gres") {
       // Other generic resources (a local disk, a licence) are the user's; GPUs are colo's to size.
-      size_t start = 0;
-      while (start <= value.size()) {
-        size_t comma = value.find(',', start);
-        if (comma == std::string::npos) comma = value.size();
-        const std::string item = value.substr(start, comma - start);
-        start = comma + 1;
+      for (const std::string& item : split_list(value)) {
         if (item.empty() || item == "none") continue;
         if (is_gpu_gres(item))
           throw UserError(fmt::format("'--gres={}': colo sbatch sizes the GPU share from the estimate; drop the GPU item "

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/parse_number.h"
+#include "core/split_list.h"
 
 namespace colo::slurm {
 
@@ -38,12 +39,7 @@ int shards_for(MiB need_mib, double margin, MiB shard_mib) {
 
 std::optional<TresRequest> parse_tres_per_node(const std::string& tres) {
   std::optional<TresRequest> out;
-  size_t start = 0;
-  while (start <= tres.size()) {
-    size_t comma = tres.find(',', start);
-    if (comma == std::string::npos) comma = tres.size();
-    std::string item = tres.substr(start, comma - start);
-    start = comma + 1;
+  for (std::string item : split_list(tres)) {
     // "gres:NAME[:TYPE][:COUNT]" or "gres/NAME[:TYPE][:COUNT]"
     if (item.rfind("gres:", 0) == 0 || item.rfind("gres/", 0) == 0) item = item.substr(5);
     else continue;
@@ -78,15 +74,11 @@ std::string to_tres_per_node(const TresRequest& r) {
 
 std::string with_gpu_request(const std::string& original, const TresRequest& r) {
   std::string out = to_tres_per_node(r);
-  size_t start = 0;
-  while (start < original.size()) {
-    size_t comma = original.find(',', start);
-    if (comma == std::string::npos) comma = original.size();
-    const std::string item = original.substr(start, comma - start);
-    start = comma + 1;
+  for (const std::string& item : split_list(original)) {
     if (item.empty()) continue;
     if (item.rfind("gres:", 0) == 0 || item.rfind("gres/", 0) == 0) {
-      const std::string name = item.substr(5, item.find(':', 5) == std::string::npos ? std::string::npos : item.find(':', 5) - 5);
+      const std::string rest = item.substr(5);
+      const std::string name = rest.substr(0, rest.find(':'));
       if (name == "shard" || name == "gpu") continue;
     }
     out += "," + item;
