@@ -2,6 +2,7 @@
 #include "common/resource_path.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <mutex>
 
@@ -20,7 +21,7 @@ std::string gpumemnet_model_path(const std::string& dir, const std::string& fami
   if (bucket_mib <= 0 || bucket_mib % kGiB != 0) {
     throw UserError(fmt::format("gpumemnet: bucket width {} MiB is not a whole number of GiB", bucket_mib));
   }
-  return fmt::format("{}/{}-{}gib.json", dir, family, bucket_mib / kGiB);
+  return (std::filesystem::path(dir) / fmt::format("{}-{}gib.json", family, bucket_mib / kGiB)).string();  // no "//"
 }
 
 std::string gpumemnet_family_for(const ModelGraph& graph) {
