@@ -7,8 +7,9 @@ row. Prints the Markdown table in docs/SIMULATOR.md ("The thesis, row by row").
 
 --check exits 1 unless every row ran (the table is regenerated, not compared to fixed numbers).
 Source of the thesis figures: ../shared/seeds/001_beb4868e7a10e869.txt (the thesis), section 6.4.
-No simulator parameter is fitted to these rows (the sharing models are fitted to chapter 4's pairs,
-the rest are assumptions and board figures): every one is as docs/SIMULATOR.md states it."""
+One row is fitted: Table 6.6's Exclusive energy, to which the power at full SM work is fitted
+(scripts/fit-power.py); the sharing models are fitted to chapter 4's pairs, the rest are
+assumptions and A100 figures, every one as docs/SIMULATOR.md states it."""
 import argparse
 import json
 import os
@@ -83,7 +84,7 @@ ROWS = [
     ("Table 6.5", "heavy", "MAGM + Horus (80 %)", "ooms", 2, "magm-horus-80", None),
     ("Table 6.5", "heavy", "MAGM + FakeTensor (80 %)", "ooms", 3, "magm-faketensor-80", None),
     ("Table 6.5", "heavy", "MAGM + GPUMemNet (80 %)", "ooms", 1, "magm-gpumemnet-80", None),
-    ("Table 6.6", "heavy", "Exclusive", "energy_mj", 33.198, "exclusive", None),
+    ("Table 6.6", "heavy", "Exclusive (fitted: scripts/fit-power.py)", "energy_mj", 33.198, "exclusive", None),
     ("Table 6.6", "heavy", "Round Robin on streams", "energy_mj", 34.745, "rr-streams", None),
     ("Table 6.6", "heavy", "Round Robin on MPS", "energy_mj", 29.601, "rr-mps", None),
     ("Table 6.6", "heavy", "MAGM on MPS", "energy_mj", 28.781, "magm-2g-80", None),

@@ -1,5 +1,5 @@
 #pragma once
-// GPU board power. Three levels (defaults: an A100-SXM4-40GB, docs/SIMULATOR.md):
+// GPU board power. Three levels (defaults: the thesis' A100s, docs/SIMULATOR.md "Power"):
 //   no job progressing:   idle_watts   (≈ 55 W: memory powered, clocks down)
 //   jobs progressing:     busy_watts + (max_watts − busy_watts) × work
 // where `work` = Σ over co-runners of solo SMACT × progress rate (≤ 1): the SM work actually
@@ -12,7 +12,7 @@ namespace colo::sim {
 struct PowerParams {
   double idle_watts = 55.0;
   double busy_watts = 90.0;  // clocks up, a kernel resident, little SM work
-  double max_watts = 400.0;  // board power limit
+  double max_watts = 288.7;  // at full SM work: fitted to thesis Table 6.6's exclusive run (scripts/fit-power.py)
 };
 
 inline double gpu_watts(const PowerParams& p, bool busy, double work) {
