@@ -173,9 +173,16 @@ bool ApiServer::write_some(int fd, Conn& c) {
 
 void ApiServer::queue_response(int fd, Conn& c, const HttpResponse& r, double now_mono) {
   c.out = serialize(r);
-  if (c.out.size() > limits_.max_response_bytes)
-    c.out = serialize(error_response(500, fmt::format("response of {} bytes exceeds colod's limit of {} bytes",
-                                                      c.out.size(), limits_.max_response_bytes), limits_));
+  std::size_t body = r.body.size();
+  if (c.out.size() > limits_.max_response_bytes) {
+    const HttpResponse too_big = error_response(
+        500, fmt::format("response of {} bytes exceeds colod's limit of {} bytes", c.out.size(), limits_.max_response_bytes),
+        limits_);
+    c.out = serialize(too_big);
+    body = too_big.body.size();
+  }
+  // HEAD: the head of what GET would send, Content-Length included (RFC 9110 §9.3.2), no body.
+  if (c.parser.done() && c.parser.request().method == "HEAD") c.out.resize(c.out.size() - body);
   c.out_off = 0;
   c.phase = Phase::Writing;
   c.deadline = now_mono + limits_.response_timeout_s;

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/one_line.h"
 #include "daemon/client/http_message.h"
 
 namespace colo::daemon {
@@ -14,8 +15,9 @@ inline HttpResponse json_reply(int status, const nlohmann::json& body) {
   return HttpResponse{status, "application/json",
                       body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {}};
 }
+// Errors are one line whatever request text they quote (one_line is idempotent: no double escapes).
 inline HttpResponse json_error(int status, const std::string& msg) {
-  return json_reply(status, nlohmann::json{{"error", msg}});
+  return json_reply(status, nlohmann::json{{"error", one_line(msg)}});
 }
 
 // The web listener's security headers (nosniff, CSP, no-referrer, no-store), which every answer

@@ -59,6 +59,7 @@ CREATE TABLE IF NOT EXISTS gpu_samples (
   time REAL NOT NULL, slot INTEGER NOT NULL, used_mib INTEGER NOT NULL, smact REAL, power_w REAL
 );
 CREATE INDEX IF NOT EXISTS gpu_samples_time ON gpu_samples(time);
+CREATE INDEX IF NOT EXISTS jobs_end_time ON jobs(end_time);
 CREATE TABLE IF NOT EXISTS job_samples (time REAL NOT NULL, job_id INTEGER NOT NULL, mib INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS job_samples_job ON job_samples(job_id, time);
 CREATE INDEX IF NOT EXISTS job_samples_time ON job_samples(time);
@@ -226,6 +227,18 @@ std::vector<JobRow> Store::jobs(std::optional<std::int64_t> uid, bool active_onl
   auto s = db_.prepare(sql);
   if (uid) s.bind(1, *uid);
   s.bind(2, limit);
+  std::vector<JobRow> out;
+  while (s.step()) out.push_back(read_job(s));
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::vector<JobRow> Store::recently_finished(int limit) {
+  auto s = db_.prepare(fmt::format(
+      "SELECT {} FROM jobs WHERE state IN ('done','failed','cancelled') "
+      "ORDER BY end_time DESC, id DESC LIMIT ?",  // (a NULL end time sorts last)
+      kJobCols));
+  s.bind(1, limit);
   std::vector<JobRow> out;
   while (s.step()) out.push_back(read_job(s));
   std::reverse(out.begin(), out.end());

@@ -136,6 +136,8 @@ class Store {
   // Jobs, newest last. uid filter nullopt = everyone's. active = not terminal.
   std::vector<JobRow> jobs(std::optional<std::int64_t> uid, bool active_only, int limit = 10000);
   std::vector<JobRow> jobs_in_state(JobState s);  // queued: by id; recovering: by recovery_seq
+  // The `limit` jobs that finished (done, failed, cancelled) last, by end time, the latest last.
+  std::vector<JobRow> recently_finished(int limit);
   void update_job(const JobRow& j);    // every mutable column
 
   std::int64_t insert_attempt(const AttemptRow& a);

@@ -139,7 +139,6 @@ HttpResponse Daemon::web(const HttpRequest& req, const Peer& peer) {
   const bool asset = p == "/" || p == "/index.html" || p.rfind("/static/", 0) == 0;
   r = with_web_headers(std::move(r), asset && r.status == 200);
   if (r.status == 405) r.headers["Allow"] = "GET, HEAD";
-  if (req.method == "HEAD") r.body.clear();
   return r;
 }
 
@@ -208,12 +207,7 @@ HttpResponse Daemon::web_overview(const Peer& peer) {
   o["gpus"] = gpus;
   json jobs = json::array();
   for (const JobRow& j : store_.jobs(std::nullopt, true)) jobs.push_back(web_job_summary(j, details));
-  int finished = 0;
-  for (const JobRow& j : store_.jobs(std::nullopt, false, 500)) {
-    if (!is_terminal(j.state)) continue;
-    if (++finished > 50) break;
-    jobs.push_back(web_job_summary(j, details));
-  }
+  for (const JobRow& j : store_.recently_finished(50)) jobs.push_back(web_job_summary(j, details));
   o["jobs"] = jobs;
   const StoreTotals t = store_.totals();
   o["counts"] = t.jobs_by_state;
@@ -233,8 +227,10 @@ HttpResponse Daemon::web_gpu_samples(const HttpRequest& req) {
       since = std::stod(it->second, &used);
       if (used != it->second.size() || !std::isfinite(since)) throw std::invalid_argument("");
     } catch (const std::exception&) {
-      return json_error(400, fmt::format("query 'since' must be a Unix time in seconds, not '{}'", it->second));
+      return json_error(400, fmt::format("query 'since' must be a Unix time in seconds, not '{}'", one_line(it->second)));
     }
+    // Bounded work per request (anyone may ask): never more than the dashboard's window.
+    since = std::max(since, now() - kDefaultSamplesWindow);
   }
   std::map<int, json> per_slot;
   for (const GpuSlot& s : monitor_.slots())

@@ -121,6 +121,18 @@ TEST(ApiServer, AnswersARequest) {
   EXPECT_EQ(f.server.connection_count(), 0u);
 }
 
+TEST(ApiServer, HeadAnswersGetsHeadWithItsLengthAndNoBody) {
+  Fixture f;
+  Client c(f.server.path());
+  ASSERT_TRUE(c.connected);
+  c.send_all("HEAD /big HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_TRUE(pump_until_answered(f, c));
+  const auto end = c.got.find("\r\n\r\n");
+  ASSERT_NE(end, std::string::npos);
+  EXPECT_EQ(c.got.size(), end + 4) << "a body after the head";
+  EXPECT_NE(c.got.find("Content-Length: " + std::to_string(kBig) + "\r\n"), std::string::npos) << c.got.substr(0, end);
+}
+
 TEST(ApiServer, AClientThatNeverReadsDoesNotStallOthers) {
   Fixture f;
   Client hog(f.server.path());

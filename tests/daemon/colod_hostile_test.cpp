@@ -116,6 +116,13 @@ TEST(ColodHostile, DeeplyNestedJsonIsRefusedAndColodStaysUp) {
       d.socket(), post("/v1/jobs", R"({"argv": ["/bin/true"], "fingerprint_inputs": {"x": [[{"y": [1]}]]}})"));
   EXPECT_EQ(ok.substr(0, 12), "HTTP/1.1 201") << ok.substr(0, 300);
   EXPECT_NE(ok.find("\"id\":1,"), std::string::npos) << ok.substr(0, 300);
+
+  // An error quoting request text stays one line: a decoded newline is shown escaped.
+  const std::string gpu = exchange(d.socket(), post("/v1/gpus/%0A/drain", "{}"));
+  EXPECT_EQ(gpu.substr(0, 12), "HTTP/1.1 404") << gpu.substr(0, 300);
+  EXPECT_NE(gpu.find(R"({"error":"no managed GPU '\\n'"})"), std::string::npos) << gpu;
+  const std::string id = exchange(d.socket(), "GET /v1/jobs/1%0Ax HTTP/1.1\r\nHost: c\r\n\r\n");
+  EXPECT_NE(id.find(R"('1\\nx' is not a job id)"), std::string::npos) << id;
 }
 
 }  // namespace

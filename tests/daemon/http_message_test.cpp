@@ -33,6 +33,7 @@ TEST(HttpRequestParser, RefusesWhatItDoesNotSpeak) {
       {"GET /x HTTP/1.1\r\nContent-Length: 2000000\r\n\r\n", 413},
       {"GET x HTTP/1.1\r\n\r\n", 400},
       {"GET /x%zz HTTP/1.1\r\n\r\n", 400},
+      {"GET /x?=1 HTTP/1.1\r\n\r\n", 400},  // a parameter with no name is not one the route reads
       {"GET /x HTTP/3\r\n\r\n", 505},
       {"GET /x HTTP/1.1\r\nno colon here\r\n\r\n", 400},
       {"GET /x HTTP/1.1\r\n\r\nextra", 400},

@@ -68,10 +68,16 @@ def get_json(url, timeout=10):
 class Colod:
     """colod on fake GPUs with the web listener on a free port, in a temporary state dir."""
 
-    def __init__(self, extra_config="", gpus="2x40GiB"):
+    def __init__(self, extra_config="", gpus="2x40GiB", state_dir=None):
+        """state_dir: an earlier (terminated) colod's, to restart on its state."""
         self.build = build_dir()
-        self.dir = tempfile.mkdtemp(prefix="colo-web-")
+        self.dir = state_dir or tempfile.mkdtemp(prefix="colo-web-")
         os.chmod(self.dir, 0o755)
+        if state_dir:
+            try:
+                os.unlink(os.path.join(self.dir, "web.addr"))  # wait for the new one
+            except FileNotFoundError:
+                pass
         self.jobs = []
         args = [os.path.join(self.build, "colod"), "--fake-gpus", gpus, "--state-dir", self.dir,
                 "--metrics-listen", "127.0.0.1:0"]
@@ -80,7 +86,7 @@ class Colod:
             with open(cfg, "w") as f:
                 f.write(extra_config)
             args += ["--config", cfg]
-        self.log = open(os.path.join(self.dir, "colod.log"), "w")
+        self.log = open(os.path.join(self.dir, "colod.log"), "a")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         addr_file = os.path.join(self.dir, "web.addr")
 

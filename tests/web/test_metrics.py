@@ -9,15 +9,17 @@ import json
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from colod_fixture import Colod, build_dir, http_get, wait_for  # noqa: E402
+from colod_fixture import Colod, build_dir, get_json, http_get, wait_for  # noqa: E402
 
 
 class MetricsTest(unittest.TestCase):
@@ -131,6 +133,11 @@ class MetricsTest(unittest.TestCase):
         with urllib.request.urlopen(req, timeout=10) as r:
             self.assertEqual(r.status, 200)
             self.assertEqual(r.read(), b"")
+        # ... with GET's Content-Length, not 0 (RFC 9110 §8.6); an asset's is fixed.
+        req = urllib.request.Request(self.d.base + "/static/dashboard.js", method="HEAD")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            head_length = r.headers["Content-Length"]
+        self.assertEqual(int(head_length), len(http_get(self.d.base + "/static/dashboard.js")[2].encode()))
         req = urllib.request.Request(self.d.base + "/metrics", method="DELETE")
         with self.assertRaises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(req, timeout=10)
@@ -145,6 +152,32 @@ class MetricsTest(unittest.TestCase):
         self.assertEqual(len(g0["t"]), len(g0["used_mib"]))
         self.assertEqual(http_get(self.d.base + "/api/v1/gpu-samples?since=yesterday")[0], 400)
         self.assertEqual(http_get(self.d.base + "/api/v1/jobs/abc")[0], 400)
+
+
+class SamplesWindowTest(unittest.TestCase):
+    def test_since_never_reaches_past_the_dashboards_window(self):
+        """Anyone may ask for samples: an old `since` must not make colod serialise a day of
+        them (the work of one request stays bounded); the answer starts 15 minutes back."""
+        first = Colod()
+        try:
+            first.terminate()
+            old = time.time() - 7200
+            con = sqlite3.connect(os.path.join(first.dir, "colo.db"))
+            con.executemany("INSERT INTO gpu_samples (time, slot, used_mib) VALUES (?, 0, 1234)",
+                            [(old + k,) for k in range(100)])
+            con.commit()
+            con.close()
+            second = Colod(state_dir=first.dir)
+            try:
+                status, s = get_json(second.base + "/api/v1/gpu-samples?since=0")
+                self.assertEqual(status, 200)
+                times = [t for g in s["gpus"] for t in g["t"]]
+                self.assertTrue(all(t >= s["time"] - 15 * 60 for t in times), min(times, default=None))
+            finally:
+                second.terminate()
+                second.log.close()
+        finally:
+            first.stop()
 
 
 class PublicDetailsTest(unittest.TestCase):

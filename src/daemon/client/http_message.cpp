@@ -210,6 +210,7 @@ void RequestParser::parse_head(std::string_view head) {
       auto k = url_decode(kv.substr(0, eq));
       auto v = url_decode(eq == std::string_view::npos ? std::string_view() : kv.substr(eq + 1));
       if (!k || !v) return fail(400, "bad percent-escape in query string");
+      if (k->empty() && !kv.empty()) return fail(400, "query parameter with an empty name");
       if (!k->empty() && !req_.query.emplace(*k, *v).second)
         return fail(400, fmt::format("query parameter '{}' given twice", printable(k->substr(0, 30))));
       if (amp == std::string_view::npos) break;
