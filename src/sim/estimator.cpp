@@ -34,7 +34,12 @@ Estimator live(std::string name, const EstimatorContext& ctx) {
   return [name = std::move(name), dir = ctx.summaries_dir, cache](const Workload& w) {
     if (auto it = cache->find(w.name); it != cache->end()) return it->second;
     if (w.summary.empty()) throw UserError(fmt::format("workload '{}' names no summary file for --estimator {}", w.name, name));
-    const auto file = estimate::find_summary_file(dir, w.summary);
+    std::optional<std::filesystem::path> file;
+    try {
+      file = estimate::find_summary_file(dir, w.summary);
+    } catch (const UserError& e) {
+      throw UserError(fmt::format("workload '{}': {}", w.name, e.what()));
+    }
     if (!file) throw UserError(fmt::format("workload '{}': summary '{}' not found in {}", w.name, w.summary, dir.string()));
     const estimate::Estimate e = estimate::estimate_from_summary(file->string(), w.batch_size,
                                                                  w.optimizer.empty() ? "adam" : w.optimizer, name,

@@ -80,6 +80,8 @@ RadJob parse_rad_file(const std::string& path) {
   const fs::path dir = fs::path(path).parent_path();
   r.summary_path = (dir / r.summary_file).string();
   for (const fs::path& d : {dir.parent_path() / "summaries", dir}) {
+    // a path (or . / ..): taken as written, beside the .rad
+    if (r.summary_file.find('/') != std::string::npos || r.summary_file == "." || r.summary_file == "..") break;
     if (auto found = estimate::find_summary_file(d, r.summary_file)) {
       r.summary_path = found->string();
       break;

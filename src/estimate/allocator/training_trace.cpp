@@ -111,7 +111,9 @@ std::vector<AllocEvent> synthesize_training_trace(const ModelGraph& g, const Tra
   auto conv_ws = [&](const Layer& l, std::int64_t in_e, std::int64_t out_e) {
     const double larger = static_cast<double>(B * static_cast<std::uint64_t>(std::max(in_e, out_e)) * dt);
     const double ratio = l.strided ? opt.strided_conv_workspace_ratio : opt.conv_workspace_ratio;
-    return opt.conv_workspace + static_cast<std::uint64_t>(ratio * larger);
+    // capped at 2^62 bytes (no GPU holds that: the replay reports out of memory) so the cast cannot wrap
+    const double ws = std::min(static_cast<double>(opt.conv_workspace) + ratio * larger, 0x1p62);
+    return static_cast<std::uint64_t>(ws);
   };
 
   for (int iter = 0; iter < opt.iterations; ++iter) {

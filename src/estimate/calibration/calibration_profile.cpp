@@ -52,15 +52,21 @@ CalibrationProfile CalibrationProfile::from_json(const std::string& text, const 
   }
   if (!j.is_object()) throw UserError(source + ":1: a calibration profile is a JSON object");
   CalibrationProfile p;
-  auto num = [&](const char* key, double& out, bool required) {
+  // Every field has a range: the estimators cast MiB and byte counts to integers, so a huge value
+  // would wrap around and change the answer instead of failing.
+  auto num = [&](const char* key, double& out, bool required, double max) {
     if (!j.contains(key)) {
       if (required) throw UserError(source + ":1: missing field '" + std::string(key) + "'");
       return;
     }
     if (!j[key].is_number()) throw UserError(source + ":1: field '" + std::string(key) + "' is not a number");
     out = j[key].get<double>();
-    if (out < 0) throw UserError(source + ":1: field '" + std::string(key) + "' is negative");
+    if (!(out >= 0 && out <= max))
+      throw UserError(fmt::format("{}:1: field '{}' must be in [0, {}], got {}", source, key, max, out));
   };
+  constexpr double kMaxMiB = 1 << 20;  // 1 TiB: past any GPU's memory
+  constexpr double kMaxMargin = 10;    // +1000 %
+  constexpr double kMaxRatio = 1000;   // workspace per MiB of activation
   auto str = [&](const char* key, std::string& out) {
     if (j.contains(key) && j[key].is_string()) out = j[key].get<std::string>();
   };
@@ -69,23 +75,25 @@ CalibrationProfile CalibrationProfile::from_json(const std::string& text, const 
   str("fitted_on", p.fitted_on);
   str("fit_command", p.fit_command);
   double total = 0;
-  num("gpu_total_mib", total, true);
+  num("gpu_total_mib", total, true, kMaxMiB);
+  if (total < 1 || total != std::floor(total))
+    throw UserError(fmt::format("{}:1: field 'gpu_total_mib' must be a whole number of MiB ≥ 1, got {}", source, total));
   p.gpu_total_mib = static_cast<MiB>(total);
-  num("context_mib", p.context_mib, true);
-  num("cublas_workspace_mib", p.cublas_workspace_mib, false);
-  num("cudnn_context_mib", p.cudnn_context_mib, false);
-  num("safety_margin", p.safety_margin, false);
-  num("cudnn_safety_margin", p.cudnn_safety_margin, false);
-  num("conv_workspace_mib", p.conv_workspace_mib, false);
-  num("conv_workspace_ratio", p.conv_workspace_ratio, false);
+  num("context_mib", p.context_mib, true, kMaxMiB);
+  num("cublas_workspace_mib", p.cublas_workspace_mib, false, kMaxMiB);
+  num("cudnn_context_mib", p.cudnn_context_mib, false, kMaxMiB);
+  num("safety_margin", p.safety_margin, false, kMaxMargin);
+  num("cudnn_safety_margin", p.cudnn_safety_margin, false, kMaxMargin);
+  num("conv_workspace_mib", p.conv_workspace_mib, false, kMaxMiB);
+  num("conv_workspace_ratio", p.conv_workspace_ratio, false, kMaxRatio);
   p.strided_conv_workspace_ratio = p.conv_workspace_ratio;
-  num("strided_conv_workspace_ratio", p.strided_conv_workspace_ratio, false);
-  num("trace_conv_workspace_mib", p.trace_conv_workspace_mib, false);
-  num("trace_conv_workspace_ratio", p.trace_conv_workspace_ratio, false);
+  num("strided_conv_workspace_ratio", p.strided_conv_workspace_ratio, false, kMaxRatio);
+  num("trace_conv_workspace_mib", p.trace_conv_workspace_mib, false, kMaxMiB);
+  num("trace_conv_workspace_ratio", p.trace_conv_workspace_ratio, false, kMaxRatio);
   p.trace_strided_conv_workspace_ratio = p.trace_conv_workspace_ratio;
-  num("trace_strided_conv_workspace_ratio", p.trace_strided_conv_workspace_ratio, false);
-  num("trace_safety_margin", p.trace_safety_margin, false);
-  num("trace_cudnn_safety_margin", p.trace_cudnn_safety_margin, false);
+  num("trace_strided_conv_workspace_ratio", p.trace_strided_conv_workspace_ratio, false, kMaxRatio);
+  num("trace_safety_margin", p.trace_safety_margin, false, kMaxMargin);
+  num("trace_cudnn_safety_margin", p.trace_cudnn_safety_margin, false, kMaxMargin);
   // Offsets may be negative, but never take the context below zero.
   auto offset = [&](const char* key, double& out, double context) {
     if (!j.contains(key)) return;

@@ -167,11 +167,22 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
       r.batch = to_int(rec[c_batch], loc, "batch_size", 1, limits::kMaxBatch);
       r.gpus = static_cast<int>(to_int(rec[c_gpus], loc, "gpus", 1, 1024));
       if (!rec[c_meas].empty()) r.measured = to_int(rec[c_meas], loc, "measured_mib", 1, limits::kMaxGpuMiB);
-      if (!rec[c_opt].empty()) r.optimizer = parse_optimizer(rec[c_opt]);
+      if (!rec[c_opt].empty()) {
+        try {
+          r.optimizer = parse_optimizer(rec[c_opt]);
+        } catch (const UserError& e) {
+          throw UserError(loc + ": column 'optimizer': " + e.what());
+        }
+      }
       const std::int64_t seq = rec[c_seq].empty() ? 0 : to_int(rec[c_seq], loc, "seq_len", 1, limits::kMaxSeqLen);
       r.seq_len = seq;
       const std::string file = rec[c_sum];
-      const auto found = find_summary_file(dir, file);
+      std::optional<std::filesystem::path> found;
+      try {
+        found = find_summary_file(dir, file);
+      } catch (const UserError& e) {
+        throw UserError(loc + ": " + e.what());
+      }
       if (!found) throw UserError(loc + ": summary '" + file + "' not found in " + dir.string());
       const std::filesystem::path p = *found;
       const std::string key = p.string() + "#" + std::to_string(seq);
@@ -193,8 +204,6 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
     const std::string& loc = *at;
     DatasetRow r;
     r.id = rec[c_file];
-    const bool train = in_train_split(r.id);
-    if ((split == Split::Train && !train) || (split == Split::Test && train)) continue;
     r.location = loc;
     r.batch = to_int(rec[c_batch], loc, "Batch Size", 1, limits::kMaxBatch);
     // The filename states the batch too; two answers mean a damaged row.
@@ -219,6 +228,9 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
     if (rec[c_ap] != "[]")
       r.graph = std::make_shared<ModelGraph>(
           parse_gpumemnet_row(rec[c_file], rec[c_ap], cnn ? GpuMemNetKind::CNN : GpuMemNetKind::MLP, loc));
+    // Every row is checked, the other split's too: a damaged file fails whichever half is asked for.
+    const bool train = in_train_split(r.id);
+    if ((split == Split::Train && !train) || (split == Split::Test && train)) continue;
     rows.push_back(std::move(r));
   }
   // A header-only file (or a split that selects nothing) would give n = 0 and "success".

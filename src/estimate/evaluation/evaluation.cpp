@@ -29,6 +29,10 @@ EvalSummary summarize(const std::vector<EvalRow>& rows, MiB gpu_total_mib) {
   std::vector<double> abs_err, err;
   std::size_t under = 0, b1 = 0, b2 = 0, b8 = 0;
   for (const auto& r : rows) {
+    if (r.skipped) {
+      ++s.skipped;
+      continue;
+    }
     if (r.oom) {
       ++s.oom_rows;
       if (r.estimate > gpu_total_mib) ++s.oom_predicted;
@@ -104,8 +108,7 @@ std::vector<EvalRow> evaluate(const std::vector<DatasetRow>& rows, const Estimat
     const TraceLibrary::Entry* entry = probed && library ? library->find(r.id) : nullptr;
     const bool from_library = entry && !entry->trace_path.empty();
     if ((!r.graph && !from_library) || (!r.oom && !r.measured)) {
-      e.oom = false;
-      e.measured.reset();
+      e.skipped = true;
       out.push_back(e);  // nothing to compare with; counted as skipped
       continue;
     }
@@ -117,8 +120,7 @@ std::vector<EvalRow> evaluate(const std::vector<DatasetRow>& rows, const Estimat
     std::shared_ptr<const ProbeTrace> trace;
     if (probed && library) {
       if (!from_library) {
-        e.oom = false;
-        e.measured.reset();
+        e.skipped = true;
         e.skipped_because = entry ? entry->reason : "no trace in " + library->dir();
         out.push_back(e);
         continue;
@@ -133,8 +135,7 @@ std::vector<EvalRow> evaluate(const std::vector<DatasetRow>& rows, const Estimat
       std::string why;
       const auto pr = carma_probe_request(r, why);
       if (!pr) {
-        e.oom = false;
-        e.measured.reset();
+        e.skipped = true;
         e.skipped_because = why;
         out.push_back(e);
         continue;

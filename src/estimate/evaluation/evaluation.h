@@ -19,6 +19,7 @@ struct EvalRow {
   bool oom = false;
   MiB estimate = 0;
   std::string skipped_because;        // set when the estimator cannot take this row (trace: no probe model)
+  bool skipped = false;               // not scored: no model to estimate, no measurement, or no probe model
 };
 
 struct EvalSummary {

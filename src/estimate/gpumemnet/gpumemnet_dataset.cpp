@@ -158,7 +158,9 @@ GpuMemNetDataset load_gpumemnet_dataset(const std::string& path, GpuMemNetFamily
     for (auto [name, out] : {std::pair{"Avg SMACT", &row.smact}, std::pair{"Avg SMOCC", &row.smocc}}) {
       if (!col.count(name)) continue;
       const double v = parse_real(field(name), fmt::format("{}: column '{}'", where, name), -1, 1);
-      if (v >= 0) *out = v;  // -1: the sampler recorded nothing
+      if (v < 0 && v != -1)  // -1 is the sampler's "recorded nothing"; any other negative is damage
+        throw UserError(fmt::format("{}: column '{}' is {} (an activity is in [0, 1], or -1 when not sampled)", where, name, v));
+      if (v >= 0) *out = v;
     }
     if (row.measured_mib < 0) throw UserError(fmt::format("{}: negative measured memory", where));
     if (!row.oom && row.measured_mib == 0) {

@@ -30,6 +30,8 @@ Eigen::MatrixXd GpuMemNetModel::predict_proba(const Eigen::MatrixXd& raw) const 
   const Eigen::MatrixXd x = standardizer.apply(raw);
   Eigen::MatrixXd p = members.front().predict_proba(x);
   for (std::size_t i = 1; i < members.size(); ++i) p += members[i].predict_proba(x);
+  // A model file with extreme (if bounded) numbers can still overflow on far-out features.
+  if (!p.allFinite()) throw UserError("gpumemnet: the model gives non-finite probabilities for these features");
   return p / static_cast<double>(members.size());
 }
 
@@ -81,8 +83,11 @@ GpuMemNetModel GpuMemNetModel::from_json(const nlohmann::json& j, const std::str
     m.kind = j.at("kind").get<std::string>();
     m.buckets.width_mib = j.at("bucket_mib").get<MiB>();
     m.buckets.capacity_mib = j.at("capacity_mib").get<MiB>();
-    if (m.buckets.width_mib <= 0 || m.buckets.capacity_mib <= 0) {
-      throw UserError(fmt::format("{}: bucket and capacity must be positive", where));
+    // 2^30 MiB (1 PiB) is past any GPU and keeps the bucket arithmetic inside int
+    if (m.buckets.width_mib <= 0 || m.buckets.capacity_mib <= 0 || m.buckets.width_mib > (MiB{1} << 30) ||
+        m.buckets.capacity_mib > (MiB{1} << 30)) {
+      throw UserError(fmt::format("{}: bucket_mib and capacity_mib must be in [1, 2^30], got {} and {}", where,
+                                  m.buckets.width_mib, m.buckets.capacity_mib));
     }
     if (j.at("classes").get<int>() != m.buckets.classes()) {
       throw UserError(fmt::format("{}: {} classes but buckets imply {}", where, j.at("classes").get<int>(),
@@ -102,8 +107,11 @@ GpuMemNetModel GpuMemNetModel::from_json(const nlohmann::json& j, const std::str
     }
     m.standardizer.mean = Eigen::Map<const Eigen::VectorXd>(mean.data(), static_cast<Eigen::Index>(mean.size()));
     m.standardizer.scale = Eigen::Map<const Eigen::VectorXd>(scale.data(), static_cast<Eigen::Index>(scale.size()));
-    if (!m.standardizer.mean.allFinite() || !(m.standardizer.scale.array() > 0).all()) {
-      throw UserError(fmt::format("{}: standardiser holds non-finite or non-positive numbers", where));
+    // The features are logs and counts: a mean past 1e9 or a scale outside [1e-9, 1e9] is not a
+    // trained standardiser, and would turn every prediction into inf/NaN.
+    if (!m.standardizer.mean.allFinite() || (m.standardizer.mean.array().abs() > 1e9).any() ||
+        !(m.standardizer.scale.array() >= 1e-9).all() || !(m.standardizer.scale.array() <= 1e9).all()) {
+      throw UserError(fmt::format("{}: standardiser holds a mean outside ±1e9 or a scale outside [1e-9, 1e9]", where));
     }
     const auto& jm = j.at("members");
     if (!jm.is_array() || jm.empty()) throw UserError(fmt::format("{}: no ensemble members", where));

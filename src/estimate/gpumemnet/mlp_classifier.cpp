@@ -168,7 +168,8 @@ MlpClassifier MlpClassifier::from_json(const nlohmann::json& j, const std::strin
       const auto in = jl.at("in").get<Eigen::Index>();
       const auto w = jl.at("weight").get<std::vector<double>>();
       const auto b = jl.at("bias").get<std::vector<double>>();
-      if (out <= 0 || in <= 0 || static_cast<Eigen::Index>(w.size()) != out * in ||
+      if (out <= 0 || in <= 0 || out > (1 << 20) || in > (1 << 20) ||  // bounds first: out × in must not overflow
+          static_cast<Eigen::Index>(w.size()) != out * in ||
           static_cast<Eigen::Index>(b.size()) != out) {
         throw UserError(fmt::format("{}: layer {} declares {}×{} but holds {} weights and {} biases",
                                     where, layers.size(), out, in, w.size(), b.size()));
@@ -176,8 +177,10 @@ MlpClassifier MlpClassifier::from_json(const nlohmann::json& j, const std::strin
       DenseLayer L;
       L.weight = Eigen::Map<const Eigen::MatrixXd>(w.data(), out, in);
       L.bias = Eigen::Map<const Eigen::VectorXd>(b.data(), out);
-      if (!L.weight.allFinite() || !L.bias.allFinite()) {
-        throw UserError(fmt::format("{}: layer {} holds non-finite numbers", where, layers.size()));
+      // Trained weights are O(1); past 1e6 the logits overflow to inf and the probabilities to NaN.
+      if (!L.weight.allFinite() || !L.bias.allFinite() || L.weight.cwiseAbs().maxCoeff() > 1e6 ||
+          L.bias.cwiseAbs().maxCoeff() > 1e6) {
+        throw UserError(fmt::format("{}: layer {} holds non-finite numbers or numbers beyond ±1e6", where, layers.size()));
       }
       layers.push_back(std::move(L));
     }

@@ -6,6 +6,12 @@ namespace colo::estimate {
 
 namespace {
 
+// a * b == target without overflow (a row's counts reach 2^50 each, so their product may not fit)
+bool product_is(std::int64_t a, std::int64_t b, std::int64_t target) {
+  std::int64_t p = 0;
+  return !__builtin_mul_overflow(a, b, &p) && p == target;
+}
+
 std::string lower(std::string_view s) {
   std::string r(s);
   for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -100,7 +106,7 @@ class Builder {
     }
     if (!at("linear")) return false;
     const auto& tu = t_[pos_];
-    if (tu.acts <= 0 || tu.params != (c_ + 1) * tu.acts) return false;
+    if (tu.acts <= 0 || !product_is(c_ + 1, tu.acts, tu.params)) return false;
     Layer l = take();
     l.in_features = c_;
     l.out_features = tu.acts;
@@ -172,7 +178,7 @@ bool dense(Builder& b) {
   auto others = [&] { return std::vector<int>(features.begin(), features.end() - 1); };
   while (b.at("conv2d")) {
     const auto& tu = b.next();
-    if (after_block && in_block == 0 && tu.params == (width + 1) * (width / 2)) {
+    if (after_block && in_block == 0 && product_is(width + 1, width / 2, tu.params)) {
       // TransitionBlock: 1x1 ConvBlock to width/2 (ReLU, no dropout), then AvgPool2d when H,W > 1.
       if (!b.conv_block(width, 1, width / 2)) return false;
       if (b.at("d") && !b.plain_any()) return false;

@@ -141,7 +141,10 @@ constexpr std::int64_t kMaxFeatures = std::int64_t{1} << 20;
 [[noreturn]] void too_big(const ModelGraph& g, const std::string& what) {
   // The name and layer types come from the input: one_line keeps a control character in them
   // from breaking the one-line message.
-  throw UserError(one_line(fmt::format("model '{}' ({}): {}; not a model one GPU can train", g.name, g.source_format, what)));
+  // A summary being parsed has no name yet (its file, which the caller names, gives it one).
+  const std::string who = g.name.empty() ? fmt::format("model ({})", g.source_format)
+                                         : fmt::format("model '{}' ({})", g.name, g.source_format);
+  throw UserError(one_line(fmt::format("{}: {}; not a model one GPU can train", who, what)));
 }
 
 std::int64_t checked_elems(const ModelGraph& g, const std::vector<std::int64_t>& shape, const std::string& whose) {

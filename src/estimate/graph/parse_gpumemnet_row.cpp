@@ -181,12 +181,21 @@ std::optional<ConvSolution> solve_conv(std::int64_t params, std::int64_t cur_c,
   for (auto h : history)
     if (h > 4) known.push_back(h);
   if (base_filters > 0) known.push_back(base_filters);
+  // cin*k*k + 1, or nullopt past int64 (widths come from the row's counts, up to 2^50 each)
+  auto per_out = [](std::int64_t cin, std::int64_t k) -> std::optional<std::int64_t> {
+    std::int64_t d = 0;
+    if (__builtin_mul_overflow(cin, k * k, &d) || __builtin_add_overflow(d, 1, &d)) return std::nullopt;
+    return d;
+  };
   auto fits = [&](std::int64_t cin, std::int64_t k, std::int64_t cout) {
-    return cin > 0 && cout > 0 && (cin * k * k + 1) * cout == params;
+    if (cin <= 0 || cout <= 0) return false;
+    const auto d = per_out(cin, k);
+    std::int64_t total = 0;
+    return d && !__builtin_mul_overflow(*d, cout, &total) && total == params;
   };
   auto cout_for = [&](std::int64_t cin, std::int64_t k) -> std::int64_t {
-    const std::int64_t d = cin * k * k + 1;
-    return params % d == 0 ? params / d : 0;
+    const auto d = per_out(cin, k);
+    return d && params % *d == 0 ? params / *d : 0;
   };
   auto cin_for = [&](std::int64_t cout, std::int64_t k) -> std::int64_t {
     if (params % cout) return 0;
@@ -321,7 +330,9 @@ ModelGraph parse_gpumemnet_row(std::string_view filename, std::string_view activ
         hw = 1;
         l.out_shape = {channels};
       } else if (l.kind == LayerKind::Softmax) {
-        l.out_shape = {channels * hw};  // logged with 0 activations: it keeps the logits' shape
+        std::int64_t logits = 0;  // logged with 0 activations: it keeps the logits' shape
+        if (__builtin_mul_overflow(channels, hw, &logits)) fail(location, where + ": output larger than 2^63 elements");
+        l.out_shape = {logits};
       } else {
         if (l.kind == LayerKind::BatchNorm && t.params != 2 * channels)
           fail(location, where + ": params " + std::to_string(t.params) + " != 2 x channels " +
@@ -337,7 +348,11 @@ ModelGraph parse_gpumemnet_row(std::string_view filename, std::string_view activ
       g.layers.push_back(std::move(l));
     }
   }
-  g.finalize();
+  try {
+    g.finalize();
+  } catch (const UserError& e) {  // the size limits: say which row
+    fail(location, e.what());
+  }
   return g;
 }
 

@@ -36,6 +36,7 @@ ModelGraph parse_keras(std::string_view text, const std::string& source) {
   std::stringstream in{std::string(text)};
   std::string raw;
   std::size_t line = 0;
+  std::size_t total_line = 0;  // the "Total params:" line
   enum { Before, Header, Rows, After } state = Before;
   bool pending_wrap = false;
   while (std::getline(in, raw)) {
@@ -101,6 +102,7 @@ ModelGraph parse_keras(std::string_view text, const std::string& source) {
         if (item.find_first_not_of("0123456789") != std::string::npos || item.size() > 12)
           fail(source, line, "bad output shape '(" + shape + ")'");
         dims.push_back(std::stoll(item));
+        if (dims.back() == 0) fail(source, line, "bad output shape '(" + shape + ")' (a zero dimension)");
       }
       if (dims.size() >= 2) {  // channels-last -> channels-first
         dims.insert(dims.begin(), dims.back());
@@ -126,11 +128,23 @@ ModelGraph parse_keras(std::string_view text, const std::string& source) {
       auto v = trim(t.substr(13));
       const auto sp = v.find(' ');
       g.declared_total_params = parse_param_count(sp == std::string::npos ? v : v.substr(0, sp), source, line);
+      total_line = line;
     }
   }
   if (state == Before) fail(source, line == 0 ? 1 : line, "not a Keras summary (no 'Layer (type)' header)");
   if (state != After) fail(source, line, "table not closed by a '====' rule (truncated file?)");
   if (g.layers.empty()) fail(source, line, "summary has no layers");
+  // Keras' total is the sum of its rows (the InputLayer's 0 included): a difference means rows
+  // were lost or edited.
+  if (g.declared_total_params >= 0) {
+    std::int64_t sum = 0;
+    for (const auto& l : g.layers)
+      if ((sum += l.params) > (std::int64_t{1} << 60)) break;  // rows ≤ 2^50 each: no overflow, and already no match
+    if (sum != g.declared_total_params)
+      fail(source, total_line,
+           "Total params " + std::to_string(g.declared_total_params) + " is not the sum of the table's rows (" +
+               std::to_string(sum) + "): rows missing or edited?");
+  }
   if (g.input_shape.empty()) {
     // Sequential models do not print their InputLayer: infer the input from the first layer.
     const Layer& f = g.layers.front();

@@ -255,6 +255,9 @@ ModelGraph parse_module_repr(std::string_view text, const std::string& source, s
       Frame f = stack.back();
       stack.pop_back();
       const std::int64_t total = m[1].matched ? count(m[1], source, line) : f.child_params;
+      if (total < f.child_params)
+        fail(source, line, "'" + f.type + "' states " + std::to_string(total) + " params, fewer than its children's " +
+                               std::to_string(f.child_params));
       if (!stack.empty()) stack.back().child_params += total;
       bool inner_attention = false;  // an enclosing BertAttention holds BertSdpaSelfAttention: count it once
       for (std::size_t i = f.first_layer; i < g.layers.size(); ++i)

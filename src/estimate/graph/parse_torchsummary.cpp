@@ -13,6 +13,7 @@
 // torchsummary lists every module, composites (Bottleneck, InceptionA, ...) after their children;
 // those are kept as LayerKind::Container. The first dim of a shape is the batch (-1 or the batch
 // the summary was taken with) and is dropped.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <sstream>
@@ -38,6 +39,8 @@ bool is_rule(const std::string& t, char c) {
 std::vector<std::int64_t> parse_shape(const std::string& s, const std::string& source, std::size_t line,
                                       std::int64_t* batch) {
   std::string t = s;
+  if (std::count(s.begin(), s.end(), '[') != std::count(s.begin(), s.end(), ']'))
+    fail(source, line, "bad output shape '" + s + "' (unbalanced brackets)");
   if (t.rfind("[[", 0) == 0) t = t.substr(1, t.find(']') );
   if (t.size() < 2 || t.front() != '[' || t.back() != ']') fail(source, line, "bad output shape '" + s + "'");
   std::vector<std::int64_t> dims;

@@ -2,6 +2,7 @@
 #include "common/resource_path.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <grp.h>
 #include <sys/prctl.h>
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -39,10 +41,20 @@ bool one_of(const std::string& v, std::initializer_list<const char*> allowed) {
   return false;
 }
 
-std::string read_all(int fd) {
+// Reads `fd` until end of file, or, once `stop` is set, until nothing more is buffered: a process
+// the probe started in a session of its own keeps the pipe open after the probe is gone, and
+// colo must not wait for it (nor past its timeout).
+std::string read_until_eof_or_stop(int fd, const std::atomic<bool>& stop) {
   std::string out;
   char buf[4096];
   for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, stop.load() ? 0 : 50);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
+      if (stop.load()) return out;
+      continue;
+    }
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n > 0) {
       out.append(buf, static_cast<std::size_t>(n));
@@ -371,7 +383,8 @@ ProbeRun run_probe(const ProbeRequest& req, const ProbeLimits& limits) {
   ::close(errpipe[1]);
   // stderr is drained on a thread so a chatty probe cannot block on a full pipe.
   std::string err;
-  std::thread drain([&] { err = read_all(errpipe[0]); });
+  std::atomic<bool> exited{false};
+  std::thread drain([&] { err = read_until_eof_or_stop(errpipe[0], exited); });
   int status = 0;
   bool timed_out = false;
   const auto deadline = t0 + std::chrono::duration<double>(limits.timeout_seconds);
@@ -388,6 +401,7 @@ ProbeRun run_probe(const ProbeRequest& req, const ProbeLimits& limits) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ::kill(-pid, SIGKILL);  // anything the probe left behind in its group
+  exited = true;  // what the probe wrote is in the pipe now; a process outside its group may hold it open
   drain.join();
   ::close(errpipe[0]);
   ProbeRun run;

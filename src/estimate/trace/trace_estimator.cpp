@@ -30,14 +30,25 @@ class TraceEstimator final : public Estimator {
     if (r.out_of_memory) total = std::max(total, static_cast<double>(profile.gpu_total_mib) + 1);
     Estimate e;
     e.estimator = name();
-    e.peak_mib = static_cast<double>(r.reserved_peak) / 1048576.0;
+    // Out of memory, the replay stopped: its peak so far is not the job's; what it had reserved plus
+    // the refused request is a lower bound of what the job needs.
+    e.peak_mib = static_cast<double>(r.out_of_memory ? std::max(r.reserved_peak, r.oom_reserved + r.oom_request)
+                                                      : r.reserved_peak) / 1048576.0;
     e.mib = static_cast<MiB>(std::ceil(total));
+    if (r.out_of_memory) {
+      e.explanation = fmt::format(
+          "the replay ran out of memory at probe event {} of {}, {}: asking for {:.0f} MiB with {:.0f} MiB reserved "
+          "of the {:.0f} MiB left beside the context ({:.0f} MiB, {}); does not fit the GPU",
+          r.events, req.trace->records.size(), r.oom_at, r.oom_request / 1048576.0, r.oom_reserved / 1048576.0,
+          static_cast<double>(opts.capacity) / 1048576.0, context, profile.name);
+      return e;
+    }
     e.explanation = fmt::format(
         "replayed {} probe events ({} steps, {} convs, {} matmuls): peak reserved {:.0f} MiB set by {} "
-        "(allocated {:.0f}, live tensors {:.0f} MiB) x (1 + margin {:.3f}) + context {:.0f} MiB ({}){}",
-        r.events, req.trace->steps, r.convs, r.matmuls, r.reserved_peak / 1048576.0, r.reserved_peak_at,
-        r.allocated_peak / 1048576.0, r.live_peak / 1048576.0, margin, context,
-        profile.name, r.out_of_memory ? "; does not fit the GPU" : "");
+        "(allocated {:.0f}, live tensors {:.0f} MiB) x (1 + margin {:.3f}) + context {:.0f} MiB ({})",
+        r.events, req.trace->steps, r.convs, r.matmuls, r.reserved_peak / 1048576.0,
+        r.reserved_peak_at.empty() ? "nothing" : r.reserved_peak_at, r.allocated_peak / 1048576.0,
+        r.live_peak / 1048576.0, margin, context, profile.name);
     return e;
   }
 };

@@ -13,7 +13,7 @@ namespace colo::estimate {
 TraceLibrary::TraceLibrary(const std::string& dir) : dir_(dir) {
   const std::string index = dir + "/index.jsonl";
   std::ifstream in(index);
-  if (!in) throw UserError(fmt::format("{}: cannot open (record traces with python3 -m colo_probe.gpumemnet)", index));
+  if (!in) throw UserError(fmt::format("{}: cannot open (record traces with PYTHONPATH=python /usr/bin/python3 -m colo_probe.gpumemnet)", index));
   std::string line;
   int n = 0;
   while (std::getline(in, line)) {

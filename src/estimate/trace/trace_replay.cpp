@@ -44,11 +44,15 @@ TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o)
       r.reserved_peak_at = at(rec);
     }
   };
+  const TraceRecord* cur = nullptr;
+  std::uint64_t asking = 0;  // bytes of the allocation being made (what an out-of-memory refused)
   try {
     for (const auto& rec : t.records) {
       ++r.events;
+      cur = &rec;
       switch (rec.kind) {
         case TraceRecord::Kind::Malloc:
+          asking = rec.bytes;
           handle[rec.slot] = a.malloc(rec.bytes, rec.stream);
           size[rec.slot] = rec.bytes;
           live += rec.bytes;
@@ -68,7 +72,8 @@ TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o)
           const double ws = static_cast<double>(o.conv_workspace) +
                             ratio * static_cast<double>(std::max(rec.bytes, rec.out_bytes));
           if (ws >= 1.0) {
-            const auto h = a.malloc(static_cast<std::uint64_t>(std::min(ws, static_cast<double>(kMaxTraceBytes))));
+            asking = static_cast<std::uint64_t>(std::min(ws, static_cast<double>(kMaxTraceBytes)));
+            const auto h = a.malloc(asking);
             note_reserved(rec);
             a.free(h);
           }
@@ -77,6 +82,7 @@ TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o)
         case TraceRecord::Kind::Matmul:
           ++r.matmuls;
           if (!cublas && o.cublas_workspace > 0) {
+            asking = o.cublas_workspace;
             a.malloc(o.cublas_workspace);  // kept for the process' life, like cuBLAS' handle workspace
             note_reserved(rec);
           }
@@ -89,6 +95,9 @@ TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o)
     }
   } catch (const CachingAllocator::OutOfMemory&) {
     r.out_of_memory = true;
+    r.oom_at = cur ? at(*cur) : "";
+    r.oom_request = asking;
+    r.oom_reserved = a.stats().reserved;
   }
   r.reserved_peak = std::max(r.reserved_peak, a.stats().reserved_peak);
   r.allocated_peak = a.stats().allocated_peak;

@@ -30,6 +30,9 @@ struct TraceReplay {
   std::uint64_t events = 0;
   std::uint64_t convs = 0, matmuls = 0;
   bool out_of_memory = false;
+  std::string oom_at;                   // out of memory: "phase op (step N)" of the request that failed,
+  std::uint64_t oom_request = 0;        // its bytes,
+  std::uint64_t oom_reserved = 0;       // and what was reserved then
 };
 
 TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o);
