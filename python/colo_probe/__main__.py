@@ -19,6 +19,8 @@ import os
 import sys
 import time
 
+from .errors import exit_status, reason
+
 DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32")
 
 
@@ -176,7 +178,7 @@ def main(argv=None):
     except ProbeSpecError as e:
         _fail(2, e)
     except SystemExit as e:  # the file ended the process while being built
-        _fail(1, f"{args.model}: the model file exited (status {e.code}) while building the model")
+        _fail(1, f"{args.model}: the model file exited ({exit_status(e)}) while building the model")
     except Exception as e:  # the user's file raised while being built
         _fail(1, f"building {args.model} failed: {type(e).__name__}: {e}")
     finally:
@@ -202,16 +204,15 @@ def main(argv=None):
     try:
         rec = run_probe(opts)
     except SystemExit as e:  # input_fn / loss_fn / forward ended the process
-        _fail(1, f"{args.model}: the model file exited (status {e.code}) during the training step")
+        _fail(1, f"{args.model}: the model file exited ({exit_status(e)}) during the training step")
     except Exception as e:
         if args.dtype in ("int64", "int32"):
             hint = (f"the model cannot train on {args.dtype} inputs (integer inputs are token ids for an embedding; "
-                    "images and features are float: --dtype float32)")
+                    "images and features are float32)")
             if "isDifferentiableType" in str(e):  # PyTorch 1.13's own words for it are an internal assert
                 _fail(1, f"probing {args.model} failed: {hint}")
-            _fail(1, f"probing {args.model} failed on {args.dtype} inputs: {type(e).__name__}: "
-                     f"{' '.join(str(e).split())}; perhaps {hint}")
-        _fail(1, f"probing {args.model} failed: {type(e).__name__}: {' '.join(str(e).split())}")
+            _fail(1, f"probing {args.model} failed on {args.dtype} inputs: {reason(e)}; perhaps {hint}")
+        _fail(1, f"probing {args.model} failed: {reason(e)}")
     finally:
         sys.stdout = saved_stdout
     if os.environ.get("COLO_PROBE_VERBOSE"):

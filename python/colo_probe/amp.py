@@ -11,7 +11,10 @@ from torch.overrides import TorchFunctionMode
 _LOWER = {F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d,
           F.linear, torch.matmul, torch.mm, torch.bmm, torch.addmm, torch.baddbmm, torch.addbmm,
           torch.Tensor.matmul, torch.Tensor.__matmul__, torch.Tensor.mm, torch.Tensor.bmm, torch.conv2d,
-          torch.conv1d, torch.conv3d, torch.prelu, torch.chain_matmul}
+          torch.conv1d, torch.conv3d, torch.prelu, torch.chain_matmul,
+          # not on autocast's list themselves, but they run as bmm/mm, which are: their operands
+          # become half precision as autocast casts the bmm's
+          torch.einsum, torch.tensordot}
 _FP32 = {F.softmax, F.log_softmax, F.cross_entropy, F.nll_loss, F.layer_norm, F.group_norm, F.mse_loss,
          F.l1_loss, F.smooth_l1_loss, F.binary_cross_entropy_with_logits, F.kl_div, F.cosine_similarity,
          torch.softmax, torch.log_softmax, torch.Tensor.softmax, torch.Tensor.log_softmax, torch.exp,
@@ -25,14 +28,26 @@ DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 class Autocast(TorchFunctionMode):
+    _active = []  # the regions entered and not yet left, innermost last
+
     def __init__(self, amp):
         super().__init__()
+        self.amp = amp
         self.dtype = DTYPES[amp]
         self.cache = {}
 
+    def __enter__(self):
+        Autocast._active.append(self)
+        return super().__enter__()
+
     def __exit__(self, *exc):
         self.cache.clear()
+        Autocast._active.pop()
         return super().__exit__(*exc)
+
+    @classmethod
+    def current(cls):
+        return cls._active[-1] if cls._active else None
 
     def _cast(self, x, dtype):
         if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.dtype != dtype):
@@ -55,6 +70,23 @@ class Autocast(TorchFunctionMode):
             args = tuple(self._cast(a, target) for a in args)
             kwargs = {k: self._cast(v, target) for k, v in kwargs.items()}
         return func(*args, **kwargs)
+
+
+def recompute_under_same_autocast(fn):
+    """torch.utils.checkpoint recomputes `fn` in backward under the autocast state its forward ran
+    in (PyTorch stashes torch.is_autocast_enabled() and re-enters autocast). The probe's autocast
+    is a TorchFunctionMode that state does not show, so the recompute would run in float32 and
+    mix dtypes; `fn` re-enters the same autocast itself when it runs outside one."""
+    region = Autocast.current()
+    if region is None:
+        return fn
+
+    def recompute(*args, **kwargs):
+        if Autocast.current() is not None:  # the forward itself
+            return fn(*args, **kwargs)
+        with Autocast(region.amp):
+            return fn(*args, **kwargs)
+    return recompute
 
 
 class GradScalerModel:

@@ -62,6 +62,7 @@ import time
 import torch
 import torch.nn as nn
 
+from .errors import reason
 from .factories import MetaInit
 from .models import ModelSpec
 
@@ -172,9 +173,18 @@ class Row:
         return self.status == "OOM_CRASH"
 
 
+REQUIRED_COLUMNS = ("Filename", "Activations-Params", "Max GPU Memory (MiB)")
+
+
 def read_rows(path, kind):
+    """The rows of a GPUMemNet CSV; ValueError when it lacks a column every row needs (a file of
+    something else would otherwise be "probed" as rows that all skip)."""
     with open(path, newline="") as f:
-        return [Row(i, rec, kind) for i, rec in enumerate(csv.DictReader(f))]
+        reader = csv.DictReader(f)
+        missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"not a GPUMemNet data set: no column {', '.join(repr(c) for c in missing)}")
+        return [Row(i, rec, kind) for i, rec in enumerate(reader)]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -812,7 +822,7 @@ def probe_row(row, out_dir, optimizer="adam", foreach=True, steps=2, summary=Tru
             os.unlink(opts["out"])
         except OSError:
             pass
-        rec.update(status="skipped", reason=f"probe failed: {type(e).__name__}: {' '.join(str(e).split())}",
+        rec.update(status="skipped", reason=f"probe failed: {reason(e)}",
                    seconds=round(time.perf_counter() - t0, 3))
         return rec
     rec.update(status="ok", trace=trace, peak_live_mib=round(w.peak / 2**20, 1),
@@ -887,12 +897,17 @@ def main(argv=None):
     torch.set_num_threads(1)
     try:
         rows = read_rows(args.csv, args.kind)
-    except (OSError, csv.Error, UnicodeDecodeError) as e:
+    except (OSError, csv.Error, UnicodeDecodeError, ValueError) as e:
         _fail(1, f"{args.csv}: {e}")
+    if os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):
+        _fail(2, f"--out-dir {args.out_dir}: exists and is not a directory")
     rows = select(rows, args.rows_matching, indices, args.limit)
     t0 = time.perf_counter()
-    records = run_batch(rows, args.out_dir, args.optimizer, args.foreach == "on", args.steps,
-                        not args.no_summary_pass, None if args.quiet else sys.stderr)
+    try:
+        records = run_batch(rows, args.out_dir, args.optimizer, args.foreach == "on", args.steps,
+                            not args.no_summary_pass, None if args.quiet else sys.stderr)
+    except OSError as e:  # the directory cannot be created or written
+        _fail(1, f"--out-dir {args.out_dir}: {e.strerror or e}")
     if not args.quiet:
         ok = sum(r["status"] == "ok" for r in records)
         sys.stderr.write(f"colo_probe.gpumemnet: {ok} of {len(records)} rows probed, {len(records) - ok} skipped, "

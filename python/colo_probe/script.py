@@ -33,7 +33,8 @@ import types
 import torch
 
 from . import tensor as pt
-from .amp import Autocast
+from .amp import Autocast, recompute_under_same_autocast
+from .errors import exit_status, reason
 
 
 class ProbeStop(BaseException):
@@ -160,6 +161,13 @@ def _autocast_factory(real):
             return contextlib.nullcontext()
         return Autocast("bf16" if dtype == torch.bfloat16 else "fp16")
     return autocast
+
+
+def _checkpoint_factory(real):
+    """torch.utils.checkpoint.checkpoint whose recompute runs under the forward's autocast."""
+    def checkpoint(function, *args, **kwargs):
+        return real(recompute_under_same_autocast(function), *args, **kwargs)
+    return checkpoint
 
 
 def _cuda_autocast(enabled=True, dtype=torch.float16, cache_enabled=True):
@@ -313,6 +321,8 @@ class ScriptRun:
         p.set(cuda.amp, "autocast", _cuda_autocast)
         p.set(cuda.amp, "GradScaler", ScriptGradScaler)
         p.set(torch, "autocast", _autocast_factory(torch.autocast))
+        import torch.utils.checkpoint as checkpoint_module
+        p.set(checkpoint_module, "checkpoint", _checkpoint_factory(checkpoint_module.checkpoint))
         if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
             p.set(torch.amp, "GradScaler", lambda device="cuda", *a, **k: ScriptGradScaler(*a, **k))
         if hasattr(torch, "compile"):
@@ -422,11 +432,11 @@ def run_script(path, args, rec, steps, gpu):
     except SystemExit as e:
         if not run.done:
             said = sys.stderr.last if isinstance(sys.stderr, _LastLine) and e.code not in (0, None) else ""
-            failure = f"the script exited (status {e.code}) {_progress(run)}" + (f" ({said})" if said else "")
+            failure = f"the script exited ({exit_status(e)}) {_progress(run)}" + (f" ({said})" if said else "")
     except BaseException as e:  # noqa: B902 - the script's own failure, reported on one line
         if not run.done:
             where = _script_frame(e, path)
-            failure = f"the script raised {type(e).__name__}: {e}{where} {_progress(run)}"
+            failure = f"the script raised {reason(e)}{where} {_progress(run)}"
     finally:
         pt.RECORDER = None
         train._DEVICE[0] = None

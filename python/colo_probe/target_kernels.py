@@ -8,6 +8,11 @@ these replacements, active only while probing, take the CUDA branch instead:
   the output and a float32 log-sum-exp per query row, never the [batch, heads, seq, seq] matrix;
   PyTorch 1.13 has no SDPA at all. Model files call torch.nn.functional.scaled_dot_product_attention;
   under the probe it is this function on every PyTorch version.
+- multi_head_attention_forward (nn.MultiheadAttention, nn.Transformer*Layer, torchvision's ViT) with
+  need_weights=False: PyTorch 2 projects q, k, v and calls scaled_dot_product_attention (so the
+  fused kernel above); PyTorch 1.13 computes the explicit [batch x heads, seq, seq] softmax and its
+  dropout. On 1.13 the probe takes PyTorch 2's path (on 2.x the native function already calls the
+  SDPA above). need_weights=True returns the weights, which only the explicit path has: unchanged.
 - mish: the CUDA kernel saves its input and its backward writes one gradient tensor; PyTorch 1.13's
   meta path decomposes mish_backward into softplus, tanh, sigmoid and products, all full size."""
 import contextlib
@@ -69,9 +74,61 @@ def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sca
     return _FusedAttention.apply(query, key, value)
 
 
+def _mha_as_pytorch2(real):
+    """F.multi_head_attention_forward as PyTorch 2 runs it when no weights are asked for."""
+    def mha(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias, bias_k, bias_v,
+            add_zero_attn, dropout_p, out_proj_weight, out_proj_bias, training=True, key_padding_mask=None,
+            need_weights=True, attn_mask=None, use_separate_proj_weight=False, q_proj_weight=None,
+            k_proj_weight=None, v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+            **rest):
+        if (need_weights or bias_k is not None or bias_v is not None or add_zero_attn or static_k is not None
+                or static_v is not None):
+            return real(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias, bias_k,
+                        bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias, training=training,
+                        key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+                        use_separate_proj_weight=use_separate_proj_weight, q_proj_weight=q_proj_weight,
+                        k_proj_weight=k_proj_weight, v_proj_weight=v_proj_weight, static_k=static_k,
+                        static_v=static_v, average_attn_weights=average_attn_weights, **rest)
+        batched = query.dim() == 3
+        if not batched:
+            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        tgt_len, bsz, embed_dim = query.shape
+        head_dim = embed_dim // num_heads
+        if not use_separate_proj_weight:
+            q, k, v = F._in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+        else:
+            b_q, b_k, b_v = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
+            q, k, v = F._in_projection(query, key, value, q_proj_weight, k_proj_weight, v_proj_weight, b_q, b_k, b_v)
+        # PyTorch 2's packed projection returns contiguous q, k, v (1.13's returns chunks of one tensor)
+        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+        src_len = k.shape[0]
+        # PyTorch 2 merges the masks into one [batch x heads, target or 1, source] float mask.
+        mask = None
+        if key_padding_mask is not None:
+            mask = torch.zeros(key_padding_mask.shape, dtype=q.dtype, device=q.device)
+            mask = mask.view(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1).reshape(bsz * num_heads, 1, src_len)
+        if attn_mask is not None:
+            am = torch.zeros(attn_mask.shape, dtype=q.dtype, device=q.device)
+            mask = am if mask is None else mask + am
+        if mask is not None:
+            mask = mask.view(bsz, num_heads, -1, src_len) if mask.dim() == 3 or mask.shape[0] == bsz * num_heads \
+                else mask.view(1, 1, tgt_len, src_len)
+        q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1).view(bsz, num_heads, tgt_len, head_dim)
+        k = k.view(src_len, bsz * num_heads, head_dim).transpose(0, 1).view(bsz, num_heads, src_len, head_dim)
+        v = v.view(src_len, bsz * num_heads, head_dim).transpose(0, 1).view(bsz, num_heads, src_len, head_dim)
+        out = F.scaled_dot_product_attention(q, k, v, mask, dropout_p if training else 0.0)
+        out = out.permute(2, 0, 1, 3).contiguous().view(bsz * tgt_len, embed_dim)
+        out = F.linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
+        return (out if batched else out.squeeze(1)), None
+    return mha
+
+
 @contextlib.contextmanager
 def target_gpu_kernels():
-    saved = {name: getattr(F, name, None) for name in ("dropout", "scaled_dot_product_attention", "mish")}
+    saved = {name: getattr(F, name, None)
+             for name in ("dropout", "scaled_dot_product_attention", "mish", "multi_head_attention_forward")}
+    if saved["scaled_dot_product_attention"] is None:  # PyTorch 1.13: its MHA has no SDPA path
+        F.multi_head_attention_forward = _mha_as_pytorch2(saved["multi_head_attention_forward"])
     F.dropout = _dropout
     F.scaled_dot_product_attention = _sdpa
     F.mish = _mish

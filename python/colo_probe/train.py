@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from . import tensor as pt
 from . import meta_kernels
-from .amp import Autocast, GradScalerModel
+from .amp import Autocast, GradScalerModel, recompute_under_same_autocast
 from .factories import MetaInit, ProbeDevice
 from .optim2 import pytorch2_optimizers
 from .target_kernels import target_gpu_kernels
@@ -147,7 +147,7 @@ def _checkpointed(orig):
     import torch.utils.checkpoint as cp
 
     def forward(*args, **kwargs):
-        return cp.checkpoint(orig, *args, use_reentrant=False, **kwargs)
+        return cp.checkpoint(recompute_under_same_autocast(orig), *args, use_reentrant=False, **kwargs)
     forward.colo_checkpoint = True
     return forward
 

@@ -51,6 +51,7 @@ struct Opts {
   std::int64_t batch = 0, seq_len = 0;
   std::optional<long long> stated;
   bool json = false;
+  bool optimizer_given = false;  // --optimizer was on the command line (its default is adam)
 };
 struct EvalOpts {
   std::string dataset, format, estimator = "allocsim", split = "all", gpu = "a100-40gb", optimizer = "adam", traces;
@@ -103,6 +104,14 @@ void run_traced(const Opts& o) {
   const auto t0 = std::chrono::steady_clock::now();
   ProbeTrace trace;
   double probe_seconds = 0;
+  // A flag the traced path would not use is refused, not ignored: the answer would not be for it.
+  if (!o.trace.empty() && (o.batch > 0 || o.optimizer_given))
+    throw colo::UserError(fmt::format("estimate: {} is recorded in the trace file; it cannot be changed with --trace",
+                                      o.batch > 0 ? "--batch" : "--optimizer"));
+  if (!o.probe.script.empty() && o.optimizer_given)
+    throw colo::UserError("estimate: --optimizer is the script's own choice when a script is probed");
+  if (o.seq_len > 0)
+    throw colo::UserError("estimate: --seq-len is for --summary; a probed model's sequence length is its input (--input)");
   if (!o.trace.empty()) {
     trace = load_probe_trace(o.trace);
   } else {
@@ -200,7 +209,7 @@ void run_eval(const EvalOpts& o) {
     library.emplace(o.traces);
   } else if ((o.estimator == "trace" || o.estimator == "faketensor") && fmt_ != DatasetFormat::CarmaWorkloads) {
     throw colo::UserError("--estimator " + o.estimator +
-                          " on GPUMemNet rows needs --traces DIR (record them: python3 -m colo_probe.gpumemnet --csv FILE "
+                          " on GPUMemNet rows needs --traces DIR (record them: PYTHONPATH=python /usr/bin/python3 -m colo_probe.gpumemnet --csv FILE "
                           "--kind cnn|mlp --out-dir DIR)");
   }
   colo::cli::Progress progress("colo estimate eval", rows.size(), o.json);
@@ -232,7 +241,7 @@ void run_eval(const EvalOpts& o) {
         nlohmann::ordered_json row = {{"id", r.id},
                                       {"measured_mib", r.measured ? nlohmann::ordered_json(*r.measured) : nlohmann::ordered_json()},
                                       {"oom", r.oom},
-                                      {"estimate_mib", r.estimate}};
+                                      {"estimate_mib", r.skipped ? nlohmann::ordered_json() : nlohmann::ordered_json(r.estimate)}};
         if (!r.skipped_because.empty()) row["skipped_because"] = r.skipped_because;
         arr.push_back(row);
       }
@@ -244,7 +253,8 @@ void run_eval(const EvalOpts& o) {
   if (o.rows)
     for (const auto& r : results)
       std::cout << fmt::format("{:<60} measured {:>7} est {:>7}{}{}\n", r.id.substr(0, 60),
-                               r.measured ? std::to_string(*r.measured) : "-", r.estimate, r.oom ? " (OOM)" : "",
+                               r.measured ? std::to_string(*r.measured) : "-", r.skipped ? "-" : std::to_string(r.estimate),
+                               r.oom ? " (OOM)" : "",
                                r.skipped_because.empty() ? "" : " (skipped: " + r.skipped_because + ")");
   std::cout << fmt::format(
       "{} on {} ({}, split {}): n={} median |err| {:.1f}%  p90 {:.1f}%  max {:.1f}%  under {:.1f}%  "
@@ -263,7 +273,7 @@ void write_text(const std::filesystem::path& p, const std::string& text) {
 // calibrate --estimator trace: the trace estimator's constants, on top of the profile's contexts.
 void run_trace_calibrate(const CalOpts& o, const std::string& command_line, const std::vector<DatasetRow>& rows,
                          const CalibrationProfile& base, bool cnn) {
-  if (o.traces.empty()) throw colo::UserError("calibrate --estimator trace needs --traces DIR (python3 -m colo_probe.gpumemnet)");
+  if (o.traces.empty()) throw colo::UserError("calibrate --estimator trace needs --traces DIR (PYTHONPATH=python /usr/bin/python3 -m colo_probe.gpumemnet)");
   const TraceLibrary library(o.traces);
   TraceFitOptions fo;
   fo.max_under_rate = o.max_under;
@@ -358,12 +368,12 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   auto o = std::make_shared<Opts>();
   cmd->add_option("--summary", o->summary, "model summary: torchsummary table, module repr or Keras summary");
   colo::cli::add_int_flag(cmd, "--batch", o->batch, 1, colo::limits::kMaxBatch, "per-GPU batch size", false);
-  cmd->add_option("--optimizer", o->optimizer, "sgd, sgd-momentum, adam, adamw, adadelta, adagrad, rmsprop, ...")
+  auto* optimizer_flag = cmd->add_option("--optimizer", o->optimizer, "sgd, sgd-momentum, adam, adamw, adadelta, adagrad, rmsprop, ...")
       ->capture_default_str();
   cmd->add_option("--estimator", o->estimator, "oracle, horus, allocsim, gpumemnet, trace, faketensor or auto")->capture_default_str();
   cmd->add_option("--gpu", o->gpu, "calibration profile (calibration/<gpu>.json)")->capture_default_str();
   colo::cli::add_probe_flags(cmd, o->probe);
-  cmd->add_option("--trace", o->trace, "estimate from a probe trace file (python3 -m colo_probe --out FILE)");
+  cmd->add_option("--trace", o->trace, "estimate from a probe trace file (PYTHONPATH=python /usr/bin/python3 -m colo_probe --out FILE)");
   cmd->add_option("--script", o->probe.script,
                   "estimate from the user's unmodified training script, run on the CPU for two optimizer steps "
                   "(its own arguments after --)");
@@ -400,7 +410,7 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   cal->add_option("--out", c->out, "profile path (default calibration/<gpu>.json); also writes .fit.json, .fit-inputs.csv");
   cal->add_option("--optimizer", c->optimizer, "optimizer the data set's runs used")->capture_default_str();
   cal->add_option("--estimator", c->estimator, "allocsim (default) or trace (with --traces DIR)")->capture_default_str();
-  cal->add_option("--traces", c->traces, "pre-recorded probe traces of the data set (python3 -m colo_probe.gpumemnet)");
+  cal->add_option("--traces", c->traces, "pre-recorded probe traces of the data set (PYTHONPATH=python /usr/bin/python3 -m colo_probe.gpumemnet)");
   colo::cli::add_real_flag(cal, "--max-under-rate", c->max_under, 0, 1, "largest share of under-estimated fit rows");
   cal->callback([c, cal] {
     c->out_given = cal->get_option("--out")->count() > 0;
@@ -416,7 +426,8 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
 
   colo::cli::add_smact_subcommand(cmd);
 
-  cmd->callback([o, cmd] {
+  cmd->callback([o, cmd, optimizer_flag] {
+    o->optimizer_given = optimizer_flag->count() > 0;
     if (cmd->get_subcommands().empty()) run_single(*o);
   });
 });

@@ -31,6 +31,9 @@ inline void add_probe_flags(CLI::App* cmd, estimate::ProbeRequest& p) {
 // (whose own checks say which of them a script decides itself) they are an error, not silently
 // ignored. `data_parallel_ok`: --data-parallel means something here too.
 inline void check_probe_only_flags(const estimate::ProbeRequest& p, bool data_parallel_ok) {
+  // --num-classes builds a torchvision network; a model file's function builds its own head.
+  if (!p.model.empty() && p.model.rfind("torchvision:", 0) != 0 && p.num_classes != estimate::ProbeRequest{}.num_classes)
+    throw UserError("--num-classes goes with --probe torchvision:NAME (a model file's function builds its own head)");
   if (!p.model.empty()) return;
   const estimate::ProbeRequest d;
   const char* flag = !p.input.empty()                   ? "--input"

@@ -289,6 +289,22 @@ class BatchMode(unittest.TestCase):
                     self.assertEqual(r.returncode, 0, r.stderr)
                     self.assertGreater(json.loads(r.stdout)["estimate_mib"], 0)
 
+    def test_a_file_of_something_else_or_an_out_dir_that_is_a_file_is_one_line(self):
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+        base = [sys.executable, "-m", "colo_probe.gpumemnet", "--kind", "cnn", "--quiet"]
+        d = tempfile.mkdtemp()
+        not_a_dir = os.path.join(d, "f")
+        open(not_a_dir, "w").close()
+        for args, code, message in (
+                (["--csv", os.path.join(ROOT, "data", "carma", "workloads.csv"), "--out-dir", d], 1,
+                 "not a GPUMemNet data set: no column 'Filename', 'Activations-Params', 'Max GPU Memory (MiB)'"),
+                (["--csv", os.path.join(DATA, "cnn.csv"), "--out-dir", not_a_dir, "--limit", "1"], 2,
+                 "exists and is not a directory")):
+            p = subprocess.run(base + args, capture_output=True, text=True, env=env, timeout=120)
+            self.assertEqual(p.returncode, code, p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            self.assertIn(message, p.stderr)
+
     def test_mlp_rows_in_process_and_without_the_summary_pass(self):
         picked = [pick("mlp", lambda r: r.hp["output"] == 1, 1)[0], pick("mlp", lambda r: r.hp["batchnorm"], 1)[0]]
         out = tempfile.mkdtemp()

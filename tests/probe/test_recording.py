@@ -102,6 +102,30 @@ class TargetGpuKernels(unittest.TestCase):
         self.assertTrue([a for a in t.allocs.values() if a[0] == batch * 2 * seq * 4], "the log-sum-exp")
 
 
+    def test_multihead_attention_without_weights_runs_as_pytorch2_does(self):
+        # nn.MultiheadAttention(need_weights=False) (nn.TransformerEncoderLayer, torchvision's ViT):
+        # PyTorch 2 projects q, k, v and calls the fused kernel, so no [B, H, S, S] tensor either;
+        # PyTorch 1.13's own path would keep the softmax and its dropout at that size.
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.attn = nn.MultiheadAttention(16, 2, dropout=0.1, batch_first=True)
+
+            def forward(self, x):
+                return self.attn(x, x, x, need_weights=False)[0]
+
+        batch, seq = 4, 64
+
+        def input_fn(n):
+            return torch.empty((n, seq, 16), device="cuda")
+
+        def loss_fn(out, b):
+            return out.float().pow(2).mean()
+        t, _ = probe(meta_module(Block), batch=batch, input_fn=input_fn, loss_fn=loss_fn)
+        self.assertFalse([a for a in t.allocs.values() if a[0] >= batch * 2 * seq * seq * 4], "no [B, H, S, S] tensor")
+        self.assertTrue([a for a in t.allocs.values() if a[0] == batch * 2 * seq * 4], "the fused kernel's log-sum-exp")
+
+
 class InPlaceViews(unittest.TestCase):
     def test_metadata_changing_inplace_ops_keep_autograd_shapes_right(self):
         # nn.Linear on a 1-D input runs mm(input.unsqueeze(0), w.t()).squeeze_(0): the wrapper autograd
@@ -122,7 +146,36 @@ class Checkpointing(unittest.TestCase):
         self.assertLess(ckpt.live_peak(), plain.live_peak())
 
 
+    def test_checkpointing_under_amp_recomputes_in_half_precision(self):
+        # The recompute in backward runs under the forward's autocast, as torch.utils.checkpoint
+        # restores it; before, it ran in float32 and the fp16 weights' matmul refused the mix.
+        def build():
+            return nn.Sequential(*[nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 256)) for _ in range(4)])
+        for amp in ("fp16", "bf16"):
+            plain, _ = probe(meta_module(build), input_shape=(256,), batch=4096, optimizer="sgd", amp=amp)
+            ckpt, _ = probe(meta_module(build), input_shape=(256,), batch=4096, optimizer="sgd", amp=amp,
+                            checkpointing=True)
+            self.assertLess(ckpt.live_peak(), plain.live_peak(), amp)
+            recomputed = [a for _, a in ckpt.by_op("addmm") if a[1] == "backward" and a[3] == 2]
+            self.assertTrue(recomputed and all(a[0] in (4096 * 1024 * 2, 4096 * 256 * 2) for a in recomputed),
+                            recomputed)
+
+
 class MixedPrecision(unittest.TestCase):
+    def test_einsum_and_tensordot_run_in_half_precision(self):
+        # Not on autocast's lists, but they run as bmm/mm, which are.
+        class Ein(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = nn.Parameter(torch.empty(64, 64))
+
+            def forward(self, x):
+                return torch.tensordot(torch.einsum("bi,ij->bj", x, self.w), self.w, dims=1)
+        t, _ = probe(meta_module(Ein), input_shape=(64,), batch=8, amp="fp16", optimizer="sgd")
+        forward = [a[0] for _, a in t.allocs.items() if a[1] == "forward" and a[3] == 2 and a[2] != "_to_copy"]
+        self.assertIn(8 * 64 * 2, forward)
+        self.assertNotIn(8 * 64 * 4, [a[0] for _, a in t.by_op("mm") if a[3] == 2 and a[1] == "forward"])
+
     def test_bf16_casts_weights_once_and_keeps_fp32_master_weights(self):
         m = meta_module(lambda: nn.Sequential(nn.Linear(64, 64, bias=False), nn.ReLU(), nn.Linear(64, 10, bias=False)))
         t, _ = probe(m, input_shape=(64,), batch=8, amp="bf16")

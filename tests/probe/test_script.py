@@ -286,6 +286,34 @@ class Script(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertEqual([line for line in text.splitlines() if line.startswith("S ")], ["S 1", "S 2"])
 
+    def test_autocast_with_gradient_checkpointing_recomputes_under_autocast(self):
+        # The usual fp16 + checkpointing setup, both checkpoint variants: the recompute in backward
+        # must see the forward's autocast, as torch.utils.checkpoint restores it on a GPU.
+        for reentrant in ("True", "False"):
+            rc, trace, err, _ = run_probe(f"""
+                import torch, torch.nn as nn
+                from torch.utils.checkpoint import checkpoint
+                stem = nn.Linear(256, 256).cuda()
+                blocks = nn.ModuleList([nn.Sequential(nn.Linear(256, 256), nn.GELU()) for _ in range(4)]).cuda()
+                opt = torch.optim.AdamW(list(stem.parameters()) + list(blocks.parameters()))
+                scaler = torch.cuda.amp.GradScaler()
+                while True:
+                    x = torch.randn(32, 256, device="cuda")
+                    with torch.autocast("cuda", dtype=torch.float16):
+                        x = stem(x)
+                        for b in blocks:
+                            x = checkpoint(b, x, use_reentrant={reentrant})
+                        loss = x.float().pow(2).mean()
+                    opt.zero_grad()
+                    scaler.scale(loss).backward()
+                    scaler.step(opt)
+                    scaler.update()
+                """)
+            self.assertEqual(rc, 0, err)
+            t = Trace(trace)
+            recomputed = [a for _, a in t.by_op("addmm") if a[1] == "backward" and a[3] == 2]
+            self.assertTrue(recomputed and all(a[0] == 32 * 256 * 2 for a in recomputed), (reentrant, recomputed))
+
     def test_failures_are_one_line_and_name_the_cause(self):
         cases = [
             ("import torch\nm = torch.nn.Linear(4, 4).cuda()\no = torch.optim.SGD(m.parameters(), lr=1)\n"
@@ -294,6 +322,7 @@ class Script(unittest.TestCase):
             ("import torch\n\ndef build():\n    raise KeyError('lr')\n\nbuild()\n",
              "the script raised KeyError: 'lr' (train.py:4) before building an optimizer"),
             ("import sys\nsys.exit(3)\n", "the script exited (status 3)"),
+            ("import sys\nsys.exit('bye')\n", "the script exited (status 1: bye)"),
             ("try:\n    import torch\n    m = torch.nn.Linear(4, 4).cuda()\n    o = torch.optim.SGD(m.parameters(), lr=1)\n"
              "    while True:\n        m(torch.zeros(2, 4, device='cuda')).sum().backward(); o.step()\n"
              "except Exception:\n    pass\n", None),  # a script's `except Exception` cannot swallow the stop

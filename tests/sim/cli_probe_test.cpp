@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <signal.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_run.h"
@@ -105,6 +107,35 @@ for epoch in range(100):
   EXPECT_EQ(r.out, "colo: error: estimate: unexpected argument 'stray' (script arguments follow --script FILE --)\n");
 }
 
+// A script that starts a process of its own session (a log shipper, a data server) leaves the
+// probe's stderr open after the probe ends: colo must answer anyway. Before the fix it waited for
+// that process, past any --probe-timeout; here the process never ends, so the old code hangs.
+TEST(CliProbe, AProcessTheScriptDetachesDoesNotHoldTheAnswer) {
+  const std::string dir = std::string(COLO_BINARY_DIR) + "/cli_probe_detach";
+  std::filesystem::create_directories(dir);
+  const std::string script = dir + "/train.py", pidfile = dir + "/detached.pid";
+  std::filesystem::remove(pidfile);
+  std::ofstream(script) << R"(import subprocess, sys
+import torch, torch.nn as nn
+p = subprocess.Popen(["tail", "-f", "/dev/null"], start_new_session=True)  # inherits stderr
+open(sys.argv[1], "w").write(str(p.pid))
+model = nn.Linear(64, 64).cuda()
+opt = torch.optim.Adam(model.parameters())
+for _ in range(10):
+    opt.zero_grad()
+    model(torch.randn(8, 64, device="cuda")).sum().backward()
+    opt.step()
+)";
+  const auto r = run_colo_args("estimate --script " + script + " --probe-timeout 300 --estimator trace --json -- " + pidfile);
+  std::ifstream pf(pidfile);
+  long pid = 0;
+  pf >> pid;
+  if (pid > 0) ::kill(static_cast<pid_t>(pid), SIGKILL);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("\"estimator\":\"trace\""), std::string::npos) << r.out;
+  EXPECT_GT(pid, 0) << "the script did not start its process";
+}
+
 TEST(CliProbe, BadProbeRequestsGetOneLineErrors) {
   auto r = run_colo_args("estimate --probe torchvision:no_such_net --batch 8 --estimator trace");
   EXPECT_EQ(r.status, 2) << r.out;
@@ -134,6 +165,18 @@ TEST(CliProbe, BadProbeRequestsGetOneLineErrors) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("ended (exit status 0) without writing a trace"), std::string::npos) << r.out;
   std::filesystem::remove_all(dir);
+  // Flags the traced path would not use are refused, not silently ignored (a review found all four
+  // giving an answer for something else than asked).
+  r = run_colo_args("estimate --trace /nonexistent.trace --batch 999");
+  EXPECT_EQ(r.out, "colo: error: estimate: --batch is recorded in the trace file; it cannot be changed with --trace\n");
+  r = run_colo_args("estimate --trace /nonexistent.trace --optimizer sgd");
+  EXPECT_EQ(r.out, "colo: error: estimate: --optimizer is recorded in the trace file; it cannot be changed with --trace\n");
+  r = run_colo_args("estimate --script train.py --optimizer sgd");
+  EXPECT_EQ(r.out, "colo: error: estimate: --optimizer is the script's own choice when a script is probed\n");
+  r = run_colo_args("estimate --probe deep.py:build --input 512 --batch 8 --num-classes 1000");
+  EXPECT_EQ(r.out, "colo: error: --num-classes goes with --probe torchvision:NAME (a model file's function builds its own head)\n");
+  r = run_colo_args("estimate --probe torchvision:resnet18 --batch 8 --seq-len 7");
+  EXPECT_EQ(r.out, "colo: error: estimate: --seq-len is for --summary; a probed model's sequence length is its input (--input)\n");
 }
 
 }  // namespace
