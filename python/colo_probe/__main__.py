@@ -124,7 +124,7 @@ def main_script(argv, t0):
     torch.set_num_threads(1)
     from . import TRACE_VERSION, __version__
     from . import tensor as pt
-    from .script import ScriptError, ScriptSpecError, TargetGpu, run_script
+    from .script import SAVES_SKIPPED, ScriptError, ScriptSpecError, TargetGpu, run_script
     from .trace import TraceWriter
     rec = TraceWriter(opts.out)
     rec.header({"model": "script:" + path, "script": path, "args": script_args, "steps": opts.steps,
@@ -142,7 +142,8 @@ def main_script(argv, t0):
     rec.lines[1] = "H " + json.dumps(header, sort_keys=True)
     rec.footer({"seconds": round(time.perf_counter() - t0, 3), "peak_live_bytes": rec.peak,
                 "peak_phase": rec.peak_at[0], "peak_op": rec.peak_at[1], "allocations": rec.allocs,
-                "cpu_fallbacks": dict(pt.CPU_FALLBACKS), "value_reads": pt.VALUE_READS[0]})
+                "cpu_fallbacks": dict(pt.CPU_FALLBACKS), "value_reads": pt.VALUE_READS[0],
+                "saves_skipped": SAVES_SKIPPED[0]})
     rec.write()
     if os.environ.get("COLO_PROBE_VERBOSE"):
         sys.stderr.write(f"colo_probe: {rec.allocs} allocations, peak live {rec.peak / 2**20:.0f} MiB, "

@@ -163,6 +163,15 @@ def _autocast_factory(real):
     return autocast
 
 
+SAVES_SKIPPED = [0]  # torch.save calls the script made (not written), for the trace footer
+
+
+def _skip_save(obj, f, *args, **kwargs):
+    """torch.save copies GPU storages to host memory: no GPU memory, so nothing to record, and the
+    probe's tensors have no values to write. The file is left as it was."""
+    SAVES_SKIPPED[0] += 1
+
+
 def _checkpoint_factory(real):
     """torch.utils.checkpoint.checkpoint whose recompute runs under the forward's autocast."""
     def checkpoint(function, *args, **kwargs):
@@ -321,6 +330,8 @@ class ScriptRun:
         p.set(cuda.amp, "autocast", _cuda_autocast)
         p.set(cuda.amp, "GradScaler", ScriptGradScaler)
         p.set(torch, "autocast", _autocast_factory(torch.autocast))
+        # A checkpoint saved within the first two steps (an "initial" one): not written.
+        p.set(torch, "save", _skip_save)
         import torch.utils.checkpoint as checkpoint_module
         p.set(checkpoint_module, "checkpoint", _checkpoint_factory(checkpoint_module.checkpoint))
         if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):

@@ -17,15 +17,19 @@ CPU_FALLBACKS = {}  # op name -> count: operators that had no meta kernel and ra
 
 
 class Storage:
-    """One GPU storage. Its destruction (last ProbeTensor sharing it gone) is the free."""
-    __slots__ = ("ident", "nbytes", "__weakref__")
+    """One GPU storage. Its destruction (last ProbeTensor sharing it gone) is the free, recorded in
+    the trace it was allocated in: a storage kept alive by a reference cycle can be collected while
+    a later probe in the same process records (colo_probe.gpumemnet probes many rows in one), and
+    its free is not that trace's."""
+    __slots__ = ("ident", "nbytes", "recorder", "__weakref__")
 
     def __init__(self, nbytes, op):
         self.nbytes = nbytes
+        self.recorder = RECORDER
         self.ident = RECORDER.malloc(nbytes, op) if RECORDER is not None else 0
 
     def __del__(self):
-        if RECORDER is not None and self.ident:
+        if RECORDER is not None and self.ident and self.recorder is RECORDER:
             RECORDER.free(self.ident, self.nbytes)
 
 

@@ -126,6 +126,39 @@ class TargetGpuKernels(unittest.TestCase):
         self.assertTrue([a for a in t.allocs.values() if a[0] == batch * 2 * seq * 4], "the fused kernel's log-sum-exp")
 
 
+class Recorders(unittest.TestCase):
+    def test_a_storage_freed_during_a_later_probe_is_not_freed_in_that_trace(self):
+        # A storage kept by a reference cycle can be collected while the next probe of the same
+        # process records (colo_probe.gpumemnet probes a whole CSV in one): its free belongs to the
+        # trace it was allocated in, or the later trace frees an id it never allocated.
+        from colo_probe import tensor as pt
+
+        class Log:
+            def __init__(self):
+                self.events = []
+
+            def malloc(self, nbytes, op):
+                self.events.append(("M", nbytes))
+                return len(self.events)
+
+            def free(self, ident, nbytes):
+                self.events.append(("F", ident))
+        first, second = Log(), Log()
+        saved = pt.RECORDER
+        try:
+            pt.RECORDER = first
+            s = pt.Storage(64, "x")
+            pt.RECORDER = second
+            del s
+            self.assertEqual(second.events, [])
+            pt.RECORDER = first
+            s = pt.Storage(32, "y")
+            del s
+            self.assertEqual(first.events, [("M", 64), ("M", 32), ("F", 2)])
+        finally:
+            pt.RECORDER = saved
+
+
 class InPlaceViews(unittest.TestCase):
     def test_metadata_changing_inplace_ops_keep_autograd_shapes_right(self):
         # nn.Linear on a 1-D input runs mm(input.unsqueeze(0), w.t()).squeeze_(0): the wrapper autograd

@@ -314,6 +314,21 @@ class Script(unittest.TestCase):
             recomputed = [a for _, a in t.by_op("addmm") if a[1] == "backward" and a[3] == 2]
             self.assertTrue(recomputed and all(a[0] == 32 * 256 * 2 for a in recomputed), (reentrant, recomputed))
 
+    def test_a_checkpoint_saved_within_the_first_steps_is_skipped_and_counted(self):
+        rc, trace, err, d = run_probe("""
+            import torch
+            m = torch.nn.Linear(4, 4).cuda()
+            o = torch.optim.SGD(m.parameters(), lr=1)
+            torch.save({"model": m.state_dict()}, "initial.pt")
+            while True:
+                m(torch.zeros(2, 4, device="cuda")).sum().backward()
+                o.step()
+                torch.save(m.state_dict(), "last.pt")
+            """)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(footer(trace)["saves_skipped"], 2)  # the initial one and the one after step 1
+        self.assertFalse(os.path.exists(os.path.join(d, "initial.pt")))
+
     def test_failures_are_one_line_and_name_the_cause(self):
         cases = [
             ("import torch\nm = torch.nn.Linear(4, 4).cuda()\no = torch.optim.SGD(m.parameters(), lr=1)\n"
