@@ -134,17 +134,7 @@ ModelGraph parse_keras(std::string_view text, const std::string& source) {
   if (state == Before) fail(source, line == 0 ? 1 : line, "not a Keras summary (no 'Layer (type)' header)");
   if (state != After) fail(source, line, "table not closed by a '====' rule (truncated file?)");
   if (g.layers.empty()) fail(source, line, "summary has no layers");
-  // Keras' total is the sum of its rows (the InputLayer's 0 included): a difference means rows
-  // were lost or edited.
-  if (g.declared_total_params >= 0) {
-    std::int64_t sum = 0;
-    for (const auto& l : g.layers)
-      if ((sum += l.params) > (std::int64_t{1} << 60)) break;  // rows ≤ 2^50 each: no overflow, and already no match
-    if (sum != g.declared_total_params)
-      fail(source, total_line,
-           "Total params " + std::to_string(g.declared_total_params) + " is not the sum of the table's rows (" +
-               std::to_string(sum) + "): rows missing or edited?");
-  }
+  check_declared_total(g.declared_total_params, g.layers, source, total_line);  // (the InputLayer's 0 included)
   if (g.input_shape.empty()) {
     // Sequential models do not print their InputLayer: infer the input from the first layer.
     const Layer& f = g.layers.front();

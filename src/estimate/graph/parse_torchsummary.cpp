@@ -169,16 +169,7 @@ ModelGraph parse_torchsummary(std::string_view text, const std::string& source) 
   if (state == Before) fail(source, line == 0 ? 1 : line, "not a torchsummary table (no 'Layer (type)' header)");
   if (state != After) fail(source, line, "table not closed by a '====' rule (truncated file?)");
   if (g.layers.empty()) fail(source, header_line, "table has no layers");
-  // torchsummary's total is the sum of its rows: a difference means rows were lost or edited.
-  if (g.declared_total_params >= 0) {
-    std::int64_t sum = 0;
-    for (const auto& l : g.layers)
-      if ((sum += l.params) > (std::int64_t{1} << 60)) break;  // rows ≤ 2^50 each: no overflow, and already no match
-    if (sum != g.declared_total_params)
-      fail(source, total_line,
-           "Total params " + std::to_string(g.declared_total_params) + " is not the sum of the table's rows (" +
-               std::to_string(sum) + "): rows missing or edited?");
-  }
+  check_declared_total(g.declared_total_params, g.layers, source, total_line);
   // Input elements per sample from "Input size (MB)" (fp32, batch as in the shapes; -1 means 1).
   if (input_mb > 0) {
     const double batch = summary_batch > 0 ? static_cast<double>(summary_batch) : 1.0;

@@ -38,4 +38,19 @@ inline std::int64_t parse_param_count(const std::string& s, const std::string& s
   return v;
 }
 
+// A summary's "Total params" line is the sum of its table's rows (torchsummary, Keras): a
+// difference means rows were lost or edited. Rows are ≤ 2^50 each, so the sum cannot overflow
+// before it is already past any match.
+template <typename Layers>
+void check_declared_total(std::int64_t declared, const Layers& layers, const std::string& source, std::size_t line) {
+  if (declared < 0) return;  // no total line
+  std::int64_t sum = 0;
+  for (const auto& l : layers)
+    if ((sum += l.params) > (std::int64_t{1} << 60)) break;
+  if (sum != declared)
+    fail(source, line,
+         "Total params " + std::to_string(declared) + " is not the sum of the table's rows (" + std::to_string(sum) +
+             "): rows missing or edited?");
+}
+
 }  // namespace colo::estimate::summary_text
