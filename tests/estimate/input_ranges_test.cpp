@@ -72,6 +72,18 @@ std::string join_csv(const std::vector<std::string>& f) {
   return s;
 }
 
+// `row` with the field under `column` of `header` replaced by `value`.
+std::string with_field(const std::string& header, const std::string& row, const std::string& column,
+                       const std::string& value) {
+  const std::vector<std::string> cols = split_csv(header);
+  std::vector<std::string> fields = split_csv(row);
+  const auto at = static_cast<std::size_t>(std::find(cols.begin(), cols.end(), column) - cols.begin());
+  EXPECT_LT(at, cols.size()) << column;
+  EXPECT_EQ(fields.size(), cols.size());
+  if (at < fields.size()) fields[at] = value;
+  return join_csv(fields);
+}
+
 fs::path scratch(const std::string& name) {
   const fs::path d = fs::temp_directory_path() / ("colo-input-ranges-" + std::to_string(::getpid())) / name;
   fs::create_directories(d);
@@ -226,13 +238,7 @@ TEST(Datasets, EverySplitChecksEveryRow) {
     }
   }
   ASSERT_FALSE(damaged.empty());
-  const std::vector<std::string> cols = split_csv(header);
-  const auto mem_col = static_cast<std::size_t>(std::find(cols.begin(), cols.end(), "Max GPU Memory (MiB)") - cols.begin());
-  ASSERT_LT(mem_col, cols.size());
-  std::vector<std::string> fields = split_csv(damaged);
-  ASSERT_EQ(fields.size(), cols.size());
-  fields[mem_col] = "notanumber";
-  const std::string bad = join_csv(fields);
+  const std::string bad = with_field(header, damaged, "Max GPU Memory (MiB)", "notanumber");
   const fs::path d = scratch("split");
   std::ofstream out(d / "split.csv");
   out << header << "\n";
@@ -251,13 +257,7 @@ TEST(Datasets, ActivityBelowZeroOtherThanTheSentinelIsDamage) {
   std::string header, row;
   std::getline(in, header);
   std::getline(in, row);
-  const std::vector<std::string> cols = split_csv(header);
-  const auto smact = static_cast<std::size_t>(std::find(cols.begin(), cols.end(), "Avg SMACT") - cols.begin());
-  ASSERT_LT(smact, cols.size());
-  std::vector<std::string> f = split_csv(row);
-  ASSERT_EQ(f.size(), cols.size());
-  f[smact] = "-0.5";
-  const std::string bad = join_csv(f);
+  const std::string bad = with_field(header, row, "Avg SMACT", "-0.5");
   std::ofstream(d / "m.csv") << header << "\n" << bad << "\n";
   EXPECT_THAT(error_of([&] { load_gpumemnet_dataset((d / "m.csv").string(), GpuMemNetFamily::MLP); }),
               HasSubstr("column 'Avg SMACT' is -0.5 (an activity is in [0, 1], or -1 when not sampled)"));
