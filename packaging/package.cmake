@@ -50,5 +50,12 @@ set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # libc, libstdc++, libsqlite3, libfmt, toml++ from the binaries
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-torch, python3-torchvision")  # colo submit --probe
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "prometheus")
-set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/debian/conffiles)
+# Maintainer scripts: colod's unit enabled, started, restarted on upgrade, stopped on removal
+# (packaging/debian/*; they replace CPack's own, which only ran ldconfig for /usr/lib/colo, a
+# directory ldconfig does not read).
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/debian/conffiles
+    ${PROJECT_SOURCE_DIR}/packaging/debian/postinst ${PROJECT_SOURCE_DIR}/packaging/debian/prerm
+    ${PROJECT_SOURCE_DIR}/packaging/debian/postrm)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+set(CPACK_STRIP_FILES ON)
 include(CPack)

@@ -5,7 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build-pkg}
-cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLO_BUILD_TESTS=OFF -DCOLO_BUILD_BENCH=OFF >/dev/null
+# The prefix the package installs to: the binaries' compiled-in share directory is /usr/share/colo
+# (and the private lib/colo, not Debian's multiarch libdir, which GNUInstallDirs picks under /usr).
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_LIBDIR=lib \
+  -DCOLO_BUILD_TESTS=OFF -DCOLO_BUILD_BENCH=OFF >/dev/null
 cmake --build "$dir" --target colo colod colo-fake-job colo_fake_nvml colo_fake_dcgm
 (cd "$dir" && cpack -G DEB >/dev/null)
 ls -1t "$dir"/colo_*.deb | head -1 | xargs readlink -f

@@ -1,5 +1,7 @@
 #include "cli/submit_options.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -205,6 +207,10 @@ SubmitRequest build_submit_request(const SubmitOptions& o) {
     check_env_name(kv.substr(0, eq));
     r.env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
+  // The job creates files as this shell would (colod's own mask is 077). Reading the mask sets it.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  r.umask = static_cast<int>(mask & 0777);
   return r;
 }
 

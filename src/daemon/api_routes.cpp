@@ -212,6 +212,7 @@ HttpResponse Daemon::submit(const HttpRequest& req, const Peer& peer) {
   j.workdir = r.workdir;
   j.gpus = r.gpus;
   j.checkpoint = r.checkpoint;
+  j.umask = r.umask.value_or(022);
   j.smact = r.smact;
   j.smact_source = r.smact ? (r.smact_source.empty() ? "user" : r.smact_source) : "";
   j.requested_mib = r.mem_mib;

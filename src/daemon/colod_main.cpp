@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   ::umask(077);
   // Descriptor headroom: take the hard limit; the API keeps a reserve for colod's own work.
   if (rlimit rl{}; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    ::setenv(colo::daemon::kJobNofileEnv, std::to_string(rl.rlim_cur).c_str(), 1);  // jobs get it back (shim)
     rl.rlim_cur = rl.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &rl);
   }

@@ -769,6 +769,7 @@ void Daemon::launch(const Placement& p) {
     spec.stdout_path = log_path(j.id, "stdout");
     spec.stderr_path = log_path(j.id, "stderr");
     spec.grace_s = cfg_.cancel_grace;
+    spec.umask = j.umask;
     spec.cgroup_name = fmt::format("colo-job-{}-{}", j.id, a.n);
     if (a.slot_protocol) {
       spec.checkpoint_signal = cfg_.checkpoint_signal;

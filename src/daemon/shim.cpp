@@ -13,8 +13,11 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <linux/keyctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,6 +33,22 @@ namespace colo::daemon {
 using nlohmann::json;
 
 namespace {
+
+// colod raises its own soft descriptor limit to the hard one (colod_main.cpp) and leaves the
+// original in kJobNofileEnv: the job gets the limit it would have had, not colod's headroom.
+void restore_job_nofile_limit() {
+  const char* v = std::getenv(kJobNofileEnv);
+  if (!v || !*v) return;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long soft = std::strtoull(v, &end, 10);
+  if (errno != 0 || *end != '\0') return;
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && soft < rl.rlim_cur) {
+    rl.rlim_cur = static_cast<rlim_t>(soft);
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
 
 double wall_now() {
   timespec ts{};
@@ -92,6 +111,7 @@ ShimSpec spec_from_json(const json& j) {
   s.grace_s = j.at("grace_s").get<double>();
   s.cgroup_name = j.value("cgroup_name", std::string());
   s.checkpoint_signal = j.value("checkpoint_signal", 0);
+  s.umask = j.value("umask", 022);  // a spec written before colod sent the mask
   return s;
 }
 
@@ -159,6 +179,13 @@ void kill_every_descendant(double limit_s) {
     if (setgid(g) != 0) die("setgid");
     if (setuid(static_cast<uid_t>(s.uid)) != 0) die("setuid");
   }
+  // A session keyring of its own: colod's (systemd gives a service one) would be shared by every
+  // user's job, and a key one job adds could be read by the next job of another user. Where the
+  // kernel or a sandbox offers no keyrings (ENOSYS, EPERM) there is nothing to share.
+  if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS && errno != EPERM)
+    die("a session keyring of its own");
+  ::umask(static_cast<mode_t>(s.umask & 0777));
+  restore_job_nofile_limit();
   if (!s.workdir.empty() && chdir(s.workdir.c_str()) != 0) die(("chdir " + s.workdir).c_str());
   cloexec_from(3);  // report_fd is close-on-exec already: it stays usable until execvp
   clearenv();
@@ -190,7 +217,7 @@ void write_shim_spec(const std::string& dir, const ShimSpec& s) {
   for (const auto& [k, v] : s.env) env.push_back({k, v});
   json j{{"argv", s.argv}, {"env", env}, {"workdir", s.workdir}, {"user", s.user}, {"uid", s.uid},
          {"gid", s.gid}, {"stdout", s.stdout_path}, {"stderr", s.stderr_path}, {"grace_s", s.grace_s},
-         {"cgroup_name", s.cgroup_name}, {"checkpoint_signal", s.checkpoint_signal}};
+         {"cgroup_name", s.cgroup_name}, {"checkpoint_signal", s.checkpoint_signal}, {"umask", s.umask}};
   write_atomic(dir, "spec.json", j.dump() + "\n");
 }
 

@@ -22,6 +22,9 @@
 
 namespace colo::daemon {
 
+// colod's own soft RLIMIT_NOFILE before it raised it: the shim gives jobs that one back.
+inline constexpr const char* kJobNofileEnv = "COLO_JOB_NOFILE_SOFT";
+
 struct ShimSpec {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;  // the complete environment
@@ -34,6 +37,7 @@ struct ShimSpec {
   // colod's SIGUSR1 to the shim becomes this signal to the job's process group (time slots'
   // checkpoint request, daemon/checkpoint_request.h); 0 = the job is not asked.
   int checkpoint_signal = 0;
+  int umask = 022;  // the submitter's file-creation mask (colod's own is 077)
 };
 
 struct ShimExit {

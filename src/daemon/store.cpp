@@ -26,7 +26,7 @@ CREATE TABLE IF NOT EXISTS jobs (
   cancel_requested INTEGER NOT NULL DEFAULT 0,
   exit_code INTEGER, reason TEXT NOT NULL DEFAULT '',
   checkpoint INTEGER NOT NULL DEFAULT 0, queue_seq INTEGER,
-  smact REAL, smact_source TEXT NOT NULL DEFAULT ''
+  smact REAL, smact_source TEXT NOT NULL DEFAULT '', umask INTEGER NOT NULL DEFAULT 18
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -79,7 +79,7 @@ CREATE TABLE IF NOT EXISTS probes (
 constexpr const char* kJobCols =
     "id, uid, gid, user, name, argv, env, workdir, gpus, need_mib, need_source, need_explanation, "
     "requested_mib, requested_source, fingerprint, state, submit_time, end_time, attempts, "
-    "recovery_need_mib, recovery_idle_only, recovery_seq, cancel_requested, exit_code, reason, checkpoint, queue_seq, smact, smact_source";
+    "recovery_need_mib, recovery_idle_only, recovery_seq, cancel_requested, exit_code, reason, checkpoint, queue_seq, smact, smact_source, umask";
 
 JobRow read_job(const Stmt& s) {
   JobRow j;
@@ -115,6 +115,7 @@ JobRow read_job(const Stmt& s) {
   j.queue_seq = s.opt_i64(26);
   j.smact = s.opt_f64(27);
   j.smact_source = s.text(28);
+  j.umask = static_cast<int>(s.i64(29));
   return j;
 }
 
@@ -195,19 +196,20 @@ Store::Store(const std::string& path) : db_(path) {
   add_column("attempts", "slot_notice", "REAL");
   add_column("attempts", "slot_stop", "REAL");
   add_column("attempts", "slot_protocol", "INTEGER NOT NULL DEFAULT 0");
+  add_column("jobs", "umask", "INTEGER NOT NULL DEFAULT 18");  // 022: jobs submitted before colo sent the mask
   db_.exec("CREATE INDEX IF NOT EXISTS jobs_queue_seq ON jobs(queue_seq)");
 }
 
 JobId Store::insert_job(const JobRow& j) {
   auto s = db_.prepare(
       "INSERT INTO jobs (uid, gid, user, name, argv, env, workdir, gpus, need_mib, need_source, need_explanation, "
-      "requested_mib, requested_source, fingerprint, state, submit_time, checkpoint, smact, smact_source, queue_seq) "
-      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,(SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM jobs))");
+      "requested_mib, requested_source, fingerprint, state, submit_time, checkpoint, smact, smact_source, umask, queue_seq) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,(SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM jobs))");
   s.bind(1, j.uid).bind(2, j.gid).bind(3, j.user).bind(4, j.name).bind(5, json(j.argv).dump())
       .bind(6, j.env.dump()).bind(7, j.workdir).bind(8, j.gpus).bind(9, j.need_mib).bind(10, j.need_source)
       .bind(11, j.need_explanation).bind(12, j.requested_mib).bind(13, j.requested_source)
       .bind(14, j.fingerprint).bind(15, std::string(to_string(j.state))).bind(16, j.submit_time)
-      .bind(17, j.checkpoint ? 1 : 0).bind(18, j.smact).bind(19, j.smact_source);
+      .bind(17, j.checkpoint ? 1 : 0).bind(18, j.smact).bind(19, j.smact_source).bind(20, j.umask);
   s.run();
   return static_cast<JobId>(db_.last_insert_id());
 }

@@ -49,6 +49,7 @@ struct JobRow {
   std::optional<std::int64_t> queue_seq;  // its place in the main queue (read only; Store::move_to_back)
   std::optional<double> smact;            // predicted solo SM activity (0..1), if anything predicted it
   std::string smact_source;               // "user", "gpumemnet-activity", "history"
+  int umask = 022;                        // the submitter's file-creation mask, the job's (colo submit sends it)
 
   Job to_core() const;
 };

@@ -51,7 +51,9 @@ FakeNvmlSetup configure_fake_nvml_env(std::string_view spec, const std::string& 
     throw UserError("cannot create fake NVML state directory '" + (dir / "procs").string() +
                     "': " + ec.message());
   }
-  // Jobs may run under other uids than colod (root launching as the submitter).
+  // Jobs may run under other uids than colod (root launching as the submitter): they reach the
+  // directory (colod's umask 077 would have made it 0700), the lock and the registries below.
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec, ec);
   fs::permissions(dir / "procs", fs::perms::all | fs::perms::sticky_bit, ec);
   fs::create_directories(dir / "accounting", ec);  // NVML accounting mode's per-process peaks
   if (ec) throw UserError("cannot create '" + (dir / "accounting").string() + "': " + ec.message());
@@ -68,6 +70,8 @@ FakeNvmlSetup configure_fake_nvml_env(std::string_view spec, const std::string& 
     out << spec << "\n";
     if (!out) throw UserError("cannot write '" + (dir / "gpus.spec").string() + "'");
   }
+  fs::permissions(dir / "gpus.spec", fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                                          fs::perms::others_read, ec);
   const std::string spec_s(spec);
   if (::setenv("COLO_FAKE_NVML_GPUS", spec_s.c_str(), 1) != 0 ||
       ::setenv("COLO_FAKE_NVML_DIR", dir.c_str(), 1) != 0) {

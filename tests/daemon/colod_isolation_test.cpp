@@ -2,15 +2,21 @@
 // another user's history, leave processes behind, inherit colod's descriptors, or get a
 // running job declared lost (and run twice) because colod ran out of descriptors.
 // Every wait is on observed state (the API, a file a job writes), never on a sleep.
+#include <linux/keyctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "daemon/job_cgroup.h"
@@ -104,6 +110,55 @@ TEST(ColodIsolation, HistoryIsKeptPerUserAndDirectory) {
   EXPECT_EQ(again.at("need_source"), "history") << again.dump(2);
   EXPECT_LT(again.at("need_mib").get<int>(), 2048);
   d.colo({"cancel", std::to_string(again.at("id").get<std::uint64_t>())});
+}
+
+// What a job inherits from colod, it must not (an independent packaging review, 2026-11-26):
+// colod's session keyring (systemd gives a service one: every user's job shared it, and a key
+// one user's job added was readable by the next user's), colod's umask 077 (files the job
+// writes for colleagues came out private) and colod's raised descriptor limit.
+TEST(ColodIsolation, JobsGetTheirOwnKeyringTheSubmittersUmaskAndTheUsualDescriptorLimit) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as a second user";
+  const long own_keyring = ::syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0);
+  if (own_keyring < 0) GTEST_SKIP() << "no session keyrings here: " << std::strerror(errno);
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &before), 0);
+  if (before.rlim_max < 2048) GTEST_SKIP() << "hard descriptor limit too low to tell the soft one apart";
+  rlimit low = before;
+  low.rlim_cur = 1000;  // colod raises its own soft limit to the hard one; jobs get 1000 back
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  TempDir dir;
+  ColodProcess d(dir.path(), "1x40GiB");
+  ::setrlimit(RLIMIT_NOFILE, &before);
+  // The job prints its umask, its soft descriptor limit and its session keyring's id.
+  const std::string py =
+      "import ctypes, platform; nr = {'x86_64': 250, 'aarch64': 219}[platform.machine()]; "
+      "print(ctypes.CDLL(None).syscall(nr, 0, -3, 0))";
+  const std::vector<std::string> job{"--mem", "1GiB", "--workdir", "/", "--", "/bin/sh", "-c",
+                                     "umask; ulimit -Sn; /usr/bin/python3 -c \"" + py + "\""};
+  std::vector<std::string> sub{"submit"};
+  sub.insert(sub.end(), job.begin(), job.end());
+  const mode_t saved = ::umask(027);  // the submitter's mask travels with the job
+  const RunResult r = d.colo(sub, 65534);
+  ::umask(saved);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::uint64_t nobody_job = std::stoull(r.out);
+  const std::uint64_t root_job = d.submit(job);
+  std::vector<std::string> out;
+  for (const std::uint64_t id : {nobody_job, root_job}) {
+    ASSERT_EQ(d.wait_terminal(id).at("state"), "done") << d.colo({"logs", std::to_string(id), "--stderr"}).out;
+    out.push_back(d.colo({"logs", std::to_string(id)}).out);
+  }
+  std::istringstream a(out[0]), b(out[1]);
+  std::string umask_a, limit_a, key_a, umask_b, limit_b, key_b;
+  a >> umask_a >> limit_a >> key_a;
+  b >> umask_b >> limit_b >> key_b;
+  EXPECT_EQ(umask_a, "0027") << out[0];
+  EXPECT_EQ(umask_b, fmt::format("{:04o}", saved)) << out[1];
+  EXPECT_EQ(limit_a, "1000");
+  EXPECT_EQ(limit_b, "1000");
+  EXPECT_NE(key_a, std::to_string(own_keyring)) << "the job joined colod's session keyring";
+  EXPECT_NE(key_b, std::to_string(own_keyring));
+  EXPECT_NE(key_a, key_b) << "two users' jobs share a session keyring";
 }
 
 TEST(ColodIsolation, NothingAJobStartsOutlivesIt) {

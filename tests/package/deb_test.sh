@@ -72,6 +72,12 @@ run_from() {
   unset 'pids[-1]'
 }
 
+# The maintainer scripts manage colod's unit (and are valid shell).
+for script in postinst prerm postrm; do
+  text=$(dpkg-deb -I "$deb" "$script") || fail "the package has no $script"
+  sh -n <<<"$text" || fail "$script is not valid shell"
+done
+dpkg-deb -I "$deb" postinst | grep -q "deb-systemd-helper enable colod.service" || fail "postinst does not enable colod"
 dpkg-deb -x "$deb" "$tmp/unpacked"
 # The unpacked binaries must use the unpacked files (share/colo beside bin/), not this tree's.
 out=$("$tmp/unpacked/usr/bin/colo" sim --report /nonexistent-dir/r.html 2>&1 || true)

@@ -89,6 +89,7 @@ json to_json(const SubmitRequest& r) {
   j["env"] = r.env;
   j["fingerprint_inputs"] = r.fingerprint_inputs;
   if (r.checkpoint) j["checkpoint"] = true;
+  if (r.umask) j["umask"] = *r.umask;
   if (r.smact) {
     j["smact"] = *r.smact;
     j["smact_source"] = r.smact_source;
@@ -106,7 +107,8 @@ SubmitRequest submit_request_from_json(const json& j) {
     throw UserError(fmt::format("request body: JSON nested deeper than {} levels", kMaxJsonNesting));
   static const std::vector<std::string> known = {"name", "argv", "gpus", "mem_mib", "mem_source",
                                                  "mem_explanation", "workdir", "env", "fingerprint_inputs",
-                                                 "probe", "probe_estimator", "checkpoint", "smact", "smact_source"};
+                                                 "probe", "probe_estimator", "checkpoint", "smact", "smact_source",
+                                                 "umask"};
   for (const auto& [k, v] : j.items())
     if (std::find(known.begin(), known.end(), k) == known.end())
       throw UserError(fmt::format("unknown field '{}'", k));
@@ -170,6 +172,12 @@ SubmitRequest submit_request_from_json(const json& j) {
   if (j.contains("checkpoint")) {
     if (!j.at("checkpoint").is_boolean()) bad("checkpoint", "expected true or false");
     r.checkpoint = j.at("checkpoint").get<bool>();
+  }
+  if (j.contains("umask")) {
+    const json& m = j.at("umask");
+    if (!m.is_number_integer() || m.get<std::int64_t>() < 0 || m.get<std::int64_t>() > 0777)
+      bad("umask", "expected an integer in 0..511 (0..0777 octal)");
+    r.umask = m.get<int>();
   }
   if (j.contains("smact") && !j.at("smact").is_null()) {
     const json& v = j.at("smact");

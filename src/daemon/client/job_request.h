@@ -38,6 +38,9 @@ struct SubmitRequest {
   // the smact_predicted filter. colod prefers the history of the same job when it has one.
   std::optional<double> smact;
   std::string smact_source;
+  // The submitter's file-creation mask (0..0777): the job creates files as the user's shell would,
+  // not with colod's own 077. Absent: 022.
+  std::optional<int> umask;
 };
 
 nlohmann::json to_json(const SubmitRequest& r);
