@@ -161,6 +161,20 @@ TEST(ColodIsolation, JobsGetTheirOwnKeyringTheSubmittersUmaskAndTheUsualDescript
   EXPECT_NE(key_a, key_b) << "two users' jobs share a session keyring";
 }
 
+// Root colod on fake GPUs (demos, tests, a site trying colo out): another user's fake training
+// job reaches the fake NVML's state (colod's umask 077 made its directory root's alone).
+TEST(ColodIsolation, AnotherUsersFakeJobReachesTheFakeNvml) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as a second user";
+  TempDir dir;
+  ColodProcess d(dir.path(), "1x40GiB");
+  const RunResult r = d.colo({"submit", "--mem", "2GiB", "--workdir", "/", "--", binary("colo-fake-job"), "--mem",
+                              "1GiB", "--hold", "0"},
+                             65534);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::uint64_t id = std::stoull(r.out);
+  EXPECT_EQ(d.wait_terminal(id).at("state"), "done") << d.colo({"logs", std::to_string(id), "--stderr"}).out;
+}
+
 TEST(ColodIsolation, NothingAJobStartsOutlivesIt) {
   TempDir dir;
   ColodProcess d(dir.path(), "1x40GiB");

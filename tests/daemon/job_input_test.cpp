@@ -164,6 +164,20 @@ TEST(SubmitRequestJson, RoundTripsAndValidates) {
       EXPECT_EQ(std::string(e.what()).rfind("field 'smact", 0), 0u) << e.what();
     }
   }
+  // The submitter's umask travels with the job; only a file mode mask is one.
+  EXPECT_FALSE(submit_request_from_json(to_json(r)).umask.has_value());
+  r.umask = 027;
+  EXPECT_EQ(submit_request_from_json(to_json(r)).umask, 027);
+  for (const nlohmann::json& bad : {nlohmann::json{{"argv", {"x"}}, {"umask", 512}},
+                                    nlohmann::json{{"argv", {"x"}}, {"umask", -1}},
+                                    nlohmann::json{{"argv", {"x"}}, {"umask", "022"}}}) {
+    try {
+      submit_request_from_json(bad);
+      ADD_FAILURE() << bad.dump();
+    } catch (const UserError& e) {
+      EXPECT_EQ(std::string(e.what()), "field 'umask': expected an integer in 0..511 (0..0777 octal)");
+    }
+  }
 }
 
 // colo submit --probe: the probe request travels to colod and is checked there as strictly.
