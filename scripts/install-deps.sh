@@ -22,4 +22,22 @@ SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -qq
+# Some of these packages ship daemons that Debian starts and enables on installation (Prometheus
+# listening on every interface at :9090, munge, slurmctld, slurmd). The tests run their own
+# instances on private sockets and ports; on a machine that did not have them, they stay off:
+# not started during the installation (policy-rc.d), not enabled afterwards.
+no_start=""
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  no_start=/usr/sbin/policy-rc.d
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$no_start" >/dev/null
+  $SUDO chmod 755 "$no_start"
+fi
+trap '[ -z "$no_start" ] || $SUDO rm -f "$no_start"' EXIT
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+for unit in prometheus munge slurmctld slurmd; do
+  if [[ " ${missing[*]} " == *" $unit "* ]] && command -v systemctl >/dev/null; then
+    # (systemctl edits the unit links offline too, where systemd is not running)
+    $SUDO systemctl disable "$unit.service" >/dev/null 2>&1 || true
+    echo "install-deps: $unit installed for the tests, left disabled (systemctl enable --now $unit to use it)"
+  fi
+done
