@@ -164,7 +164,6 @@ TEST(CliProbe, BadProbeRequestsGetOneLineErrors) {
   r = run_colo_args("estimate --probe " + dir + "/hard.py:build --batch 2 --input 8 --estimator trace");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("ended (exit status 0) without writing a trace"), std::string::npos) << r.out;
-  std::filesystem::remove_all(dir);
   // Flags the traced path would not use are refused, not silently ignored (a review found all four
   // giving an answer for something else than asked).
   r = run_colo_args("estimate --trace /nonexistent.trace --batch 999");
@@ -175,8 +174,15 @@ TEST(CliProbe, BadProbeRequestsGetOneLineErrors) {
   EXPECT_EQ(r.out, "colo: error: estimate: --optimizer is the script's own choice when a script is probed\n");
   r = run_colo_args("estimate --probe deep.py:build --input 512 --batch 8 --num-classes 1000");
   EXPECT_EQ(r.out, "colo: error: --num-classes goes with --probe torchvision:NAME (a model file's function builds its own head)\n");
+  // A prompt the script printed without a newline does not become part of the reason.
+  std::ofstream(dir + "/prompt.py") << "n = int(input('batch? '))\n";
+  r = run_colo_args("estimate --script " + dir + "/prompt.py");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("failed: the script raised EOFError: EOF when reading a line (prompt.py:1)"), std::string::npos)
+      << r.out;
   r = run_colo_args("estimate --probe torchvision:resnet18 --batch 8 --seq-len 7");
   EXPECT_EQ(r.out, "colo: error: estimate: --seq-len is for --summary; a probed model's sequence length is its input (--input)\n");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

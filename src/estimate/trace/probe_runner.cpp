@@ -78,7 +78,8 @@ std::string last_error_line(const std::string& err) {
     std::string line = err.substr(pos, nl - pos);
     pos = nl + 1;
     if (line.empty()) continue;
-    if (line.rfind("colo_probe: error: ", 0) == 0) return line.substr(19);
+    // (anywhere in the line: a prompt the script printed without a newline comes first)
+    if (const auto at = line.find("colo_probe: error: "); at != std::string::npos) return line.substr(at + 19);
     if (line.rfind("Traceback", 0) != 0 && line.rfind("  ", 0) != 0) best = line;
   }
   return best;
