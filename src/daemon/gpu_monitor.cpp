@@ -167,9 +167,13 @@ std::optional<std::string> GpuMonitor::read_device(int index, DeviceHealth& h, S
       const gpu::MemorySample* m = &d.memory;
       if (s->mig_index >= 0) {
         m = nullptr;
+        // By UUID: NVML reuses instance indices after a repartition ("handles may be reused and
+        // their properties can change"), and the slot's UUID is what its jobs were given.
         for (const gpu::MigSample& ms : d.mig)
-          if (ms.index == s->mig_index) m = &ms.memory;
-        if (!m) throw gpu::GpuError(fmt::format("GPU {}", index), "MIG instance", "vanished");
+          if (ms.uuid.empty() ? ms.index == s->mig_index : ms.uuid == s->uuid) m = &ms.memory;
+        if (!m)
+          throw gpu::GpuError(fmt::format("GPU {}", index), "MIG instance",
+                              fmt::format("{} is gone (MIG repartitioned? colod rediscovers instances when restarted)", s->uuid));
       }
       s->used_mib = m->used_mib;
       if (m->total_mib > 0) s->total_mib = m->total_mib;

@@ -18,7 +18,7 @@ namespace colo::gpu {
 struct DcgmOptions {
   std::string library = "libdcgm.so.4";  // tried first, then libdcgm.so.3
   // "embedded" (a host engine inside colod), "off", or the address of a running nv-hostengine
-  // ("127.0.0.1", "127.0.0.1:5555", a Unix socket path).
+  // ("127.0.0.1", "127.0.0.1:5555"; dcgmConnect takes an address, not a Unix socket path).
   std::string mode = "embedded";
   double update_interval_s = 1.0;
 };

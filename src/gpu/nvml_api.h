@@ -50,7 +50,8 @@ typedef struct nvmlMemory_st {
   unsigned long long used;
 } nvmlMemory_t;
 
-// Layout used by nvmlDeviceGetComputeRunningProcesses_v2 and _v3.
+// Layout used by nvmlDeviceGetComputeRunningProcesses_v2 and _v3 (except the _v3 of drivers
+// 535.43.02-535.86.x, which appends usedGpuCcProtectedMemory: nvml_backend.cpp reads both).
 typedef struct nvmlProcessInfo_st {
   unsigned int pid;
   unsigned long long usedGpuMemory;  // bytes

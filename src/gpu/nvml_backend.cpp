@@ -5,6 +5,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -46,8 +48,11 @@ struct NvmlApi {
   nvmlDeviceGetUUID_fn uuid = nullptr;
   nvmlDeviceGetName_fn name = nullptr;
   nvmlDeviceGetMemoryInfo_fn memory = nullptr;
-  nvmlDeviceGetComputeRunningProcesses_fn processes = nullptr;  // _v3, else _v2 (same layout)
+  nvmlDeviceGetComputeRunningProcesses_fn processes = nullptr;  // _v3, else _v2
   const char* processes_symbol = "";
+  // Bytes per process-list entry: sizeof(nvmlProcessInfo_t) (24), except the _v3 of drivers
+  // 535.43.02-535.86.x, which write 32 (usedGpuCcProtectedMemory appended, no version bump).
+  std::size_t process_stride = sizeof(nvmlProcessInfo_t);
   nvmlDeviceGetUtilizationRates_fn utilization = nullptr;
   nvmlDeviceGetPowerUsage_fn power = nullptr;
   nvmlDeviceGetTotalEnergyConsumption_fn energy = nullptr;
@@ -156,6 +161,8 @@ class NvmlBackend final : public GpuBackend {
     if (api_.accounting_mode(dev, &mode) != NVML_SUCCESS || mode != NVML_FEATURE_ENABLED) return std::nullopt;
     nvmlAccountingStats_t st{};
     if (api_.accounting_stats(dev, static_cast<unsigned int>(pid), &st) != NVML_SUCCESS) return std::nullopt;
+    // "NVML_VALUE_NOT_AVAILABLE if usedGpuMemory is not supported" (nvml.h): no record, not 0 MiB.
+    if (st.maxMemoryUsage == NVML_VALUE_NOT_AVAILABLE) return std::nullopt;
     return static_cast<MiB>((st.maxMemoryUsage + (1ULL << 20) - 1) >> 20);
   }
 
@@ -269,6 +276,12 @@ class NvmlBackend final : public GpuBackend {
     if (!api_.processes) {
       resolve(lib_, L, "nvmlDeviceGetComputeRunningProcesses_v2", api_.processes);
       api_.processes_symbol = "nvmlDeviceGetComputeRunningProcesses_v2";
+    } else if (dlsym(lib_, "nvmlDeviceGetConfComputeMemSizeInfo") &&
+               !dlsym(lib_, "nvmlDeviceGetRunningProcessDetailList")) {
+      // How those drivers are told apart (as nvitop does, PR #89): they added the confidential-
+      // computing calls (535.43.02) before the process-detail list that came with the fixed
+      // 24-byte _v3 (535.104.05). Source: NVIDIA's nvml.h of 535.43.02 vs 535.104.05.
+      api_.process_stride = sizeof(nvmlProcessInfo_t) + sizeof(unsigned long long);
     }
     resolve(lib_, L, "nvmlDeviceGetUtilizationRates", api_.utilization);
     resolve(lib_, L, "nvmlDeviceGetPowerUsage", api_.power);
@@ -363,13 +376,17 @@ class NvmlBackend final : public GpuBackend {
   }
 
   std::map<int, MiB> processes_of(nvmlDevice_t dev, int index) const {
-    // The process list can grow between the size query and the fetch: retry a few times.
-    std::vector<nvmlProcessInfo_t> infos(16);
+    // The process list can grow between the size query and the fetch: retry a few times. The
+    // buffer is sized for the driver's entry size (process_stride), read entry by entry.
+    const std::size_t stride = api_.process_stride;
+    std::size_t capacity = 16;
+    std::vector<std::uint64_t> raw;  // 8-byte aligned, as the struct's unsigned long long needs
     for (int attempt = 0; attempt < 5; ++attempt) {
-      auto count = static_cast<unsigned int>(infos.size());
-      nvmlReturn_t r = api_.processes(dev, &count, infos.data());
+      raw.assign((capacity * stride + 7) / 8, 0);
+      auto count = static_cast<unsigned int>(capacity);
+      nvmlReturn_t r = api_.processes(dev, &count, reinterpret_cast<nvmlProcessInfo_t*>(raw.data()));
       if (r == NVML_ERROR_INSUFFICIENT_SIZE) {
-        infos.resize(std::max<std::size_t>(count + 8, infos.size() * 2));
+        capacity = std::max<std::size_t>(count + 8, capacity * 2);
         continue;
       }
       // Not supported, or (MIG instances, unprivileged caller) not permitted: no per-process
@@ -377,11 +394,12 @@ class NvmlBackend final : public GpuBackend {
       if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_NO_PERMISSION) return {};
       check(r, index, api_.processes_symbol);
       std::map<int, MiB> out;
-      for (unsigned int i = 0; i < count && i < infos.size(); ++i) {
+      for (std::size_t i = 0; i < count && i < capacity; ++i) {
+        nvmlProcessInfo_t info{};  // the fields both layouts share come first
+        std::memcpy(&info, reinterpret_cast<const unsigned char*>(raw.data()) + i * stride, sizeof info);
         // NVML_VALUE_NOT_AVAILABLE only happens under Windows WDDM; count it as 0.
-        const unsigned long long bytes =
-            infos[i].usedGpuMemory == NVML_VALUE_NOT_AVAILABLE ? 0 : infos[i].usedGpuMemory;
-        out[static_cast<int>(infos[i].pid)] += to_mib(bytes);
+        const unsigned long long bytes = info.usedGpuMemory == NVML_VALUE_NOT_AVAILABLE ? 0 : info.usedGpuMemory;
+        out[static_cast<int>(info.pid)] += to_mib(bytes);
       }
       return out;
     }

@@ -129,8 +129,13 @@ RunResult run_and_watch(const std::vector<std::string>& argv, gpu::GpuBackend* b
       try {
         const gpu::DeviceSample s = backend->sample(g);
         MiB used = 0;
-        for (pid_t p : pids)
-          if (auto it = s.memory.process_mib.find(p); it != s.memory.process_mib.end()) used += it->second;
+        // On a MIG-enabled GPU the processes are listed per instance, not for the whole GPU.
+        auto add = [&](const gpu::MemorySample& m) {
+          for (pid_t p : pids)
+            if (auto it = m.process_mib.find(p); it != m.process_mib.end()) used += it->second;
+        };
+        add(s.memory);
+        for (const gpu::MigSample& mig : s.mig) add(mig.memory);
         peak_by_gpu[g] = std::max(peak_by_gpu[g], used);
       } catch (const std::exception&) {
         // A failed sample leaves the peak as it was; the job's own outcome does not depend on it.

@@ -125,6 +125,27 @@ TEST_F(FakeNvmlTest, ManyProcessesGrowTheProcessListBuffer) {
   EXPECT_EQ(s.memory.used_mib, 20 * 100 + 190);
 }
 
+// Drivers 535.43.02-535.86.x write 32-byte entries from nvmlDeviceGetComputeRunningProcesses_v3
+// (nvitop PR #89, go-nvml issue #75): read with the 24-byte struct, every entry after the first
+// was garbage, and from 13 processes on the driver wrote past the buffer (ASan: heap overflow).
+TEST_F(FakeNvmlTest, ProcessListsOfThe535DriversWith32ByteEntries) {
+  dir_ = testing::make_temp_dir();
+  FakeNvmlSetup setup = configure_fake_nvml_env("1x40GiB", dir_);
+  NvmlOptions opts;
+  opts.library = COLO_FAKE_NVML_535_LIBRARY;
+  opts.dcgm_library = setup.dcgm_library_path;
+  backend_ = open_nvml_backend(opts);
+  GpuBackend& b = *backend_;
+  std::vector<std::unique_ptr<testing::FakeJob>> jobs;  // past the initial 16 slots, too
+  for (int i = 0; i < 20; ++i) {
+    jobs.push_back(job(fake_gpu_uuid(0), {"--mem", std::to_string(100 + i) + "MiB", "--hold", "inf"},
+                       "j" + std::to_string(i)));
+  }
+  ASSERT_TRUE(eventually([&] { return b.sample(0).memory.process_mib.size() == 20; }));
+  auto s = b.sample(0);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(s.memory.process_mib.at(jobs[i]->pid()), 100 + i);
+}
+
 TEST_F(FakeNvmlTest, KilledJobDoesNotLeakMemoryEvenAsAZombie) {
   GpuBackend& b = open("1x40GiB");
   auto j = job(fake_gpu_uuid(0), {"--mem", "5GiB", "--hold", "inf"});

@@ -306,10 +306,23 @@ nvmlReturn_t running_processes(const char* call, nvmlDevice_t d, unsigned int* c
     }
     if (n > 0 && !infos) return NVML_ERROR_INVALID_ARGUMENT;
     for (unsigned int i = 0; i < n; ++i) {
-      infos[i].pid = static_cast<unsigned int>(u.processes[i].first);
-      infos[i].usedGpuMemory = static_cast<unsigned long long>(u.processes[i].second) * kMiB;
-      infos[i].gpuInstanceId = d->mig < 0 ? 0xFFFFFFFFu : static_cast<unsigned int>(d->mig);
-      infos[i].computeInstanceId = d->mig < 0 ? 0xFFFFFFFFu : 0u;
+      nvmlProcessInfo_t p{};
+      p.pid = static_cast<unsigned int>(u.processes[i].first);
+      p.usedGpuMemory = static_cast<unsigned long long>(u.processes[i].second) * kMiB;
+      p.gpuInstanceId = d->mig < 0 ? 0xFFFFFFFFu : static_cast<unsigned int>(d->mig);
+      p.computeInstanceId = d->mig < 0 ? 0xFFFFFFFFu : 0u;
+#ifdef COLO_FAKE_NVML_535_LAYOUT
+      // Drivers 535.43.02-535.86.x: _v3 entries carry usedGpuCcProtectedMemory too (32 bytes).
+      if (std::strcmp(call, "nvmlDeviceGetComputeRunningProcesses_v3") == 0) {
+        struct Cc {
+          nvmlProcessInfo_t base;
+          unsigned long long usedGpuCcProtectedMemory;
+        };
+        reinterpret_cast<Cc*>(infos)[i] = Cc{p, 0};
+        continue;
+      }
+#endif
+      infos[i] = p;
     }
     *count = n;
     return NVML_SUCCESS;
@@ -322,6 +335,13 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice
                                                                        nvmlProcessInfo_t* infos) {
   return running_processes("nvmlDeviceGetComputeRunningProcesses_v3", d, count, infos);
 }
+
+#ifdef COLO_FAKE_NVML_535_LAYOUT
+// Present in the 535 drivers whose _v3 has the 32-byte entries (the backend's layout test).
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t, void*) {
+  return NVML_ERROR_NOT_SUPPORTED;
+}
+#endif
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d,
                                                                        unsigned int* count,
