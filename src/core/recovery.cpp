@@ -18,8 +18,11 @@ void plan_recovery(Job& job, const RecoveryConfig& cfg, MiB attempted_mib,
   transition(job, JobState::Recovering);
   if (cfg.mode == RecoveryMode::Strict || job.recovery_alone) {
     job.recovery_alone = true;
+    // A larger GPU, where there is one; never smaller than what an earlier crash alone asked
+    // (a multi-GPU job placed on a large and a small instance would otherwise fall back and forth).
+    const std::optional<MiB> earlier = job.recovery_need_mib;
     job.recovery_need_mib.reset();
-    if (crashed_alone_on_mib) job.recovery_need_mib = *crashed_alone_on_mib + 1;  // a larger GPU, where there is one
+    if (crashed_alone_on_mib) job.recovery_need_mib = std::max(*crashed_alone_on_mib + 1, earlier.value_or(0));
     return;
   }
   const MiB last = std::max({attempted_mib, observed_peak_mib.value_or(0), crashed_alone_on_mib.value_or(0),

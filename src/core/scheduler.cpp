@@ -244,16 +244,24 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
   if (bf.max_overtakes <= 0 || state.overtakes >= bf.max_overtakes) return out;
   // Availability only shrinks within a round, so the round's largest free memory bounds what any
   // job behind the head could get: most candidates are dismissed without running the filters.
-  MiB most_free = 0;
+  MiB most_free = 0, smallest_total = 0;
   for (const Candidate& c : round.cands)
-    if (c.gpu->healthy && !c.gpu->drained) most_free = std::max(most_free, c.available_mib);
+    if (c.gpu->healthy && !c.gpu->drained) {
+      most_free = std::max(most_free, c.available_mib);
+      smallest_total = smallest_total == 0 ? c.gpu->total_mib : std::min(smallest_total, c.gpu->total_mib);
+    }
   const Conditions& cond = cfg_.policy.conditions;
   const int end = static_cast<int>(std::min(in.main_queue.size(), k + 1 + static_cast<size_t>(std::max(bf.depth, 0))));
   for (int q = static_cast<int>(k) + 1; q < end; ++q) {
     const Job& job = in.main_queue[static_cast<size_t>(q)];
-    const MiB least = job.need.mib ? *job.need.mib + (cond.enabled ? cond.margin_mib : 0)
-                                   : (cond.enabled ? cond.min_free_unknown_mib : 0);
-    if (least > most_free) continue;
+    // Only a job that goes through the memory filter is bounded so: whole-GPU policies, a policy
+    // without conditions and a need too large for enough GPUs (placed alone on idle ones, see
+    // make_request) place without one. An unknown need asks at most a GPU's whole memory free.
+    if (cond.enabled && !cfg_.policy.whole_gpus) {
+      const MiB least = job.need.mib ? *job.need.mib + cond.margin_mib
+                                     : std::min(cond.min_free_unknown_mib, smallest_total);
+      if (least > most_free && round.gpus_with_at_least(least) >= job.gpus) continue;
+    }
     const size_t placed = out.placements.size();
     if (!try_place(job, false, true) || out.placements.size() == placed) continue;  // waits, or rejected
     out.placements.back().overtook = head.id;

@@ -62,6 +62,24 @@ TEST(Backfill, TheBoundHoldsAcrossDecisionsSoTheHeadCannotStarve) {
   EXPECT_EQ(w.state.overtakes, 1);
 }
 
+// The quick "more than the most free memory" dismissal is only for jobs that go through the
+// memory filter: a whole-GPU policy, and a need no GPU could hold with its margin (placed alone
+// on an idle GPU), start where a GPU is idle (a review found them left waiting).
+TEST(Backfill, JobsPlacedWithoutAMemoryCheckAreNotDismissedByTheFreeMemoryBound) {
+  for (PolicyKind k : {PolicyKind::Exclusive, PolicyKind::Magm}) {
+    World w;
+    w.gpus = {test::gpu(0, 40960), test::gpu(1, 40960)};
+    w.ledger.reserve(100, 0, 10000, false, 0);  // GPU 0 busy, GPU 1 idle
+    // The head wants both GPUs (35 000 each; GPU 0 has 30 960 free); behind it, 40 000 MiB + the 2 GiB margin is more than GPU 1s
+    // 40 960 free, yet an idle GPU takes it alone.
+    const auto d = w.decide(sched(5, 200, k), {test::job(1, 35000, 2), test::job(2, 40000)});
+    ASSERT_EQ(d.placements.size(), 1u) << to_string(k);
+    EXPECT_EQ(d.placements[0].job, 2u);
+    EXPECT_EQ(d.placements[0].gpu_indices, std::vector<int>{1});
+    EXPECT_EQ(d.placements[0].overtook, JobId{1});
+  }
+}
+
 TEST(Backfill, OnlyDepthJobsBehindTheHeadAreLookedAt) {
   World w = busy_gpu();
   std::vector<Job> q = {test::job(1, 20000)};

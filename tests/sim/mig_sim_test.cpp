@@ -66,3 +66,36 @@ TEST(SimMig, AJobLargerThanEveryInstanceFails) {
 
 }  // namespace
 }  // namespace colo::sim
+
+namespace colo::sim {
+namespace {
+
+// A 2-GPU job whose memory only one instance per GPU can hold (xlnet_large_cased_2 on
+// 3g+2g+1g+1g): placed alone on two instances, it crashes, and no server has two that large.
+// It fails instead of being retried forever (the simulation never ended), in every recovery mode;
+// a 1-instance job that follows it still runs; with unknown needs, 1g.5gb instances (4 864 MiB,
+// under the 5 GiB floor) take jobs when idle.
+TEST(SimMig, AMultiGpuJobOnlyOneInstanceCanHoldFailsAndOthersRun) {
+  for (RecoveryMode mode : {RecoveryMode::Strict, RecoveryMode::Loose}) {
+    SimConfig c = mig("3g.20gb,2g.10gb,1g.5gb,1g.5gb");
+    c.scheduler.recovery.mode = mode;
+    SimJobSpec big = spec("big", 0, 14546, 1000, 0.9, 14546);
+    big.gpus = 2;
+    std::vector<SimJobSpec> jobs = {big, spec("small", 10, 1776, 100, 0.1, 1776)};
+    const SimResult r = simulate(c, jobs);
+    EXPECT_EQ(r.failed, 1u);
+    EXPECT_EQ(r.completed, 1u);
+    EXPECT_NE(r.outcomes[0].fail_reason.find("needs 2 MIG instances of 14546 MiB on one server; the largest server has 1"),
+              std::string::npos)
+        << r.outcomes[0].fail_reason;
+  }
+  SimConfig c = mig("1g.5gb,1g.5gb,1g.5gb,1g.5gb,1g.5gb,1g.5gb,1g.5gb");
+  SimJobSpec unknown = spec("u", 0, 1776, 100, 0.1, 0);
+  unknown.need = MemoryNeed::unknown();
+  const std::vector<SimJobSpec> one = {unknown};
+  const SimResult r = simulate(c, one);
+  EXPECT_EQ(r.completed, 1u) << (r.outcomes[0].fail_reason);
+}
+
+}  // namespace
+}  // namespace colo::sim

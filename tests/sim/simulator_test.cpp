@@ -116,8 +116,10 @@ TEST(Simulator, SmactCapDelaysCollocationUntilTheWindowDrops) {
 namespace colo::sim {
 namespace {
 
-TEST(Simulator, JobsThePolicyNeverAdmitsFailInsteadOfHanging) {
-  // Unknown need and a policy that wants 5 GiB free on 4 GiB GPUs: nothing can ever start.
+TEST(Simulator, UnknownNeedsTakeIdleGpusSmallerThanTheFreeMemoryFloor) {
+  // Unknown need and a policy that wants 5 GiB free on 4 GiB GPUs (a 1g.5gb MIG instance is
+  // 4864 MiB): an idle GPU is all free, and that is the floor there. Before, nothing could ever
+  // start and both jobs failed as "never admitted".
   std::vector<SimJobSpec> jobs(2);
   jobs[0] = {"a", 0, 1, 1000, 600, 0.5, MemoryNeed::unknown()};
   jobs[1] = {"b", 10, 1, 1000, 600, 0.5, MemoryNeed::unknown()};
@@ -126,9 +128,9 @@ TEST(Simulator, JobsThePolicyNeverAdmitsFailInsteadOfHanging) {
   for (bool eager : {false, true}) {
     cfg.eager_decisions = eager;
     const SimResult r = simulate(cfg, jobs);
-    EXPECT_EQ(r.completed, 0u);
-    EXPECT_EQ(r.failed, 2u);
-    EXPECT_FALSE(r.outcomes[0].fail_reason.empty());
+    EXPECT_EQ(r.completed, 2u);
+    EXPECT_EQ(r.failed, 0u);
+    EXPECT_EQ(r.outcomes[1].first_start_s, 10) << "the second GPU is idle: b starts at once";
   }
 }
 

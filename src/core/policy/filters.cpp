@@ -68,16 +68,16 @@ class FitsMemory final : public Filter {
   FitsMemory(MiB margin, MiB min_free, bool floor_always) : margin_(margin), min_free_(min_free), floor_always_(floor_always) {}
   std::string_view name() const override { return floor_always_ ? "fits_memory_floor" : "fits_memory"; }
   bool admit(const Candidate& c, const PlacementRequest& r) const override {
-    if (r.need_mib) return c.available_mib >= wanted(*r.need_mib);
-    return c.available_mib >= min_free_;
+    if (r.need_mib) return c.available_mib >= wanted(*r.need_mib, c);
+    return c.available_mib >= floor_on(c);
   }
   std::string why_not(std::span<const Candidate* const> rejected, const PlacementRequest& r) const override {
     const Candidate* best = *std::max_element(rejected.begin(), rejected.end(), [](const Candidate* a, const Candidate* b) {
       return a->available_mib < b->available_mib;
     });
     const std::string most = fmt::format("most free is {} on GPU {}", format_gib(best->available_mib), best->gpu->index);
-    if (!r.need_mib) return fmt::format("need unknown: wants {} free; {}", format_gib(min_free_), most);
-    if (wanted(*r.need_mib) > *r.need_mib + margin_)
+    if (!r.need_mib) return fmt::format("need unknown: wants {} free; {}", format_gib(floor_on(*best)), most);
+    if (wanted(*r.need_mib, *best) > *r.need_mib + margin_)
       return fmt::format("needs {} (the free-memory floor; the estimate is {}); {}", format_gib(min_free_),
                          format_gib(*r.need_mib), most);
     if (margin_ > 0) return fmt::format("needs {} + {} margin; {}", format_gib(*r.need_mib), format_gib(margin_), most);
@@ -85,7 +85,12 @@ class FitsMemory final : public Filter {
   }
 
  private:
-  MiB wanted(MiB need) const { return floor_always_ ? std::max(need + margin_, min_free_) : need + margin_; }
+  // The free-memory floor, on a GPU (MIG instance) smaller than the floor itself: all of it free.
+  // Without the cap a 1g.5gb instance (4864 MiB) could never take a job under the 5 GiB floor.
+  MiB floor_on(const Candidate& c) const { return std::min(min_free_, c.gpu->total_mib); }
+  MiB wanted(MiB need, const Candidate& c) const {
+    return floor_always_ ? std::max(need + margin_, floor_on(c)) : need + margin_;
+  }
   MiB margin_, min_free_;
   bool floor_always_;
 };

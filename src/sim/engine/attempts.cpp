@@ -1,6 +1,7 @@
 #include "sim/engine/engine.h"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -157,6 +158,14 @@ void Engine::on_finish(JobId j, std::uint64_t version) {
   dirty_ = true;
 }
 
+int Engine::holders_on_one_node(MiB mib) const {
+  std::map<int, int> per_node;
+  int most = 0;
+  for (const GpuSnapshot& g : snaps_)
+    if (g.total_mib >= mib) most = std::max(most, ++per_node[g.node]);
+  return most;
+}
+
 void Engine::on_oom_noticed(JobId j, std::uint64_t attempt) {
   Attempt& a = runs_[j];
   if (a.attempt != attempt) return;
@@ -164,11 +173,18 @@ void Engine::on_oom_noticed(JobId j, std::uint64_t attempt) {
   ledger_.release(j);
   --residents_;
   transition(a.core, JobState::Oom);
-  if (a.crashed_alone && jobs_[j].true_mib > largest_mib_) {
-    // Alone on its GPU(s) and still out of memory, and no GPU is larger: nothing will hold it.
+  // Alone on its GPU(s) and still out of memory, and no server has as many GPUs (instances) that
+  // large as the job needs: nothing will hold it. (A 2-GPU job on a layout with one large instance
+  // per GPU would otherwise be retried on the small ones forever.)
+  const int holders = holders_on_one_node(jobs_[j].true_mib);
+  if (a.crashed_alone && holders < a.core.gpus) {
     transition(a.core, JobState::Failed);
-    fail(j, per_ > 1 ? fmt::format("needs {} MiB, more than the largest MIG instance ({} MiB)", jobs_[j].true_mib, largest_mib_)
-                     : fmt::format("needs {} MiB, more than a whole GPU", jobs_[j].true_mib));
+    if (jobs_[j].true_mib > largest_mib_)
+      fail(j, per_ > 1 ? fmt::format("needs {} MiB, more than the largest MIG instance ({} MiB)", jobs_[j].true_mib, largest_mib_)
+                       : fmt::format("needs {} MiB, more than a whole GPU", jobs_[j].true_mib));
+    else
+      fail(j, fmt::format("needs {} {} of {} MiB on one server; the largest server has {}", a.core.gpus,
+                          per_ > 1 ? "MIG instances" : "GPUs", jobs_[j].true_mib, holders));
   } else if (!cfg_.recover_ooms) {
     transition(a.core, JobState::Failed);
     fail(j, "out of memory (no recovery)");

@@ -174,6 +174,7 @@ class Engine {
 
   int per_ = 1;    // MIG instances per GPU (1: whole GPUs)
   int slots_ = 0;  // what the core sees as GPUs: GPUs × per_
+  int holders_on_one_node(MiB mib) const;  // most GPUs (instances) of one server with total ≥ mib
   MiB largest_mib_ = 0;
   double total_mib_ = 0;
   std::vector<GpuRt> gpus_;
