@@ -68,6 +68,26 @@ TEST(SimTimeSlots, StoppedBeforeItsCheckpointIsWrittenAJobRestartsFromItsLastOne
   EXPECT_DOUBLE_EQ(r3.outcomes[2].first_start_s, 11100);
 }
 
+// Asked at its slot's notice, a job whose checkpoint takes longer than the notice is stopped at
+// the slot's end only if someone still waits then (as colod does); here the waiting job found
+// another GPU before that, so A goes on, writes its checkpoint and leaves, as asked.
+TEST(SimTimeSlots, NobodyWaitingAtTheSlotsEndNoStop) {
+  SimConfig c = test::config(PolicyKind::Exclusive, 2);
+  c.slots = {200, 10};
+  c.checkpoint = {30, 60};  // written at 220, after the slot's end at 200
+  std::vector<SimJobSpec> jobs(3);
+  jobs[0] = {"A", 0, 1, 10000, 3600, 0.5, MemoryNeed::of(10000, "oracle")};
+  jobs[1] = {"X", 0, 1, 10000, 195, 0.5, MemoryNeed::of(10000, "oracle")};
+  jobs[2] = {"B", 1, 1, 10000, 600, 0.5, MemoryNeed::of(10000, "oracle")};
+  const SimResult r = simulate(c, jobs);
+  // B waits from 1 s; A is asked at 190 s; X ends at 195 s and B takes its GPU: at 200 s nobody
+  // waits. A leaves at 220 s with its checkpoint (3 400 s of work left) and resumes at once.
+  EXPECT_EQ(r.outcomes[2].first_start_s, 195);
+  EXPECT_EQ(r.outcomes[0].checkpoints, 1);
+  EXPECT_EQ(r.outcomes[0].last_start_s, 220);
+  EXPECT_DOUBLE_EQ(r.outcomes[0].finish_s, 220 + 60 + (3600 - 190));
+}
+
 TEST(SimTimeSlots, NobodyWaitingNoCheckpoint) {
   SimConfig c = one_gpu();
   c.slots = {1000, 100};

@@ -67,6 +67,10 @@ struct Attempt {
   SlotClock slot;
   std::optional<double> saved;
   std::optional<double> saving;
+  // Asked to checkpoint with the slot's end before the checkpoint is written: what it would
+  // write, and whether it checkpointed before (the stop is skipped when nobody waits then).
+  std::optional<double> writing;
+  bool checkpointed_before = false;
 };
 
 // What the engine keeps per GPU (per MIG instance with a MIG layout).

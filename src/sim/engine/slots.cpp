@@ -48,6 +48,8 @@ void Engine::slot_decide(JobId j, std::uint64_t attempt) {
   const Seconds written = now_ + cfg_.checkpoint.save_s;
   const Seconds stop = *next_slot_step(cfg_.slots, a.slot);
   a.saving = written <= stop ? std::optional<double>(a.remaining) : a.saved;
+  a.writing = a.remaining;
+  a.checkpointed_before = a.core.checkpoint;
   // Stopped before its checkpoint is written, it would lose every later slot the same way:
   // it runs to its end from its next launch on (colod does the same with a job it had to stop).
   if (written > stop) a.core.checkpoint = false;
@@ -57,6 +59,16 @@ void Engine::slot_decide(JobId j, std::uint64_t attempt) {
 void Engine::on_checkpoint_exit(JobId j, std::uint64_t attempt) {
   Attempt& a = runs_[j];
   if (!a.active || a.attempt != attempt) return;  // it finished or crashed first
+  const Seconds written = *a.slot.notified + cfg_.checkpoint.save_s;
+  if (now_ < written && queued() == 0) {
+    // The slot ends before the checkpoint is written, but nobody waits any more: colod stops a
+    // job at its slot's end only for someone waiting (core slot_step, daemon enforce_slots), so
+    // it goes on and leaves once its checkpoint is written, as asked.
+    a.saving = a.writing;
+    a.core.checkpoint = a.checkpointed_before;
+    heap_.push({written, Ev::CheckpointExit, seq_++, j, a.attempt});
+    return;
+  }
   settle_on(a.gpus);
   a.active = false;
   ++a.version;  // its pending finish event is void
