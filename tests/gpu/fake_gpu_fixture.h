@@ -118,6 +118,19 @@ class FakeNvmlTest : public ::testing::Test {
     return std::make_unique<FakeJob>(cvd, std::move(args), err_path(name));
   }
 
+  // 20 fake jobs of 100..119 MiB on GPU 0 (more than the backend's first 16 process slots): each
+  // is listed with its own memory.
+  void expect_twenty_processes_listed(GpuBackend& b) {
+    std::vector<std::unique_ptr<FakeJob>> jobs;
+    for (int i = 0; i < 20; ++i)
+      jobs.push_back(job(fake_gpu_uuid(0), {"--mem", std::to_string(100 + i) + "MiB", "--hold", "inf"},
+                         "j" + std::to_string(i)));
+    ASSERT_TRUE(eventually([&] { return b.sample(0).memory.process_mib.size() == 20; }));
+    const auto s = b.sample(0);
+    for (int i = 0; i < 20; ++i) EXPECT_EQ(s.memory.process_mib.at(jobs[i]->pid()), 100 + i);
+    EXPECT_EQ(s.memory.used_mib, 20 * 100 + 190);
+  }
+
   MiB process_mib(int index, int pid) {
     auto s = backend_->sample(index);
     auto it = s.memory.process_mib.find(pid);

@@ -114,15 +114,7 @@ TEST_F(FakeNvmlTest, CudaVisibleDevicesByIndexAndSeveralGpus) {
 
 TEST_F(FakeNvmlTest, ManyProcessesGrowTheProcessListBuffer) {
   GpuBackend& b = open("1x40GiB");
-  std::vector<std::unique_ptr<testing::FakeJob>> jobs;  // more than the initial 16 slots
-  for (int i = 0; i < 20; ++i) {
-    jobs.push_back(job(fake_gpu_uuid(0), {"--mem", std::to_string(100 + i) + "MiB", "--hold", "inf"},
-                       "j" + std::to_string(i)));
-  }
-  ASSERT_TRUE(eventually([&] { return b.sample(0).memory.process_mib.size() == 20; }));
-  auto s = b.sample(0);
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(s.memory.process_mib.at(jobs[i]->pid()), 100 + i);
-  EXPECT_EQ(s.memory.used_mib, 20 * 100 + 190);
+  expect_twenty_processes_listed(b);
 }
 
 // Drivers 535.43.02-535.86.x write 32-byte entries from nvmlDeviceGetComputeRunningProcesses_v3
@@ -136,14 +128,7 @@ TEST_F(FakeNvmlTest, ProcessListsOfThe535DriversWith32ByteEntries) {
   opts.dcgm_library = setup.dcgm_library_path;
   backend_ = open_nvml_backend(opts);
   GpuBackend& b = *backend_;
-  std::vector<std::unique_ptr<testing::FakeJob>> jobs;  // past the initial 16 slots, too
-  for (int i = 0; i < 20; ++i) {
-    jobs.push_back(job(fake_gpu_uuid(0), {"--mem", std::to_string(100 + i) + "MiB", "--hold", "inf"},
-                       "j" + std::to_string(i)));
-  }
-  ASSERT_TRUE(eventually([&] { return b.sample(0).memory.process_mib.size() == 20; }));
-  auto s = b.sample(0);
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(s.memory.process_mib.at(jobs[i]->pid()), 100 + i);
+  expect_twenty_processes_listed(b);
 }
 
 TEST_F(FakeNvmlTest, KilledJobDoesNotLeakMemoryEvenAsAZombie) {
