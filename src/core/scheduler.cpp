@@ -17,13 +17,17 @@ namespace {
 struct Round {
   std::vector<Candidate> cands;
   std::vector<MiB> usable_totals;  // total memory of each healthy, undrained GPU
+  MiB largest_usable_total = 0;
   int usable_count = 0;
   int usable_on_one_node = 0;  // the most usable GPUs any one server has
   bool many_nodes = false;
 
-  int gpus_with_at_least(MiB mib) const {
-    return static_cast<int>(std::count_if(usable_totals.begin(), usable_totals.end(),
-                                          [&](MiB t) { return t >= mib; }));
+  // Whether at least `gpus` usable GPUs have `mib` or more in total. A one-GPU job (nearly every
+  // call, once per queued job the backfill loop looks at) needs no count.
+  bool enough_gpus_of(MiB mib, int gpus) const {
+    if (mib > largest_usable_total) return false;
+    if (gpus <= 1) return true;
+    return std::count_if(usable_totals.begin(), usable_totals.end(), [&](MiB t) { return t >= mib; }) >= gpus;
   }
 };
 
@@ -53,6 +57,7 @@ Round make_round(const SchedulerInput& in) {
     r.cands.push_back(c);
     if (g.healthy && !g.drained) {
       r.usable_totals.push_back(g.total_mib);
+      r.largest_usable_total = std::max(r.largest_usable_total, g.total_mib);
       ++r.usable_count;
     }
     r.many_nodes = r.many_nodes || g.node != in.gpus.front().node;
@@ -95,7 +100,7 @@ PlacementRequest make_request(const Job& job, const Policy& policy, const Round&
   // recovery retry) can only mean "whole GPUs"; without this the job would block the queue forever.
   if (req.need_mib && (policy.conditions.enabled || recovery)) {
     const MiB margin = recovery ? 0 : policy.conditions.margin_mib;
-    if (round.gpus_with_at_least(*req.need_mib + margin) < job.gpus) req.alone = true;
+    if (!round.enough_gpus_of(*req.need_mib + margin, job.gpus)) req.alone = true;
   }
   return req;
 }
@@ -153,7 +158,7 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
       filters.push_back(idle);
       // Alone where its need fits a GPU's total, if enough GPUs are that large (MIG instances
       // differ); otherwise any idle GPU (the whole-GPU fallback).
-      if (req.need_mib && round.gpus_with_at_least(*req.need_mib) >= job.gpus) filters.push_back(holds(*req.need_mib));
+      if (req.need_mib && round.enough_gpus_of(*req.need_mib, job.gpus)) filters.push_back(holds(*req.need_mib));
     } else if (recovery)
       filters.push_back(fits_memory(0, cfg_.policy.conditions.min_free_unknown_mib));
     else
@@ -251,16 +256,17 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
       smallest_total = smallest_total == 0 ? c.gpu->total_mib : std::min(smallest_total, c.gpu->total_mib);
     }
   const Conditions& cond = cfg_.policy.conditions;
+  // Only a job that goes through the memory filter is bounded so: whole-GPU policies, a policy
+  // without conditions and a need too large for enough GPUs (placed alone on idle ones, see
+  // make_request) place without one. An unknown need asks at most a GPU's whole memory free.
+  const bool memory_filtered = cond.enabled && !cfg_.policy.whole_gpus;
+  const MiB unknown_least = std::min(cond.min_free_unknown_mib, smallest_total);
   const int end = static_cast<int>(std::min(in.main_queue.size(), k + 1 + static_cast<size_t>(std::max(bf.depth, 0))));
   for (int q = static_cast<int>(k) + 1; q < end; ++q) {
     const Job& job = in.main_queue[static_cast<size_t>(q)];
-    // Only a job that goes through the memory filter is bounded so: whole-GPU policies, a policy
-    // without conditions and a need too large for enough GPUs (placed alone on idle ones, see
-    // make_request) place without one. An unknown need asks at most a GPU's whole memory free.
-    if (cond.enabled && !cfg_.policy.whole_gpus) {
-      const MiB least = job.need.mib ? *job.need.mib + cond.margin_mib
-                                     : std::min(cond.min_free_unknown_mib, smallest_total);
-      if (least > most_free && round.gpus_with_at_least(least) >= job.gpus) continue;
+    if (memory_filtered) {
+      const MiB least = job.need.mib ? *job.need.mib + cond.margin_mib : unknown_least;
+      if (least > most_free && round.enough_gpus_of(least, job.gpus)) continue;
     }
     const size_t placed = out.placements.size();
     if (!try_place(job, false, true) || out.placements.size() == placed) continue;  // waits, or rejected
