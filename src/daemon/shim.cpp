@@ -13,16 +13,15 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
-#include <linux/keyctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
+#include "common/session_keyring.h"
 #include "daemon/job_cgroup.h"
 #include "daemon/proc.h"
 
@@ -179,11 +178,7 @@ void kill_every_descendant(double limit_s) {
     if (setgid(g) != 0) die("setgid");
     if (setuid(static_cast<uid_t>(s.uid)) != 0) die("setuid");
   }
-  // A session keyring of its own: colod's (systemd gives a service one) would be shared by every
-  // user's job, and a key one job adds could be read by the next job of another user. Where the
-  // kernel or a sandbox offers no keyrings (ENOSYS, EPERM) there is nothing to share.
-  if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS && errno != EPERM)
-    die("a session keyring of its own");
+  if (!join_own_session_keyring()) die("a session keyring of its own");
   ::umask(static_cast<mode_t>(s.umask & 0777));
   restore_job_nofile_limit();
   if (!s.workdir.empty() && chdir(s.workdir.c_str()) != 0) die(("chdir " + s.workdir).c_str());

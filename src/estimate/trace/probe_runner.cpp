@@ -1,14 +1,13 @@
 #include "estimate/trace/probe_runner.h"
 #include "common/resource_path.h"
+#include "common/session_keyring.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <grp.h>
-#include <linux/keyctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -331,10 +330,7 @@ int spawn_probe(const ProbeRequest& req, const ProbeLimits& limits, const ProbeS
     if (::setgid(static_cast<gid_t>(who->gid)) != 0) child_fail("setgid");
     if (::setuid(static_cast<uid_t>(who->uid)) != 0) child_fail("setuid");
     if (who->uid != 0 && ::setuid(0) == 0) child_fail("could not drop root");
-    // The user's code gets a session keyring of its own, not colod's (shared by every user's
-    // probe and job otherwise); ENOSYS/EPERM: no keyrings to share here.
-    if (::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) < 0 && errno != ENOSYS && errno != EPERM)
-      child_fail("keyctl(JOIN_SESSION_KEYRING)");
+    if (!join_own_session_keyring()) child_fail("keyctl(JOIN_SESSION_KEYRING)");
     // After the identity change (which clears it): die with colod.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(125);
