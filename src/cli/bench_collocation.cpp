@@ -32,6 +32,7 @@
 #include "gpu/mps.h"
 #include "gpu/nvml_backend.h"
 #include "sim/models/collocation_fit.h"
+#include "sim/models/power_fit.h"
 #include "sim/models/sim_model.h"
 #include "slurm/atomic_file.h"
 
@@ -50,7 +51,7 @@ struct Args {
   std::vector<std::string> jobs, smact, mig_instances;
   std::string sharing;
   int gpu = 0;
-  double warmup_s = 30, measure_s = 120, stall_s = 600, stop_grace_s = 10;
+  double warmup_s = 30, measure_s = 120, stall_s = 600, stop_grace_s = 10, idle_s = 10;
   std::string base_model, out, measurements, work_dir, fake_gpus, mps_control = "nvidia-cuda-mps-control";
   std::string solo_from;  // --solo-from: the solo runs of an earlier --measurements file
 };
@@ -64,7 +65,35 @@ struct JobSpec {
 struct Window {
   std::vector<double> throughput;  // per job, progress per second
   std::optional<double> smact, busy;  // the sampled device's averages (when measurable)
+  std::optional<double> watts;        // the board's mean power (energy counter, else power samples)
   double seconds = 0;
+};
+
+// Mean board power between two samples: the energy counter's difference when the GPU has one
+// (exact over the interval), else the mean of the power readings taken.
+class PowerMeter {
+ public:
+  void add(const gpu::DeviceSample& s) {
+    const auto now = Clock::now();
+    if (s.energy_mj) {
+      if (!first_) first_ = {*s.energy_mj, now};
+      last_ = {*s.energy_mj, now};
+    }
+    if (s.power_w) sum_ += *s.power_w, ++n_;
+  }
+  std::optional<double> watts() const {
+    if (first_ && last_ && last_->first > first_->first) {
+      const double s = std::chrono::duration<double>(last_->second - first_->second).count();
+      if (s > 0) return static_cast<double>(last_->first - first_->first) / 1000.0 / s;
+    }
+    if (n_) return sum_ / n_;
+    return std::nullopt;
+  }
+
+ private:
+  std::optional<std::pair<std::uint64_t, Clock::time_point>> first_, last_;
+  double sum_ = 0;
+  int n_ = 0;
 };
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -188,13 +217,15 @@ class Bench {
     // The window: from each job's next report, the GPU sampled every second, to each job's
     // first report after measure_s.
     const auto start = next_reports(origin, since(origin) + a_.stall_s, "after the warm-up");
-    if (sample >= 0) backend_->sample(sample);  // rates (GPM) need a first sample
+    PowerMeter power;
+    if (sample >= 0) power.add(backend_->sample(sample));  // rates (GPM) need a first sample
     double smact_sum = 0, busy_sum = 0;
     int smact_n = 0, busy_n = 0;
     auto take_sample = [&] {
       const gpu::DeviceSample s = backend_->sample(sample);
       if (s.smact) smact_sum += std::clamp(*s.smact, 0.0, 1.0), ++smact_n;
       if (s.gpu_util) busy_sum += std::clamp(*s.gpu_util, 0.0, 1.0), ++busy_n;
+      power.add(s);
     };
     const auto window = Clock::now();
     auto next_sample = window + std::chrono::seconds(1);
@@ -215,7 +246,25 @@ class Bench {
     for (auto& j : run) j->stop(a_.stop_grace_s);
     if (smact_n) w.smact = smact_sum / smact_n;
     if (busy_n) w.busy = busy_sum / busy_n;
+    w.watts = power.watts();
     return w;
+  }
+
+  // The board's mean power over `seconds` with no job of ours running (the power model's
+  // idle_watts), and how many processes were on the GPU meanwhile (others' jobs spoil it).
+  std::pair<std::optional<double>, std::size_t> idle(double seconds) {
+    PowerMeter power;
+    gpu::DeviceSample s = backend_->sample(a_.gpu);
+    power.add(s);
+    std::size_t processes = s.memory.process_mib.size();
+    for (const auto t0 = Clock::now(); since(t0) < seconds;) {
+      if (g_interrupted) throw UserError(fmt::format("bench: interrupted by signal {} (idle window)", g_interrupted.load()));
+      pause_s(std::min(1.0, std::max(0.0, seconds - since(t0))));
+      s = backend_->sample(a_.gpu);
+      power.add(s);
+      processes = std::max(processes, s.memory.process_mib.size());
+    }
+    return {power.watts(), processes};
   }
 
   BenchJob::Env on_gpu(const std::string& uuid) const { return {{"CUDA_VISIBLE_DEVICES", uuid}}; }
@@ -282,6 +331,7 @@ void check(const Args& a) {
   seconds("--warmup-s", a.warmup_s, 0);
   seconds("--measure-s", a.measure_s, 0.1);
   seconds("--stall-timeout-s", a.stall_s, 1);
+  seconds("--idle-s", a.idle_s, 0);
   if (a.out.empty()) throw UserError("bench collocation: --out MODEL.toml is required");
   // Known before an hour of runs, not after.
   for (const std::string& path : {a.out, a.measurements}) {
@@ -310,10 +360,24 @@ void run(const Args& a) {
   nlohmann::json meas = {{"format", "colo-bench-collocation 1"}, {"gpu", {{"index", a.gpu}, {"name", bench.gpu().name}, {"uuid", bench.gpu().uuid}}},
                          {"sharing", a.sharing}, {"date", when}, {"warmup_s", a.warmup_s}, {"measure_s", a.measure_s}};
 
+  // 0. The GPU with none of our jobs: the power model's idle level.
+  std::optional<double> idle_watts;
+  if (a.idle_s > 0) {
+    const auto [watts, processes] = bench.idle(a.idle_s);
+    meas["idle"] = {{"seconds", a.idle_s}, {"watts", watts ? nlohmann::json(*watts) : nlohmann::json(nullptr)},
+                    {"processes", processes}};
+    if (processes > 0)
+      std::cerr << fmt::format("bench: {} other process(es) used GPU {} during the idle window: its power is not "
+                               "the idle level and is not fitted\n", processes, a.gpu);
+    else
+      idle_watts = watts;
+    std::cerr << fmt::format("bench: idle: {} W\n", fmt_opt(watts));
+  }
+
   // 1. Each job alone on the whole GPU.
   struct Solo {
     double throughput = 0;
-    std::optional<double> smact, busy;
+    std::optional<double> smact, busy, watts;
   };
   std::vector<Solo> solo;
   if (!a.solo_from.empty()) {
@@ -337,8 +401,9 @@ void run(const Args& a) {
           throw UserError(fmt::format("--solo-from {}: has no solo run of job {}", a.solo_from, j.name));
         if (it->at("command").get<std::string>() != j.command)
           throw UserError(fmt::format("--solo-from {}: job {} ran another command there", a.solo_from, j.name));
-        Solo x{it->at("throughput").get<double>(), it->at("smact").get<double>(), std::nullopt};
+        Solo x{it->at("throughput").get<double>(), it->at("smact").get<double>(), std::nullopt, std::nullopt};
         if (it->contains("busy") && (*it)["busy"].is_number()) x.busy = (*it)["busy"].get<double>();
+        if (it->contains("watts") && (*it)["watts"].is_number()) x.watts = (*it)["watts"].get<double>();
         if (!(std::isfinite(x.throughput) && x.throughput > 0 && *x.smact >= 0 && *x.smact <= 1))
           throw UserError(fmt::format("--solo-from {}: job {}'s solo run has an unusable throughput or SMACT", a.solo_from, j.name));
         if (j.smact) x.smact = j.smact;
@@ -353,17 +418,19 @@ void run(const Args& a) {
   for (const JobSpec& j : jobs) {
     if (!a.solo_from.empty()) break;
     const Window w = bench.run({&j}, {bench.on_gpu(bench.gpu().uuid)}, a.gpu, "solo");
-    Solo s{w.throughput[0], j.smact ? j.smact : w.smact, w.busy};
+    Solo s{w.throughput[0], j.smact ? j.smact : w.smact, w.busy, w.watts};
     if (!s.smact)
       throw UserError(fmt::format("bench: GPU {} gave no SM activity for job {} ({}); give each job's solo SM "
                                   "activity with --smact NAME=VALUE", a.gpu, j.name, bench.gpu().caps.smact_reason));
     // A kernel runs whenever SMs are active, so utilisation below SMACT means the GPU did not see
     // the job (e.g. --smact given for a job the GPU cannot attribute): the model's default then.
     if (s.busy && *s.busy + 0.05 < *s.smact) s.busy.reset();
-    std::cerr << fmt::format("bench: {} alone: {:.4g}/s, SMACT {}, busy {}\n", j.name, s.throughput, fmt_opt(s.smact), fmt_opt(s.busy));
+    std::cerr << fmt::format("bench: {} alone: {:.4g}/s, SMACT {}, busy {}, {} W\n", j.name, s.throughput, fmt_opt(s.smact),
+                             fmt_opt(s.busy), fmt_opt(s.watts));
     meas["solo"].push_back({{"job", j.name}, {"command", j.command}, {"throughput", s.throughput}, {"smact", *s.smact},
                             {"smact_source", j.smact ? "--smact" : "measured"},
-                            {"busy", s.busy ? nlohmann::json(*s.busy) : nlohmann::json(nullptr)}});
+                            {"busy", s.busy ? nlohmann::json(*s.busy) : nlohmann::json(nullptr)},
+                            {"watts", s.watts ? nlohmann::json(*s.watts) : nlohmann::json(nullptr)}});
     solo.push_back(s);
   }
   const std::string names = [&] {
@@ -372,6 +439,10 @@ void run(const Args& a) {
     return s;
   }();
   const std::string file_note = a.measurements.empty() ? "" : "; measurements " + std::filesystem::path(a.measurements).filename().string();
+  // The power model's data: each job alone, then every shared window (sim/models/power_fit.h).
+  std::vector<sim::PowerSolo> power_solo;
+  std::vector<sim::PowerShared> power_shared;
+  for (const Solo& x : solo) power_solo.push_back({*x.smact, x.watts.value_or(std::nan(""))});
 
   if (a.sharing == "mig") {
     // 2m. Each job alone on each MIG instance.
@@ -422,8 +493,12 @@ void run(const Args& a) {
         r.slowdown = {solo[i].throughput / w.throughput[0], solo[k].throughput / w.throughput[1]};
         std::cerr << fmt::format("bench: {} + {}: {:+.1f} % / {:+.1f} %\n", jobs[i].name, jobs[k].name,
                                  100 * (r.slowdown[0] - 1), 100 * (r.slowdown[1] - 1));
+        const double work = r.smact[0] / r.slowdown[0] + r.smact[1] / r.slowdown[1];
+        if (w.watts)
+          power_shared.push_back({{static_cast<int>(i), static_cast<int>(k)}, {1 / r.slowdown[0], 1 / r.slowdown[1]}, *w.watts});
         meas["pairs"].push_back({{"jobs", {jobs[i].name, jobs[k].name}}, {"throughput", w.throughput}, {"slowdown", r.slowdown},
-                                 {"smact", w.smact ? nlohmann::json(*w.smact) : nlohmann::json(nullptr)}});
+                                 {"smact", w.smact ? nlohmann::json(*w.smact) : nlohmann::json(nullptr)},
+                                 {"work", work}, {"watts", w.watts ? nlohmann::json(*w.watts) : nlohmann::json(nullptr)}});
         runs.push_back(std::move(r));
       }
     if (mps) mps->stop();
@@ -445,6 +520,37 @@ void run(const Args& a) {
         meas["fitted"][key] = {{"value", p.value}, {"observations", p.observations}, {"rms", p.rms}};
       }
     }
+  }
+  // 3. The power model: idle from the idle window, the busy floor from the shared windows, the
+  // slope from the solo runs.
+  if (const auto fit = sim::fit_power(idle_watts, power_solo, power_shared, model.power.busy_watts)) {
+    const std::string what = fmt::format("colo bench collocation, {} on {}, {}", a.sharing, gpu_text, when);
+    model.power.busy_watts = fit->busy_watts.value;
+    model.power.max_watts = fit->max_watts.value;
+    if (fit->busy_fitted)
+      model.sources["power.busy_watts"] = fmt::format(
+          "{}: the floor under which each job's dynamic power, scaled by its rate, adds up to the power of {} shared "
+          "window(s) of jobs {}, rms {:.1f} W{}", what, fit->busy_watts.observations, names, fit->shared_rms, file_note);
+    else
+      model.sources["power.busy_watts"] = fmt::format(
+          "{}: no shared window could fix it; the base model's value{}", what,
+          idle_watts && *idle_watts > model.power.busy_watts ? ", raised to the measured idle" : "");
+    model.sources["power.max_watts"] = fmt::format(
+        "{}: busy_watts + the mean watts per unit of SMACT of {} job(s) alone ({}), rms {:.1f} W about that line{}", what,
+        fit->max_watts.observations, names, fit->solo_line_rms, file_note);
+    meas["fitted"]["power.busy_watts"] = {{"value", fit->busy_watts.value}, {"observations", fit->busy_watts.observations}, {"rms", fit->shared_rms}};
+    meas["fitted"]["power.max_watts"] = {{"value", fit->max_watts.value}, {"observations", fit->max_watts.observations}, {"rms", fit->solo_line_rms}};
+    if (fit->idle_watts.observations > 0) {
+      model.power.idle_watts = fit->idle_watts.value;
+      model.sources["power.idle_watts"] = fmt::format("colo bench collocation on {}, {}: board power over {:g} s with no job{}",
+                                                      gpu_text, when, a.idle_s, file_note);
+      meas["fitted"]["power.idle_watts"] = {{"value", fit->idle_watts.value}, {"observations", 1}, {"rms", 0.0}};
+    } else if (model.power.idle_watts > model.power.busy_watts) {
+      model.power.idle_watts = model.power.busy_watts;
+      model.sources["power.idle_watts"] = "not measured (--idle-s 0 or a busy GPU): the base model's was above the fitted busy_watts, set to it";
+    }
+  } else if (idle_watts || !power_shared.empty()) {
+    std::cerr << "bench: power not fitted: no solo run with power readings and SMACT ≥ 0.05\n";
   }
   const std::string text = sim::write_sim_model(
       model, fmt::format("colo's simulator model (`colo sim --model FILE`), written by `colo bench collocation` on {}, {}.\n"
@@ -479,6 +585,8 @@ CLI::App* add_bench_collocation(CLI::App* bench) {
   // Through core/parse_number (an empty value is an error, not 0; units such as 2min work).
   add_seconds_flag(c, "--warmup-s", a->warmup_s, 0, limits::kMaxSeconds, "seconds each run trains before its window (default 30)");
   add_seconds_flag(c, "--measure-s", a->measure_s, 0.1, limits::kMaxSeconds, "seconds of each run's measurement window (default 120)");
+  add_seconds_flag(c, "--idle-s", a->idle_s, 0, limits::kMaxSeconds,
+                   "seconds the GPU's idle power is read before any job starts (0: not measured; default 10)");
   add_seconds_flag(c, "--stall-timeout-s", a->stall_s, 1, limits::kMaxSeconds, "a job with no progress this long is an error (default 600)");
   c->add_option("--base-model", a->base_model, "model file whose other parameters are kept (default: built in)");
   c->add_option("--out", a->out, "the fitted model file to write (colo sim --model)")->required();

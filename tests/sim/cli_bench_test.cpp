@@ -43,7 +43,7 @@ class CliBench : public ::testing::Test {
   }
   CliRun bench(const std::string& args) {
     return run_colo_args("bench collocation --fake-gpus '1x40GiB+1x80GiB:mig=3g.40gb,4g.40gb' --warmup-s 0 "
-                         "--measure-s 0.5 --work-dir " + path("work") + " " + args);
+                         "--measure-s 0.5 --idle-s 0.3 --work-dir " + path("work") + " " + args);
   }
   static std::string shell(const std::string& cmd) {
     std::string out;
@@ -82,6 +82,20 @@ TEST_F(CliBench, StreamsPairsAreMeasuredFittedAndWrittenAsAModelTheSimulatorRead
   ASSERT_EQ(j["pairs"].size(), 1u);
   for (const auto& t : j["pairs"][0]["throughput"]) EXPECT_GT(t.get<double>(), 0);
   EXPECT_EQ(j["fitted"]["streams.slice_wait"]["value"].get<double>(), m.streams.slice_wait);
+  // The power model from the fake board (60 W + 340 W × SMACT): idle read with no job, the slope
+  // from the solo runs (SMACT 0.3, 0.6), the floor from the pair (0.9).
+  EXPECT_NEAR(j["idle"]["watts"].get<double>(), 60, 1);
+  EXPECT_EQ(j["idle"]["processes"], 0);
+  EXPECT_NEAR(j["solo"][0]["watts"].get<double>(), 60 + 340 * 0.3, 2);
+  EXPECT_NEAR(j["pairs"][0]["watts"].get<double>(), 60 + 340 * 0.9, 2);
+  EXPECT_NEAR(m.power.idle_watts, 60, 1);
+  // The fake jobs are not slowed by sharing (rates ≈ 1), so the floor follows from the pair:
+  // P − Σ P_j = B (1 − Σ r) with Σ r ≈ 2.
+  EXPECT_NEAR(m.power.busy_watts, 60, 5);
+  EXPECT_NEAR(m.power.max_watts, 400, 5);
+  EXPECT_THAT(m.sources.at("power.busy_watts"), HasSubstr("adds up to the power of 1 shared window(s) of jobs small, large"));
+  EXPECT_THAT(m.sources.at("power.max_watts"), HasSubstr("the mean watts per unit of SMACT of 2 job(s) alone"));
+  EXPECT_THAT(m.sources.at("power.idle_watts"), HasSubstr("board power over 0.3 s with no job"));
   // The simulator runs on it.
   const auto s = run_colo_args("sim --model " + path("m.toml") + " --sharing streams --json");
   ASSERT_EQ(s.status, 0) << s.out;
