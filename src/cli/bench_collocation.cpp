@@ -23,6 +23,7 @@
 
 #include "cli/bench_job.h"
 #include "cli/number_option.h"
+#include "cli/power_meter.h"
 #include "core/error.h"
 #include "core/limits.h"
 #include "core/one_line.h"
@@ -67,33 +68,6 @@ struct Window {
   std::optional<double> smact, busy;  // the sampled device's averages (when measurable)
   std::optional<double> watts;        // the board's mean power (energy counter, else power samples)
   double seconds = 0;
-};
-
-// Mean board power between two samples: the energy counter's difference when the GPU has one
-// (exact over the interval), else the mean of the power readings taken.
-class PowerMeter {
- public:
-  void add(const gpu::DeviceSample& s) {
-    const auto now = Clock::now();
-    if (s.energy_mj) {
-      if (!first_) first_ = {*s.energy_mj, now};
-      last_ = {*s.energy_mj, now};
-    }
-    if (s.power_w) sum_ += *s.power_w, ++n_;
-  }
-  std::optional<double> watts() const {
-    if (first_ && last_ && last_->first > first_->first) {
-      const double s = std::chrono::duration<double>(last_->second - first_->second).count();
-      if (s > 0) return static_cast<double>(last_->first - first_->first) / 1000.0 / s;
-    }
-    if (n_) return sum_ / n_;
-    return std::nullopt;
-  }
-
- private:
-  std::optional<std::pair<std::uint64_t, Clock::time_point>> first_, last_;
-  double sum_ = 0;
-  int n_ = 0;
 };
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -218,14 +192,14 @@ class Bench {
     // first report after measure_s.
     const auto start = next_reports(origin, since(origin) + a_.stall_s, "after the warm-up");
     PowerMeter power;
-    if (sample >= 0) power.add(backend_->sample(sample));  // rates (GPM) need a first sample
+    if (sample >= 0) power.add(backend_->sample(sample), Clock::now());  // rates (GPM) need a first sample
     double smact_sum = 0, busy_sum = 0;
     int smact_n = 0, busy_n = 0;
     auto take_sample = [&] {
       const gpu::DeviceSample s = backend_->sample(sample);
       if (s.smact) smact_sum += std::clamp(*s.smact, 0.0, 1.0), ++smact_n;
       if (s.gpu_util) busy_sum += std::clamp(*s.gpu_util, 0.0, 1.0), ++busy_n;
-      power.add(s);
+      power.add(s, Clock::now());
     };
     const auto window = Clock::now();
     auto next_sample = window + std::chrono::seconds(1);
@@ -255,13 +229,13 @@ class Bench {
   std::pair<std::optional<double>, std::size_t> idle(double seconds) {
     PowerMeter power;
     gpu::DeviceSample s = backend_->sample(a_.gpu);
-    power.add(s);
+    power.add(s, Clock::now());
     std::size_t processes = s.memory.process_mib.size();
     for (const auto t0 = Clock::now(); since(t0) < seconds;) {
       if (g_interrupted) throw UserError(fmt::format("bench: interrupted by signal {} (idle window)", g_interrupted.load()));
       pause_s(std::min(1.0, std::max(0.0, seconds - since(t0))));
       s = backend_->sample(a_.gpu);
-      power.add(s);
+      power.add(s, Clock::now());
       processes = std::max(processes, s.memory.process_mib.size());
     }
     return {power.watts(), processes};
