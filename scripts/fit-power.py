@@ -8,7 +8,8 @@ the one energy the thesis measured without collocation: Table 6.6, Exclusive, 60
 The exclusive schedule does not depend on the power model, and its energy is linear in max_watts
 (busy_watts + (max_watts - busy_watts) x work per GPU-second, docs/SIMULATOR.md "Power"), so two
 simulations with different max_watts give the fitted value exactly. Idle and busy-floor power
-stay as the model file states them (assumptions: one run cannot fit three constants). Every
+stay as the model file states them (idle an assumption, the floor measured on an H200: one run
+cannot fit three constants). Every
 other row of Table 6.6 is reported, not fitted (scripts/thesis-table.py).
 --check exits 1 unless the model file's max_watts is the fitted value (within 0.5 W)."""
 import argparse

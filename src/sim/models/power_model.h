@@ -11,8 +11,8 @@ namespace colo::sim {
 
 struct PowerParams {
   double idle_watts = 55.0;
-  double busy_watts = 90.0;  // clocks up, a kernel resident, little SM work
-  double max_watts = 288.7;  // at full SM work: fitted to thesis Table 6.6's exclusive run (scripts/fit-power.py)
+  double busy_watts = 61.5;  // idle + the 6.5 W floor measured under collocation on an H200 (docs/GPU-VALIDATION.md §5)
+  double max_watts = 299.8;  // at full SM work: fitted to thesis Table 6.6's exclusive run (scripts/fit-power.py)
 };
 
 inline double gpu_watts(const PowerParams& p, bool busy, double work) {
