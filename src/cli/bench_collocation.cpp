@@ -334,20 +334,6 @@ void run(const Args& a) {
   nlohmann::json meas = {{"format", "colo-bench-collocation 1"}, {"gpu", {{"index", a.gpu}, {"name", bench.gpu().name}, {"uuid", bench.gpu().uuid}}},
                          {"sharing", a.sharing}, {"date", when}, {"warmup_s", a.warmup_s}, {"measure_s", a.measure_s}};
 
-  // 0. The GPU with none of our jobs: the power model's idle level.
-  std::optional<double> idle_watts;
-  if (a.idle_s > 0) {
-    const auto [watts, processes] = bench.idle(a.idle_s);
-    meas["idle"] = {{"seconds", a.idle_s}, {"watts", watts ? nlohmann::json(*watts) : nlohmann::json(nullptr)},
-                    {"processes", processes}};
-    if (processes > 0)
-      std::cerr << fmt::format("bench: {} other process(es) used GPU {} during the idle window: its power is not "
-                               "the idle level and is not fitted\n", processes, a.gpu);
-    else
-      idle_watts = watts;
-    std::cerr << fmt::format("bench: idle: {} W\n", fmt_opt(watts));
-  }
-
   // 1. Each job alone on the whole GPU.
   struct Solo {
     double throughput = 0;
@@ -389,6 +375,23 @@ void run(const Args& a) {
       throw UserError(fmt::format("--solo-from {}: {}", a.solo_from, one_line(e.what())));
     }
   }
+  // The GPU with none of our jobs, before any runs (after --solo-from is known good): the power
+  // model's idle level.
+  std::optional<double> idle_watts;
+  if (a.idle_s > 0) {
+    const auto [watts, processes] = bench.idle(a.idle_s);
+    meas["idle"] = {{"seconds", a.idle_s}, {"watts", watts ? nlohmann::json(*watts) : nlohmann::json(nullptr)},
+                    {"processes", processes}};
+    if (processes > 0)
+      std::cerr << fmt::format("bench: {} other process(es) used GPU {} during the idle window: its power is not "
+                               "the idle level and is not fitted\n", processes, a.gpu);
+    else if (watts && !(*watts > 0 && *watts <= 10000))
+      std::cerr << fmt::format("bench: the idle window read {:g} W, not a board's power: not fitted\n", *watts);
+    else
+      idle_watts = watts;
+    std::cerr << fmt::format("bench: idle: {} W\n", fmt_opt(watts));
+  }
+
   for (const JobSpec& j : jobs) {
     if (!a.solo_from.empty()) break;
     const Window w = bench.run({&j}, {bench.on_gpu(bench.gpu().uuid)}, a.gpu, "solo");
@@ -497,34 +500,54 @@ void run(const Args& a) {
   }
   // 3. The power model: idle from the idle window, the busy floor from the shared windows, the
   // slope from the solo runs.
-  if (const auto fit = sim::fit_power(idle_watts, power_solo, power_shared, model.power.busy_watts)) {
+  const auto fit = sim::fit_power(idle_watts, power_solo, power_shared, model.power.busy_watts);
+  if (fit) {
     const std::string what = fmt::format("colo bench collocation, {} on {}, {}", a.sharing, gpu_text, when);
-    model.power.busy_watts = fit->busy_watts.value;
-    model.power.max_watts = fit->max_watts.value;
+    std::string used;
+    for (int i : fit->solo_used) used += (used.empty() ? "" : ", ") + jobs[static_cast<std::size_t>(i)].name;
+    std::string bound;
+    if (fit->busy_capped_at_solo)
+      bound = fmt::format(" (least squares gave {:.1f} W, above a job's own power alone: capped at it)", fit->busy_least_squares);
+    else if (fit->busy_raised_to_idle && fit->busy_fitted)
+      bound = fmt::format(" (least squares gave {:.1f} W, below the measured idle: raised to it)", fit->busy_least_squares);
     if (fit->busy_fitted)
       model.sources["power.busy_watts"] = fmt::format(
           "{}: the floor under which each job's dynamic power, scaled by its rate, adds up to the power of {} shared "
-          "window(s) of jobs {}, rms {:.1f} W{}", what, fit->busy_watts.observations, names, fit->shared_rms, file_note);
+          "window(s) of jobs {}, rms {:.1f} W{}{}", what, fit->busy_watts.observations, names, fit->shared_rms, bound, file_note);
     else
       model.sources["power.busy_watts"] = fmt::format(
-          "{}: no shared window could fix it; the base model's value{}", what,
-          idle_watts && *idle_watts > model.power.busy_watts ? ", raised to the measured idle" : "");
+          "{}: no shared window could fix it (none, or rates summing to about 1); the base model's value{}", what,
+          fit->busy_raised_to_idle ? ", raised to the measured idle" : "");
+    model.power.busy_watts = fit->busy_watts.value;
+    model.power.max_watts = fit->max_watts.value;
     model.sources["power.max_watts"] = fmt::format(
-        "{}: busy_watts + the mean watts per unit of SMACT of {} job(s) alone ({}), rms {:.1f} W about that line{}", what,
-        fit->max_watts.observations, names, fit->solo_line_rms, file_note);
+        "{}: busy_watts + the watts per unit of SMACT of {} job(s) alone ({}; least squares), rms {:.1f} W about that "
+        "line{}", what, fit->max_watts.observations, used, fit->solo_line_rms, file_note);
     meas["fitted"]["power.busy_watts"] = {{"value", fit->busy_watts.value}, {"observations", fit->busy_watts.observations}, {"rms", fit->shared_rms}};
     meas["fitted"]["power.max_watts"] = {{"value", fit->max_watts.value}, {"observations", fit->max_watts.observations}, {"rms", fit->solo_line_rms}};
-    if (fit->idle_watts.observations > 0) {
-      model.power.idle_watts = fit->idle_watts.value;
-      model.sources["power.idle_watts"] = fmt::format("colo bench collocation on {}, {}: board power over {:g} s with no job{}",
-                                                      gpu_text, when, a.idle_s, file_note);
-      meas["fitted"]["power.idle_watts"] = {{"value", fit->idle_watts.value}, {"observations", 1}, {"rms", 0.0}};
-    } else if (model.power.idle_watts > model.power.busy_watts) {
-      model.power.idle_watts = model.power.busy_watts;
-      model.sources["power.idle_watts"] = "not measured (--idle-s 0 or a busy GPU): the base model's was above the fitted busy_watts, set to it";
+  } else {
+    std::string why = "no GPU power readings (nvmlDeviceGetTotalEnergyConsumption and nvmlDeviceGetPowerUsage gave none)";
+    for (const auto& x : power_solo)
+      if (!std::isnan(x.watts)) why = "no solo run with a usable power reading (0 < W ≤ 10000) and SMACT ≥ 0.05";
+    std::cerr << "bench: power model not fitted: " << why << (idle_watts ? "; only the idle level is" : "") << "\n";
+  }
+  if (idle_watts) {
+    // Measured: the idle level, with the busy and max levels kept in the model file's order.
+    model.power.idle_watts = *idle_watts;
+    model.sources["power.idle_watts"] = fmt::format("colo bench collocation on {}, {}: board power over {:g} s with no job{}",
+                                                    gpu_text, when, a.idle_s, file_note);
+    meas["fitted"]["power.idle_watts"] = {{"value", *idle_watts}, {"observations", 1}, {"rms", 0.0}};
+    if (model.power.busy_watts < *idle_watts) {
+      model.power.busy_watts = *idle_watts;
+      model.sources["power.busy_watts"] += "; raised to the measured idle";
     }
-  } else if (idle_watts || !power_shared.empty()) {
-    std::cerr << "bench: power not fitted: no solo run with power readings and SMACT ≥ 0.05\n";
+    if (model.power.max_watts < model.power.busy_watts) {
+      model.power.max_watts = model.power.busy_watts;
+      model.sources["power.max_watts"] += "; raised to busy_watts";
+    }
+  } else if (model.power.idle_watts > model.power.busy_watts) {
+    model.power.idle_watts = model.power.busy_watts;
+    model.sources["power.idle_watts"] = "not measured (--idle-s 0 or a busy GPU): the base model's was above busy_watts, set to it";
   }
   const std::string text = sim::write_sim_model(
       model, fmt::format("colo's simulator model (`colo sim --model FILE`), written by `colo bench collocation` on {}, {}.\n"

@@ -32,7 +32,8 @@ class CliBench : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
-           ("colo-bench-test-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("colo-bench-test-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
+            std::to_string(::getpid()));  // two runs of the suite at once must not share it
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -107,7 +108,7 @@ TEST_F(CliBench, StreamsPairsAreMeasuredFittedAndWrittenAsAModelTheSimulatorRead
   const double s0 = j["solo"][0]["smact"], s1 = j["solo"][1]["smact"];
   EXPECT_NEAR(m.power.max_watts, floor + (s0 * (p0 - floor) + s1 * (p1 - floor)) / (s0 * s0 + s1 * s1), 1e-6);
   EXPECT_THAT(m.sources.at("power.busy_watts"), HasSubstr("adds up to the power of 1 shared window(s) of jobs small, large"));
-  EXPECT_THAT(m.sources.at("power.max_watts"), HasSubstr("the mean watts per unit of SMACT of 2 job(s) alone"));
+  EXPECT_THAT(m.sources.at("power.max_watts"), HasSubstr("the watts per unit of SMACT of 2 job(s) alone (small, large; least squares)"));
   EXPECT_THAT(m.sources.at("power.idle_watts"), HasSubstr("board power over 0.3 s with no job"));
   // The simulator runs on it.
   const auto s = run_colo_args("sim --model " + path("m.toml") + " --sharing streams --json");
@@ -145,10 +146,32 @@ TEST_F(CliBench, MigRunsEachJobAloneOnEachInstance) {
   load_sim_model(path("m.toml"));  // written whatever was fitted
 }
 
+// A board without power readings: the run still fits the sharing model, says in one line why the
+// power model was not fitted, and writes the base model's power unchanged.
+TEST_F(CliBench, NoPowerReadingsLeaveThePowerModelAsItWasAndSaySo) {
+  std::filesystem::create_directories(path("work") + "/fake-nvml");
+  for (const char* call : {"nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetPowerUsage"})
+    gpu::add_fake_call_failure(path("work") + "/fake-nvml", 0, call, 3);
+  const auto r = bench("--sharing streams " + job("a", 0.3, 100) + " " + job("b", 0.6, 40) + " --out " + path("m.toml") +
+                       " --measurements " + path("m.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("bench: power model not fitted: no GPU power readings (nvmlDeviceGetTotalEnergyConsumption "
+                               "and nvmlDeviceGetPowerUsage gave none)\n"));
+  const SimModel m = load_sim_model(path("m.toml"));
+  const SimModel base = load_sim_model(default_sim_model_path());
+  EXPECT_EQ(m.power.idle_watts, base.power.idle_watts);
+  EXPECT_EQ(m.power.busy_watts, base.power.busy_watts);
+  EXPECT_EQ(m.power.max_watts, base.power.max_watts);
+  EXPECT_EQ(m.sources.at("power.max_watts"), base.sources.at("power.max_watts"));
+  const auto j = nlohmann::json::parse(read(path("m.json")));
+  EXPECT_TRUE(j["idle"]["watts"].is_null());
+  EXPECT_FALSE(j["fitted"].contains("power.busy_watts"));
+}
+
 // A GPU in MIG mode has no whole GPU to run the baseline on: the solo runs of an earlier
 // measurement (same jobs, same GPU model) stand in, checked job by job.
 TEST_F(CliBench, MigCanReuseTheSoloRunsOfAnEarlierMeasurement) {
-  const std::string spec = "--fake-gpus '1x80GiB+1x80GiB:mig=3g.40gb,4g.40gb' --warmup-s 0 --measure-s 0.5 ";
+  const std::string spec = "--fake-gpus '1x80GiB+1x80GiB:mig=3g.40gb,4g.40gb' --warmup-s 0 --measure-s 0.5 --idle-s 0.3 ";
   auto r = run_colo_args("bench collocation " + spec + "--work-dir " + path("w1") + " --sharing streams " +
                          job("a", 0.3, 100) + " " + job("b", 0.5, 60) + " --out " + path("s.toml") +
                          " --measurements " + path("s.json"));

@@ -70,6 +70,35 @@ TEST(PowerFit, FallsBackWhenNoSharedWindowFixesTheFloor) {
   EXPECT_DOUBLE_EQ(flat->busy_watts.value, 90);
 }
 
+TEST(PowerFit, NeedsLeverageAndStaysBelowTheJobsOwnPower) {
+  const std::vector<PowerSolo> solo = {{0.8, 500}, {0.4, 300}};
+  // One time-sliced pair whose rates sum to 0.943 (|1 − Σ r| = 0.057, as measured on the H200):
+  // 1 % of noise would move B by ~80 W, so it is not fitted.
+  const std::vector<PowerShared> thin = {{{0, 1}, {0.47, 0.473}, 458}};
+  const auto t = fit_power(80.0, solo, thin, 90);
+  ASSERT_TRUE(t);
+  EXPECT_FALSE(t->busy_fitted);
+  EXPECT_DOUBLE_EQ(t->busy_watts.value, 90);
+  // Enough leverage (rates 0.3 + 0.3), but a window that asks for B = 400 W: above the 300 W the
+  // second job draws alone, which would give it negative dynamic power; capped there.
+  const std::vector<PowerShared> high = {{{0, 1}, {0.3, 0.3}, 240 + 0.4 * 400}};
+  const auto h = fit_power(80.0, solo, high, 90);
+  ASSERT_TRUE(h);
+  EXPECT_TRUE(h->busy_fitted);
+  EXPECT_NEAR(h->busy_least_squares, 400, 1e-9);
+  EXPECT_TRUE(h->busy_capped_at_solo);
+  EXPECT_DOUBLE_EQ(h->busy_watts.value, 300);
+}
+
+TEST(PowerFit, NamesTheSoloRunsTheSlopeRestsOn) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<PowerSolo> solo = {{0.8, 500}, {0.5, nan}, {0.02, 90}, {0.4, 300}};
+  const auto fit = fit_power(60.0, solo, {}, 90);
+  ASSERT_TRUE(fit);
+  EXPECT_EQ(fit->solo_used, (std::vector<int>{0, 3}));  // no reading; too little SMACT
+  EXPECT_EQ(fit->max_watts.observations, 2);
+}
+
 TEST(PowerFit, RefusesOrLeavesOutWhatIsUnusable) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   EXPECT_FALSE(fit_power(60.0, std::vector<PowerSolo>{}, {}, 90));
@@ -95,6 +124,8 @@ TEST(PowerFit, KeepsTheModelFilesOrder) {
   const auto raised = fit_power(80.0, s2, low, 90);
   ASSERT_TRUE(raised);
   EXPECT_TRUE(raised->busy_fitted);
+  EXPECT_TRUE(raised->busy_raised_to_idle);
+  EXPECT_NEAR(raised->busy_least_squares, 20, 1e-9);
   EXPECT_DOUBLE_EQ(raised->busy_watts.value, 80);
   EXPECT_LE(raised->busy_watts.value, raised->max_watts.value);
   // No idle window: observations 0, the value never above busy.

@@ -50,21 +50,30 @@ std::optional<PowerFit> fit_power(std::optional<double> idle_watts, std::span<co
     ++n_shared;
   }
   double busy = std::clamp(fallback_busy, 0.0, kMaxWatts);
-  // Σ r_j within 0.05 of 1 in every window: sharing that neither slowed nor sped the pair leaves
-  // B undetermined.
-  if (n_shared > 0 && sxx >= 0.0025 * n_shared) {
-    busy = std::clamp(sxy / sxx, 0.0, kMaxWatts);
+  if (n_shared > 0 && sxx >= kMinFloorLeverage) {
+    f.busy_least_squares = sxy / sxx;
+    busy = std::clamp(f.busy_least_squares, 0.0, kMaxWatts);
+    double lowest = kMaxWatts;
+    for (const PowerShared& x : shared)
+      if (usable(x, solo))
+        for (int j : x.jobs) lowest = std::min(lowest, solo[static_cast<std::size_t>(j)].watts);
+    if (busy > lowest) busy = lowest, f.busy_capped_at_solo = true;
     f.busy_fitted = true;
   }
-  if (idle_ok) busy = std::max(busy, *idle_watts);
+  if (idle_ok && busy < *idle_watts) {
+    busy = *idle_watts;
+    f.busy_raised_to_idle = true;
+  }
   // k: P_j − B = k s_j over the solo runs, through the origin.
   double kxy = 0, kxx = 0;
   int n_solo = 0;
-  for (const PowerSolo& s : solo) {
+  for (std::size_t i = 0; i < solo.size(); ++i) {
+    const PowerSolo& s = solo[i];
     if (!usable(s) || s.smact < kMinSmact) continue;
     kxy += s.smact * (s.watts - busy);
     kxx += s.smact * s.smact;
     ++n_solo;
+    f.solo_used.push_back(static_cast<int>(i));
   }
   if (n_solo == 0) return std::nullopt;
   const double max = std::clamp(busy + std::max(0.0, kxy / kxx), busy, kMaxWatts);

@@ -38,9 +38,19 @@ struct PowerFit {
   // jobs differ in watts per SMACT).
   double shared_rms = 0, solo_line_rms = 0;
   bool busy_fitted = false;  // false: no shared window could fix B, the given busy level was kept
+  double busy_least_squares = 0;  // B as the shared windows gave it, before the bounds below
+  bool busy_raised_to_idle = false, busy_capped_at_solo = false;
+  std::vector<int> solo_used;  // the solo runs the slope rests on
 };
 
-// busy_watts comes from the shared windows, or (none usable: MIG runs, no pairs) is `fallback_busy`
+// B rests on Σ (1 − Σ_j rate_j)² over the shared windows: noise in a window's power reaches B
+// multiplied by 1 / |1 − Σ rate_j|, so below this (one window with |1 − Σ rate| = 0.2) B is
+// not fitted.
+inline constexpr double kMinFloorLeverage = 0.04;
+
+// busy_watts comes from the shared windows, bounded to [measured idle, the lowest solo power the
+// windows name] (a floor above a job's own power would give it negative dynamic power), or (none
+// usable, too little leverage: MIG runs, no pairs, rates summing to ≈ 1) is `fallback_busy`
 // raised to the measured idle; idle_watts unmeasured has observations 0 and the busy value. nullopt when no solo run with SMACT ≥ 0.05 and power remains.
 // Values ordered as the model file requires (idle ≤ busy ≤ max): a fitted B below the measured idle
 // is raised to it, a negative slope gives max = busy. Unusable entries (not finite, out of range,
