@@ -26,6 +26,7 @@ of 8 GPUs. Everything is seeded: the same command prints the same table.
 import argparse
 import csv
 import json
+import math
 import os
 import random
 import subprocess
@@ -53,9 +54,27 @@ def scenarios(estimator):
 
 
 def read_trace(path):
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
-    return rows[0], [(float(r[0]), r[1]) for r in rows[1:] if r]
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        sys.exit(f"slurm-compare: {path}: {e}")
+    if not rows:
+        sys.exit(f"slurm-compare: {path}: empty (expected a header and rows of offset_s,workload)")
+    out = []
+    for n, r in enumerate(rows[1:], start=2):
+        if not r:
+            continue
+        try:
+            off = float(r[0])
+            if len(r) < 2 or not math.isfinite(off) or off < 0:
+                raise ValueError
+        except ValueError:
+            sys.exit(f"slurm-compare: {path}:{n}: expected offset_s,workload with a finite offset >= 0")
+        out.append((off, r[1]))
+    if not out:
+        sys.exit(f"slurm-compare: {path}: no job rows")
+    return rows[0], out
 
 
 def write_trace(path, header, rows):
@@ -134,8 +153,8 @@ def main():
     a = ap.parse_args()
     if a.quick:
         a.scale, a.jobs, a.servers = 2, 2000, 4
-    if a.scale < 1 or a.jobs < 1 or a.servers < 1 or not a.load > 0:
-        sys.exit("slurm-compare: --scale, --jobs, --servers and --load must be positive")
+    if a.scale < 1 or a.jobs < 1 or a.servers < 1 or not (1e-6 <= a.load <= 1e6):
+        sys.exit("slurm-compare: --scale, --jobs and --servers must be positive, --load within [1e-6, 1e6]")
     os.makedirs(a.out, exist_ok=True)
 
     stem = os.path.splitext(os.path.basename(a.trace))[0]

@@ -29,7 +29,12 @@ local function requested_shards(tres)
     local name, rest = string.match(item, "^gres[:/](%a+)(.*)$")
     if name == "shard" then
       local n = string.match(rest, ":(%d+)$")
-      if n == nil then return 0 end
+      if n == nil then
+        if rest == "" then return 0 end
+        -- shard:1k (sbatch's count suffixes) and the like: never read as "no count given"
+        return nil, "colo: --gres=shard" .. rest .. " is not a shard count: give a plain number (at most " ..
+          colo.shards_per_gpu .. " per GPU), or --gres=shard to be sized by colo"
+      end
       if #n > 9 then
         return nil, "colo: --gres=shard:" .. n .. " is not a shard count (at most " .. colo.shards_per_gpu .. " per GPU)"
       end

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cli/command_registry.h"
+#include "cli/number_option.h"
 #include "core/error.h"
 #include "core/one_line.h"
 #include "core/parse_number.h"
@@ -72,7 +73,8 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   auto o = std::make_shared<Opts>();
   CLI::App* c = app.add_subcommand("run", "run a job's command on a Slurm node, exiting with the site's "
                                           "RequeueExitHold code when it runs out of GPU memory: `colo run -- command …`");
-  c->add_option("--site", o->site, "colo's Slurm settings (default $COLO_SLURM_SITE or /etc/colo/slurm.toml)");
+  c->add_option("--site", o->site, "colo's Slurm settings (default $COLO_SLURM_SITE or /etc/colo/slurm.toml)")
+      ->check(colo::cli::non_empty());  // empty is an error, not the default file
   // The command: everything after --, or from its first word on (its options are its own).
   c->add_option("command", o->command, "the command and its arguments (after --)");
   c->positionals_at_end();

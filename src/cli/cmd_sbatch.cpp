@@ -6,7 +6,10 @@
 // comment, and sbatch is run (exec) with the user's own options.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <set>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -27,6 +30,7 @@
 #include "daemon/history_estimator.h"
 #include "estimate/estimator.h"
 #include "estimate/trace/probe_runner.h"
+#include "slurm/atomic_file.h"
 #include "slurm/peak_history.h"
 #include "slurm/sbatch_command.h"
 #include "slurm/site_settings.h"
@@ -42,7 +46,25 @@ struct Opts {
   colo::estimate::ProbeRequest probe;
   double probe_timeout = 300;
   bool dry_run = false, no_history = false;
+  std::vector<std::string> estimate_flags;  // --batch, --optimizer, … as given (checked against the sizing used)
+  std::set<std::string> colo_flags;         // this command's own long flags (refused among sbatch's)
 };
+
+// Flags that only an estimator reads: refused where no estimator reads them, never ignored.
+void check_estimate_flags(const Opts& o) {
+  auto given = [&](const char* f) { return std::find(o.estimate_flags.begin(), o.estimate_flags.end(), f) != o.estimate_flags.end(); };
+  const bool probe = !o.probe.model.empty(), summary = !o.estimator.empty() && !probe;
+  for (const char* f : {"--batch", "--optimizer", "--gpu"})
+    if (given(f) && !probe && !summary)
+      throw colo::UserError(fmt::format("{} is for an estimate (--probe MODEL or --estimate NAME --summary FILE){}", f,
+                                        o.gpu_mem.empty() ? "" : "; --gpu-mem is the need itself"));
+  if (given("--seq-len") && !summary)
+    throw colo::UserError("--seq-len is for --estimate NAME --summary FILE (a probed model's sequence length is its --input)");
+  if (given("--probe-timeout") && !probe) throw colo::UserError("--probe-timeout goes with --probe MODEL");
+  colo::cli::check_probe_only_flags(o.probe, false);
+  if (probe && o.probe.data_parallel != colo::estimate::ProbeRequest{}.data_parallel)
+    throw colo::UserError("--data-parallel: colo sbatch sizes one GPU's share (a job of several GPUs: plain sbatch --gres=gpu:N)");
+}
 
 // What identifies this training run for the history: the script (path and content) or the
 // --wrap command, its arguments, and the estimator inputs.
@@ -62,11 +84,43 @@ std::string fingerprint(const slurm::SbatchArgs& a, const nlohmann::json& inputs
 
 void run(const Opts& o, const std::vector<std::string>& rest) {
   const slurm::SiteSettings site = slurm::load_site_settings(slurm::site_settings_path(o.site));
-  const slurm::SbatchArgs args = slurm::split_sbatch_args(rest);
-  if (!args.script.empty() && !std::filesystem::is_regular_file(args.script))
-    throw colo::UserError(fmt::format("batch script '{}' not found", colo::one_line(args.script)));
+  slurm::SbatchArgs args = slurm::split_sbatch_args(rest);
+  for (const std::string& a : args.options)
+    if (a.rfind("--", 0) == 0 && o.colo_flags.count(a.substr(0, a.find('='))))
+      throw colo::UserError(fmt::format("'{}' comes after an sbatch option: give colo's flags first "
+                                        "(colo sbatch [colo flags] [sbatch options] script)", colo::one_line(a.substr(0, a.find('=')))));
+  if (!args.script.empty()) {
+    std::error_code ec;
+    const auto st = std::filesystem::status(args.script, ec);
+    if (!std::filesystem::exists(st))
+      throw colo::UserError(fmt::format("batch script '{}' not found", colo::one_line(args.script)));
+    if (!std::filesystem::is_regular_file(st))
+      throw colo::UserError(fmt::format("batch script '{}' is not a regular file", colo::one_line(args.script)));
+  }
+  // What sbatch would also read, and colo's command-line --gres/--comment would silently override:
+  // the SBATCH_* variables, then the script's #SBATCH lines (the variables win over the script).
+  for (const char* v : {"SBATCH_GPUS", "SBATCH_GPUS_PER_NODE", "SBATCH_GPUS_PER_TASK"})
+    if (const char* x = std::getenv(v); x && *x)
+      throw colo::UserError(fmt::format("${} is set ({}): colo sbatch sizes the GPU share from the estimate; unset it, "
+                                        "or use plain sbatch", v, colo::one_line(x)));
+  if (const char* g = std::getenv("SBATCH_GRES"); g && *g) {
+    slurm::apply_script_directives(args, {std::string("--gres=") + g}, "$SBATCH_GRES");
+    args.gres_given = true;
+  }
+  if (!args.script.empty()) {
+    std::string text;
+    try {
+      if (!slurm::read_small_file(args.script, text, 16u << 20))
+        throw colo::UserError(fmt::format("batch script '{}' not found", colo::one_line(args.script)));
+      slurm::apply_script_directives(args, slurm::script_directives(text), args.script + ": #SBATCH");
+    } catch (const colo::UserError& e) {
+      const std::string what = e.what();
+      throw colo::UserError(what.rfind(args.script, 0) == 0 ? what : args.script + ": " + what);
+    }
+  }
   const int given = !o.gpu_mem.empty() + !o.estimator.empty() + !o.probe.model.empty();
   if (!o.gpu_mem.empty() && given > 1) throw colo::UserError("give either --gpu-mem or an estimator, not both");
+  check_estimate_flags(o);
 
   nlohmann::json inputs = nlohmann::json::object();
   slurm::SbatchSizing sizing;
@@ -177,7 +231,13 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   c->add_flag("--no-history", o->no_history, "ignore the peaks of earlier runs");
   // Everything from the first option colo does not know is sbatch's (options, script, args).
   c->prefix_command();
-  c->callback([o, c] { run(*o, c->remaining()); });
+  c->callback([o, c] {
+    for (const char* f : {"--batch", "--optimizer", "--seq-len", "--gpu", "--probe-timeout"})
+      if (c->count(f) > 0) o->estimate_flags.emplace_back(f);
+    for (const CLI::Option* opt : c->get_options())
+      for (const std::string& name : opt->get_lnames()) o->colo_flags.insert("--" + name);
+    run(*o, c->remaining());
+  });
 });
 
 }  // namespace

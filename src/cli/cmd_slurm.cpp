@@ -24,6 +24,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/number_option.h"
+#include "slurm/atomic_file.h"
 #include "core/error.h"
 #include "core/limits.h"
 #include "core/one_line.h"
@@ -52,12 +53,9 @@ struct ConfOpts {
   std::int64_t default_shards = 0;
 };
 
+// Whole or not at all: a site's earlier job_submit.lua or gres.conf is never left half-replaced.
 void write(const std::filesystem::path& p, const std::string& text, std::filesystem::perms perms) {
-  std::ofstream f(p, std::ios::trunc);
-  f << text;
-  f.close();
-  if (!f) throw colo::UserError(fmt::format("{}: cannot write", p.string()));
-  std::filesystem::permissions(p, perms);
+  slurm::write_file_atomically(p.string(), text, static_cast<mode_t>(perms));
 }
 
 // Slurm's default NodeName: the host name up to its first dot.
@@ -162,8 +160,9 @@ void recover(const std::string& site_flag, double interval, bool once) {
   std::cout << fmt::format("colo slurm recover: state {}, every {} s, hold code {}, step {} MiB, max {} retries\n",
                            site.state_dir, interval, site.hold_exit_code, site.step_mib, site.max_retries) << std::flush;
   while (!g_stop) {
+    int failed = 0;
     try {
-      agent.step();
+      failed = agent.step();
     } catch (const std::exception& e) {
       // --once: the caller (a cron job, a test) must see the pass fail.
       if (once) throw colo::UserError("colo slurm recover --once: the pass failed: " + colo::one_line(e.what()));
@@ -171,6 +170,8 @@ void recover(const std::string& site_flag, double interval, bool once) {
       // changes), the next pass tries again.
       std::cout << "colo slurm recover: " << colo::one_line(e.what()) << " (retrying)\n" << std::flush;
     }
+    if (once && failed > 0)
+      throw colo::UserError(fmt::format("colo slurm recover --once: {} job(s) could not be handled this pass (logged above)", failed));
     if (once) return;
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(interval);
     while (!g_stop && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -282,7 +283,8 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   auto interval = std::make_shared<double>(5.0);
   auto once = std::make_shared<bool>(false);
   CLI::App* r = s->add_subcommand("recover", "the OOM recovery service: escalates and releases held jobs, records peaks");
-  r->add_option("--site", *site, "colo's Slurm settings (default $COLO_SLURM_SITE or /etc/colo/slurm.toml)");
+  r->add_option("--site", *site, "colo's Slurm settings (default $COLO_SLURM_SITE or /etc/colo/slurm.toml)")
+      ->check(colo::cli::non_empty());  // empty is an error, not the default file
   colo::cli::add_real_flag(r, "--interval", *interval, 0.1, 3600, "seconds between passes (default 5)");
   r->add_flag("--once", *once, "one pass, then exit");
   r->callback([site, interval, once] { recover(*site, *interval, *once); });
@@ -292,7 +294,8 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   auto winterval = std::make_shared<double>(10.0);
   auto wonce = std::make_shared<bool>(false);
   CLI::App* w = s->add_subcommand("node-weight", "keep this GPU node's Slurm Weight at colo's ranking (free memory, SMACT cap)");
-  w->add_option("--site", *wsite, "colo's Slurm settings (default $COLO_SLURM_SITE or /etc/colo/slurm.toml)");
+  w->add_option("--site", *wsite, "colo's Slurm settings (default $COLO_SLURM_SITE or /etc/colo/slurm.toml)")
+      ->check(colo::cli::non_empty());  // empty is an error, not the default file
   w->add_option("--node", *wnode, "this node's NodeName (default: the short host name)")->check(colo::cli::node_name());
   colo::cli::add_real_flag(w, "--interval", *winterval, 1, 3600, "seconds between updates (default 10)");
   w->add_flag("--once", *wonce, "measure, set the weight once, exit");
@@ -300,7 +303,8 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
 
   auto psite = std::make_shared<std::string>();
   CLI::App* t = s->add_subcommand("task-prolog", "Slurm TaskProlog: print the job's MPS memory limit (MPS nodes)");
-  t->add_option("--site", *psite, "colo's Slurm settings");
+  t->add_option("--site", *psite, "colo's Slurm settings")
+      ->check(colo::cli::non_empty());  // empty is an error, not the default file
   t->callback([psite] { task_prolog(*psite); });
 });
 

@@ -15,24 +15,34 @@
 namespace colo::slurm {
 
 void write_file_atomically(const std::string& path, const std::string& text, mode_t mode) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
-  if (fd < 0) throw UserError(fmt::format("{}: cannot write: {}", tmp, std::strerror(errno)));
+  // A temporary name of its own per writer (two writers of one file never share it), removed on
+  // every failure: either the old file or the new one stays, and nothing beside them.
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  if (fd < 0) throw UserError(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
+  auto fail = [&](const char* what, int e) {
+    ::unlink(tmp.c_str());
+    return UserError(fmt::format("{}: cannot {}: {}", path, what, std::strerror(e)));
+  };
   ::fchmod(fd, mode);  // the umask must not narrow what readers need (history is world-readable)
   size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      const int e = errno;
+      const int e = n == 0 ? EIO : errno;
       ::close(fd);
-      throw UserError(fmt::format("{}: cannot write: {}", tmp, std::strerror(e)));
+      throw fail("write", e);
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) throw UserError(fmt::format("{}: cannot sync: {}", tmp, std::strerror(errno)));
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    throw UserError(fmt::format("{}: cannot replace: {}", path, std::strerror(errno)));
+  if (::fsync(fd) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw fail("sync", e);
+  }
+  if (::close(fd) != 0) throw fail("sync", errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) throw fail("replace", errno);
   const std::string dir = std::filesystem::path(path).parent_path().string();
   const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {

@@ -95,9 +95,13 @@ std::string write_attempt_report(const std::string& state_dir, const AttemptRepo
   }
   if (fd < 0) throw UserError(fmt::format("{}: cannot create the attempt report: {}", path, std::strerror(errno)));
   const ssize_t n = ::write(fd, text.data(), text.size());
-  const bool ok = n == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  const int e = n < 0 ? errno : (n != static_cast<ssize_t>(text.size()) ? ENOSPC : (::fsync(fd) == 0 ? 0 : errno));
   ::close(fd);
-  if (!ok) throw UserError(fmt::format("{}: cannot write the attempt report", path));
+  if (e != 0) {
+    // A half report is worse than none: the agent would read it as a job that did not run out of memory.
+    ::unlink(path.c_str());
+    throw UserError(fmt::format("{}: cannot write the attempt report: {}", path, std::strerror(e)));
+  }
   return path;
 }
 

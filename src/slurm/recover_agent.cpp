@@ -85,9 +85,10 @@ void RecoverAgent::save() const {
   write_file_atomically(state_path(site_.state_dir), j.dump(1) + "\n", 0600);
 }
 
-void RecoverAgent::step() {
+int RecoverAgent::step() {
   const std::vector<SlurmJob> all = slurm_.jobs();
   std::set<std::uint64_t> seen;
+  int failed = 0;
   for (const SlurmJob& j : all) {
     seen.insert(j.job_id);
     try {
@@ -96,6 +97,7 @@ void RecoverAgent::step() {
     } catch (const std::exception& e) {
       // One job's trouble (Slurm refusing an update, a full disk) must not hold up the others.
       log_ << fmt::format("job {}: {} (retrying next pass)\n", j.job_id, one_line(e.what())) << std::flush;
+      ++failed;
     }
   }
   // Slurm forgets finished jobs after MinJobAge; so does the agent. A plan in flight is kept
@@ -126,6 +128,7 @@ void RecoverAgent::step() {
   // ones): stale files and names squatted for future job ids go.
   if (const int n = remove_stale_reports(site_.state_dir, seen, report_min_age_s_); n > 0)
     log_ << fmt::format("removed {} stale attempt report(s)\n", n) << std::flush;
+  return failed;
 }
 
 void RecoverAgent::handle_held(const SlurmJob& j) {

@@ -34,8 +34,9 @@ class RecoverAgent {
   // Reports of jobs Slurm no longer lists are removed once report_min_age_s old (by ctime): the
   // age covers a job that finished between the agent's squeue and its sweep.
   RecoverAgent(SiteSettings site, SlurmControl& slurm, std::ostream& log, std::int64_t report_min_age_s = 3600);
-  // One pass over Slurm's jobs. Slurm errors on one job are logged and retried next pass.
-  void step();
+  // One pass over Slurm's jobs. Slurm errors on one job are logged and retried next pass; the
+  // number of jobs whose handling failed this pass is returned (`--once` exits non-zero on it).
+  int step();
   const std::map<std::uint64_t, AgentJob>& jobs() const { return jobs_; }
   static std::string state_path(const std::string& state_dir);
 

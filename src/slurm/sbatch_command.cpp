@@ -42,8 +42,10 @@ bool is_gpu_request(std::string_view name) {
          name == "--gpus-per-socket" || name == "--tres-per-task";
 }
 
-// A --gres item that asks for GPU memory or GPUs (what colo sizes): gpu, shard, mps.
+// A --gres item that asks for GPU memory or GPUs (what colo sizes): gpu, shard, mps — also
+// written with the TRES prefix (gres:gpu:1, gres/gpu:1), which Slurm reads as the same item.
 bool is_gpu_gres(std::string_view item) {
+  if (item.rfind("gres:", 0) == 0 || item.rfind("gres/", 0) == 0) item.remove_prefix(5);
   const std::string_view name = item.substr(0, item.find(':'));
   return name == "gpu" || name == "shard" || name == "mps";
 }
@@ -91,6 +93,7 @@ SbatchArgs split_sbatch_args(const std::vector<std::string>& args) {
       throw UserError(fmt::format("'{}': colo sbatch sizes the GPU share from the estimate; drop the option "
                                   "(or give --gpu-mem), or use plain sbatch", one_line(name)));
     if (name == "--gres") {
+      out.gres_given = true;
       // Other generic resources (a local disk, a licence) are the user's; GPUs are colo's to size.
       for (const std::string& item : split_list(value)) {
         if (item.empty() || item == "none") continue;
@@ -102,6 +105,7 @@ SbatchArgs split_sbatch_args(const std::vector<std::string>& args) {
       continue;
     }
     if (name == "--comment") {
+      out.comment_given = true;
       out.user_comment = value;
       continue;
     }
@@ -121,6 +125,60 @@ SbatchArgs split_sbatch_args(const std::vector<std::string>& args) {
     throw UserError("nothing to submit: give the batch script (or --wrap \"command\") after colo's and sbatch's options");
   }
   return out;
+}
+
+std::vector<std::string> script_directives(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t line_no = 0;
+  for (std::size_t pos = 0; pos < text.size();) {
+    const std::size_t end = std::min(text.find('\n', pos), text.size());
+    std::string_view line(text.data() + pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const std::size_t first = line.find_first_not_of(" \t");
+    if (first == std::string_view::npos) continue;  // blank
+    if (line[first] != '#') break;                  // the first command: no directives after it
+    if (first != 0 || line.rfind("#SBATCH", 0) != 0) continue;  // another comment (or the shebang)
+    std::string_view rest = line.substr(7);
+    if (!rest.empty() && rest[0] != ' ' && rest[0] != '\t') continue;  // "#SBATCHX": a comment
+    std::string word;
+    bool in_word = false;
+    for (std::size_t i = 0; i < rest.size(); ++i) {
+      const char c = rest[i];
+      if (c == ' ' || c == '\t') {
+        if (in_word) out.push_back(word), word.clear(), in_word = false;
+        continue;
+      }
+      if (c == '#' && !in_word) break;  // a comment after the options
+      in_word = true;
+      if (c == '\'' || c == '"') {
+        const std::size_t close = rest.find(c, i + 1);
+        if (close == std::string_view::npos)
+          throw UserError(fmt::format("line {}: #SBATCH: unclosed {} quote", line_no, c));
+        word.append(rest.substr(i + 1, close - i - 1));
+        i = close;
+        continue;
+      }
+      word.push_back(c);
+    }
+    if (in_word) out.push_back(word);
+  }
+  return out;
+}
+
+void apply_script_directives(SbatchArgs& args, const std::vector<std::string>& directives, const std::string& where) {
+  if (directives.empty()) return;
+  std::vector<std::string> as_args = directives;
+  as_args.push_back("<script>");  // what split_sbatch_args expects after the options
+  SbatchArgs script;
+  try {
+    script = split_sbatch_args(as_args);
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("{}: {}", where, e.what()));
+  }
+  if (args.other_gres.empty() && !args.gres_given) args.other_gres = script.other_gres;
+  if (args.user_comment.empty() && !args.comment_given) args.user_comment = script.user_comment;
 }
 
 SbatchPlan plan_sbatch(const SbatchArgs& args, const SbatchSizing& sizing, const SiteSettings& site) {

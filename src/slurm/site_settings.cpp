@@ -14,11 +14,17 @@ namespace colo::slurm {
 
 namespace {
 
+// A TOML basic string: quotes, backslashes and control characters escaped (what the reader
+// refuses unescaped), so every path written reads back as it was.
 std::string quoted(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') out += '\\', out += c;
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (u < 0x20 || u == 0x7f) out += fmt::format("\\u{:04X}", u);
+    else out += c;
   }
   return out + "\"";
 }

@@ -200,6 +200,30 @@ TEST(ColoSlurmCli, BadSettingsAreRefusedAndDryRunIsQuoted) {
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("'--comment=colo:mem_mib=8192,est=user,fp="), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" my run; rm -rf x' -J 'a b' "), std::string::npos) << r.out;
+  // What sbatch would also read is checked as the command line is, and flags that nothing reads
+  // are refused, not ignored.
+  std::ofstream(d + "/gpu.sh") << "#!/bin/sh\n#SBATCH --gpus=2\ntrue\n";
+  std::ofstream(d + "/keep.sh") << "#!/bin/sh\n#SBATCH --gres=nvme:1\n#SBATCH --comment=project-42\ntrue\n";
+  for (const auto& [args, want] : std::vector<std::pair<std::string, std::string>>{
+           {"--gpu-mem 8GiB --dry-run " + d + "/gpu.sh", d + "/gpu.sh: #SBATCH: '--gpus': colo sbatch sizes the GPU share"},
+           {"--gpu-mem 8GiB --dry-run --gres=gres:gpu:1 " + d + "/js.sh", "'--gres=gres:gpu:1': colo sbatch sizes the GPU share"},
+           {"--gpu-mem 8GiB --batch 64 --dry-run " + d + "/js.sh", "--batch is for an estimate"},
+           {"--gpu-mem 8GiB --amp fp16 --dry-run " + d + "/js.sh", "--amp goes with --probe MODEL"},
+           {"--gpu-mem 8GiB --probe-timeout 5 --dry-run " + d + "/js.sh", "--probe-timeout goes with --probe MODEL"},
+           {"--dry-run -J x --gpu-mem 8GiB " + d + "/js.sh", "'--gpu-mem' comes after an sbatch option"},
+           {"--gpu-mem 8GiB --dry-run " + d, "is not a regular file"}}) {
+    r = test::run_colo_args("sbatch" + site + args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.out;
+    EXPECT_NE(r.out.find(want), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << ": " << r.out;
+  }
+  r = test::run_colo_args("sbatch" + site + "--gpu-mem 8GiB --dry-run --no-history " + d + "/keep.sh 2>/dev/null");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("--gres=shard:9,nvme:1 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" project-42'"), std::string::npos) << r.out;
+  r = test::run_colo_args("slurm task-prolog --site ''");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("--site: empty value"), std::string::npos) << r.out;
   // No squeue to ask (PATH has none): the one pass fails, and --once says so in its exit status.
   const std::string env_cmd = "env SLURM_CONF=/nonexistent PATH=/nonexistent " + std::string(COLO_BINARY_DIR) + "/colo";
   FILE* p = popen((env_cmd + " slurm recover --once" + site + "2>&1").c_str(), "r");

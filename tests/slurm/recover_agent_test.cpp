@@ -117,13 +117,13 @@ TEST_F(RecoverAgentTest, AnInterruptedPlanIsReappliedNotRaisedAgain) {
   slurm_.fail_updates = 1;
   {
     RecoverAgent agent(site_, slurm_, log_);
-    agent.step();  // plan saved, scontrol fails
+    EXPECT_EQ(agent.step(), 1);  // plan saved, scontrol fails: one job not handled this pass
     EXPECT_EQ(agent.jobs().at(7).phase, "planned");
   }
   EXPECT_THAT(log_.str(), HasSubstr("retrying next pass"));
   RecoverAgent restarted(site_, slurm_, log_);  // as after kill -9
   EXPECT_EQ(restarted.jobs().at(7).tres, "gres:shard:10");
-  restarted.step();
+  EXPECT_EQ(restarted.step(), 0);
   EXPECT_EQ(slurm_.list[0].tres_per_node, "gres:shard:10");
   EXPECT_EQ(restarted.jobs().at(7).ooms, 1);
   EXPECT_EQ(slurm_.calls.back(), "release 7");

@@ -70,6 +70,61 @@ TEST(SbatchArgs, ShortOptionsWithValuesAbbreviationsAndOtherGres) {
   EXPECT_THROW(split_sbatch_args({"--gres", "shard:4", "job.sh"}), UserError);
 }
 
+// The TRES spelling of a GPU item (gres:gpu:1, gres/gpu:1) is the same request to Slurm.
+TEST(SbatchArgs, RefusesGpuItemsWithTheGresPrefixToo) {
+  for (const char* opt : {"--gres=gres:gpu:1", "--gres=gres/gpu:1", "--gres=nvme:1,gres:shard:3"})
+    EXPECT_THROW(split_sbatch_args({opt, "job.sh"}), UserError) << opt;
+  EXPECT_THAT(split_sbatch_args({"--gres=gres:nvme:1", "job.sh"}).other_gres, ElementsAre("gres:nvme:1"));
+}
+
+// sbatch reads #SBATCH lines up to the first command; quotes group words; later lines, other
+// comments and "#SBATCHX" are not directives.
+TEST(ScriptDirectives, ReadAsSbatchReadsThem) {
+  const std::string text =
+      "#!/bin/bash\n"
+      "# a comment\n"
+      "\n"
+      "#SBATCH -J 'my job' --time=10  # why\n"
+      "#SBATCH --comment=\"project 42\"\r\n"
+      "#SBATCHX --gres=gpu:1\n"
+      "  #SBATCH --indented-is-a-comment\n"
+      "echo start\n"
+      "#SBATCH --gres=gpu:2\n";
+  EXPECT_THAT(script_directives(text), ElementsAre("-J", "my job", "--time=10", "--comment=project 42"));
+  try {
+    script_directives("#SBATCH -J 'open\n");
+    ADD_FAILURE();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("line 1: #SBATCH: unclosed ' quote"));
+  }
+}
+
+// colo's --gres and --comment on sbatch's command line override the script's: so the script's
+// GPU requests are refused, and its other GRES and comment kept unless the command line has its own.
+TEST(ScriptDirectives, AreCheckedAndKeptWhereColoWouldOverrideThem) {
+  auto a = split_sbatch_args({"job.sh"});
+  apply_script_directives(a, {"--gres=nvme:1", "--comment=project-42", "-t", "10"}, "job.sh: #SBATCH");
+  EXPECT_THAT(a.other_gres, ElementsAre("nvme:1"));
+  EXPECT_EQ(a.user_comment, "project-42");
+  const auto plan = plan_sbatch(a, SbatchSizing{4096, "user", "", "u0-ab"}, site40());
+  EXPECT_EQ(plan.argv[1], "--gres=shard:5,nvme:1");
+  EXPECT_THAT(plan.argv[2], HasSubstr("project-42"));
+  auto mine = split_sbatch_args({"--gres=license:1", "--comment=mine", "job.sh"});
+  apply_script_directives(mine, {"--gres=nvme:1", "--comment=project-42"}, "job.sh: #SBATCH");
+  EXPECT_THAT(mine.other_gres, ElementsAre("license:1"));
+  EXPECT_EQ(mine.user_comment, "mine");
+  for (const std::vector<std::string>& gpu : {std::vector<std::string>{"--gpus=2"}, {"--gres=gpu:1"}, {"-G", "1"}}) {
+    auto b = split_sbatch_args({"job.sh"});
+    try {
+      apply_script_directives(b, gpu, "job.sh: #SBATCH");
+      ADD_FAILURE() << gpu[0];
+    } catch (const UserError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("job.sh: #SBATCH: '")) << gpu[0];
+      EXPECT_THAT(e.what(), HasSubstr("colo sbatch sizes the GPU share")) << gpu[0];
+    }
+  }
+}
+
 TEST(SbatchArgs, ClearErrorsForMissingPieces) {
   EXPECT_THROW(split_sbatch_args({}), UserError);
   EXPECT_THROW(split_sbatch_args({"-J"}), UserError);                    // no value

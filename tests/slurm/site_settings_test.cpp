@@ -2,13 +2,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "slurm/atomic_file.h"
 
 namespace colo::slurm {
 namespace {
@@ -40,9 +43,10 @@ TEST_F(SiteSettingsTest, WhatConfWritesLoadsBack) {
   s.oversize = "reject";
   s.state_dir = "/srv/colo \"state\"";
   s.fake_gpus = "2x40GiB";
-  s.fake_gpu_dir = "/tmp/g";
+  s.fake_gpu_dir = "/tmp/fa\nke\tdir\x01\x7f";  // control characters: escaped, read back as they were
   s.mps = true;
   const SiteSettings b = load_site_settings(write(s.to_toml()));
+  EXPECT_EQ(b.fake_gpu_dir, s.fake_gpu_dir);
   EXPECT_EQ(b.shards_per_gpu, 40);
   EXPECT_EQ(b.shard_mib, 2048);
   EXPECT_EQ(b.oversize, "reject");
@@ -78,6 +82,27 @@ TEST_F(SiteSettingsTest, MissingFileSaysHowToMakeOne) {
   } catch (const UserError& e) {
     EXPECT_THAT(e.what(), HasSubstr("colo slurm conf"));
   }
+}
+
+// A write that cannot finish leaves the old file (or none) and nothing beside it; two writers
+// never share a temporary name.
+TEST(AtomicFile, AFailedWriteLeavesNoTemporaryFile) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("colo-atomic-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "taken");
+  EXPECT_THROW(write_file_atomically((dir / "taken").string(), "x", 0644), UserError);  // rename onto a directory
+  write_file_atomically((dir / "f").string(), "one", 0600);
+  write_file_atomically((dir / "f").string(), "two", 0640);
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"f", "taken"}));
+  std::string text;
+  ASSERT_TRUE(read_small_file((dir / "f").string(), text));
+  EXPECT_EQ(text, "two");
+  EXPECT_EQ(std::filesystem::status(dir / "f").permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write | std::filesystem::perms::group_read);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(SiteSettingsPath, FlagThenEnvironmentThenEtc) {

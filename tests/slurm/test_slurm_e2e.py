@@ -224,6 +224,10 @@ class SlurmEndToEnd(unittest.TestCase):
             r = self.cluster.run(["sbatch", "--gres=" + gres, "-o", "/dev/null", s], check=False, as_user=True)
             self.assertNotEqual(r.returncode, 0, gres)
             self.assertIn(why, r.stderr)
+        # A count with sbatch's unit suffix (1k = 1024) is never read as "no count: the default".
+        r = self.cluster.run(["sbatch", "--gres=shard:1k", "-o", "/dev/null", s], check=False, as_user=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("colo: ", r.stderr)
         r = self.sbatch(["--gpu-mem", "60GiB", "--no-history"], s, check=False)
         self.assertEqual(r.returncode, 2)
         self.assertIn("more than one GPU's 40", r.stderr)
