@@ -1,6 +1,7 @@
 // colo: the command-line front end. Subcommands live in cmd_*.cpp, one file each.
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -48,6 +49,11 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == static_cast<int>(CLI::ExitCodes::Success) ? code : 2;
   } catch (const colo::UserError& e) {
+    std::cerr << "colo: error: " << colo::one_line(e.what()) << "\n";
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // The machine's state (a directory deleted or not creatable, no permission), not a bug in colo:
+    // its text names the operation, the reason and the path.
     std::cerr << "colo: error: " << colo::one_line(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {

@@ -224,6 +224,16 @@ TEST(ColoSlurmCli, BadSettingsAreRefusedAndDryRunIsQuoted) {
   r = test::run_colo_args("slurm task-prolog --site ''");
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("--site: empty value"), std::string::npos) << r.out;
+  // A state directory that cannot be made (a file in its path): one line naming it, not an
+  // internal error.
+  r = test::run_colo_args("slurm conf --fake-gpus 1x40GiB --fake-gpu-dir " + d + "/g --node n1 --state-dir " + d +
+                          "/afile/state --site-path " + d + "/o5/colo-slurm.toml --dev-prefix " + d + "/dev/nvidia --out " + d + "/o5");
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = test::run_colo_args("slurm recover --once --site " + d + "/o5/colo-slurm.toml");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("colo: error: filesystem error: cannot create directories: Not a directory [" + d + "/afile/state]"),
+            std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
   // No squeue to ask (PATH has none): the one pass fails, and --once says so in its exit status.
   const std::string env_cmd = "env SLURM_CONF=/nonexistent PATH=/nonexistent " + std::string(COLO_BINARY_DIR) + "/colo";
   FILE* p = popen((env_cmd + " slurm recover --once" + site + "2>&1").c_str(), "r");
