@@ -36,11 +36,13 @@ def main():
     ap.add_argument("--classes", type=int, default=1000)
     ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: until stopped)")
     a = ap.parse_args()
+    if a.batch < 1 or a.image_size < 1 or a.classes < 1 or a.max_steps < 0:
+        ap.error("--batch, --image-size and --classes must be at least 1, --max-steps at least 0")
     progress = os.environ.get("COLO_BENCH_PROGRESS")
     if not progress:
         sys.exit("collocation_job.py: COLO_BENCH_PROGRESS is not set (colo bench collocation sets it)")
     build = getattr(torchvision.models, a.model, None)
-    if build is None:
+    if build is None or not callable(build) or isinstance(build, type(torchvision)):
         sys.exit("collocation_job.py: torchvision has no model %r" % a.model)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model = build(num_classes=a.classes).to(device)

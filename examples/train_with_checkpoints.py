@@ -35,6 +35,8 @@ def main():
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--batch", type=int, default=64)
     a = ap.parse_args()
+    if a.steps < 1 or a.batch < 1:
+        ap.error("--steps and --batch must be at least 1")
     name = os.environ.get("COLO_CHECKPOINT_SIGNAL")
     if name:
         signal.signal(getattr(signal, "SIG" + name), on_request)
@@ -51,6 +53,7 @@ def main():
         start = state["step"]
         print(f"resumed at step {start}", flush=True)
 
+    loss = None
     for step in range(start, a.steps):
         x = torch.randn(a.batch, 256, device=device)
         y = torch.randint(0, 10, (a.batch,), device=device)
@@ -66,7 +69,10 @@ def main():
             os.replace(tmp, a.checkpoint)
             print(f"checkpointed at step {step + 1}", flush=True)
             sys.exit(int(os.environ.get("COLO_CHECKPOINT_EXIT", "75")))
-    print(f"done after {a.steps} steps, loss {loss.item():.3f}", flush=True)
+    if loss is None:  # the checkpoint was already at (or past) --steps: nothing left to train
+        print(f"done: the checkpoint is at step {start}, --steps is {a.steps}", flush=True)
+    else:
+        print(f"done after {a.steps} steps, loss {loss.item():.3f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 
+import script_errors  # scripts/script_errors.py: one-line errors, never a traceback
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = os.path.join(ROOT, "models", "sim", "a100-thesis.toml")
 TRACE = os.path.join(ROOT, "data", "carma", "traces", "philly_heavy_60_tasks.csv")
@@ -48,7 +50,7 @@ def exclusive_energy(colo, max_watts):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("--colo", default=os.path.join(ROOT, "build", "colo"))
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
@@ -64,4 +66,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    script_errors.run(main, "fit-power")

@@ -9,8 +9,9 @@
 # COLO (default build/colo), COLO_BENCH_EXTRA (extra bench flags, e.g. "--fake-gpus 1x40GiB") and
 # COLO_BENCH_JOBS (NAME=COMMAND lines) let it be tried without a GPU.
 set -u
+# OUT is relative to where the script is started; it must exist or be creatable.
+O=$(mkdir -p "${1:-gpu-power-out}" && cd "${1:-gpu-power-out}" && pwd) || { echo "gpu-power-session: cannot create ${1:-gpu-power-out}" >&2; exit 1; }
 cd "$(dirname "$0")/.."
-O=$(mkdir -p "${1:-gpu-power-out}" && cd "${1:-gpu-power-out}" && pwd)
 COLO=${COLO:-build/colo}
 W=$(mktemp -d /tmp/colo-power-XXXXXX)
 export PYTHONUNBUFFERED=1

@@ -6,8 +6,9 @@
 # ./gpu-validation-out); each step is time-boxed so a slow one cannot hide the others.
 #   bash scripts/gpu-validate-session.sh [OUT]
 set -u
+# OUT is relative to where the script is started; it must exist or be creatable.
+O=$(mkdir -p "${1:-gpu-validation-out}" && cd "${1:-gpu-validation-out}" && pwd) || { echo "gpu-validate-session: cannot create ${1:-gpu-validation-out}" >&2; exit 1; }
 cd "$(dirname "$0")/.."
-O=$(mkdir -p "${1:-gpu-validation-out}" && cd "${1:-gpu-validation-out}" && pwd)
 COLO=${COLO:-build/colo}
 export PYTHONUNBUFFERED=1
 T0=$(date +%s)

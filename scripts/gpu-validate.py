@@ -31,6 +31,8 @@ import sys
 import tempfile
 import time
 
+import script_errors  # scripts/script_errors.py: one-line errors, never a traceback
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 MIB = 1 << 20
@@ -44,7 +46,10 @@ def read_configs(path):
             line = line.split("#", 1)[0].strip()
             if not line:
                 continue
-            words = shlex.split(line)
+            try:
+                words = shlex.split(line)
+            except ValueError as e:
+                raise ValueError(f"{path}:{n}: {e}") from None
             if len(words) < 3 or not words[1].startswith("--"):
                 sys.exit(f"{path}:{n}: expected a name then colo estimate --probe flags")
             out.append((words[0], words[1:]))
@@ -296,7 +301,16 @@ def cmd_trace(a):
 
 def load(path):
     with open(path, encoding="utf-8") as f:
-        return {r["name"]: r for r in (json.loads(l) for l in f if l.strip())}
+        out = {}
+        for n, l in enumerate(f, 1):
+            if not l.strip():
+                continue
+            try:
+                r = json.loads(l)
+                out[r["name"]] = r
+            except (ValueError, KeyError, TypeError) as e:
+                raise ValueError(f"{path}:{n}: not a record of this script ({e})") from None
+        return out
 
 
 def pct(pred, real):
@@ -340,7 +354,7 @@ def cmd_table(a):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("measure")
     m.add_argument("--configs", required=True)
@@ -364,8 +378,15 @@ def main():
     a = ap.parse_args()
     if a.cmd == "measure" and a.one is None and not a.out:
         ap.error("measure: --out is required")
+    if a.cmd in ("measure", "trace") and not (0 < a.timeout <= 86400):
+        ap.error(f"{a.cmd}: --timeout must be in (0, 86400] seconds, got {a.timeout:g}")
+    if a.cmd == "measure" and a.only:
+        known = {name for name, _ in read_configs(a.configs)}
+        unknown = [n for n in a.only if n not in known]
+        if unknown:
+            ap.error(f"measure: --only {' '.join(unknown)}: no such configuration in {a.configs}")
     {"measure": cmd_measure, "predict": cmd_predict, "trace": cmd_trace, "table": cmd_table}[a.cmd](a)
 
 
 if __name__ == "__main__":
-    main()
+    script_errors.run(main, "gpu-validate")

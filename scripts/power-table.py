@@ -27,10 +27,16 @@ def die(msg):
     sys.exit("power-table: " + msg)
 
 
-def number(v, what):
+def number(v, what, lo=None, hi=None):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         die(what + ": not a finite number")
+    if (lo is not None and not v > lo) or (hi is not None and v > hi):
+        die("%s: %g is outside (%g, %g]" % (what, v, lo if lo is not None else -math.inf, hi if hi is not None else math.inf))
     return float(v)
+
+
+def watts(v, what):
+    return number(v, what, 0, 10000)  # a board's power: > 0 and at most the model file's 10 kW
 
 
 def load(paths):
@@ -44,19 +50,24 @@ def load(paths):
         if not isinstance(j, dict) or j.get("format") != "colo-bench-collocation 1":
             die("%s: not a `colo bench collocation --measurements` file" % p)
         solo = {}
+        for key in ("solo", "pairs"):
+            if not isinstance(j.get(key, []), list):
+                die("%s: '%s' is not a list" % (p, key))
         for s in j.get("solo") or []:
             name = s.get("job") if isinstance(s, dict) else None
             if not isinstance(name, str):
                 die("%s: a solo run without a job name" % p)
             if s.get("watts") is None:
                 die("%s: job %s has no solo power reading" % (p, name))
-            solo[name] = (number(s.get("smact"), "%s: job %s smact" % (p, name)),
-                          number(s.get("watts"), "%s: job %s watts" % (p, name)))
+            smact = number(s.get("smact"), "%s: job %s smact" % (p, name))
+            if not 0 <= smact <= 1:
+                die("%s: job %s smact %g is outside [0, 1]" % (p, name, smact))
+            solo[name] = (smact, watts(s.get("watts"), "%s: job %s watts" % (p, name)))
         solos.update(solo)
         idle = j.get("idle") if isinstance(j.get("idle"), dict) else {}
         idle_w = idle.get("watts")
         if idle_w is not None and not idle.get("processes"):
-            idle_w = number(idle_w, "%s: idle watts" % p)
+            idle_w = watts(idle_w, "%s: idle watts" % p)
         else:
             idle_w = None  # not measured, or spoiled by other processes (the harness does not fit it either)
         for pr in j.get("pairs") or []:
@@ -82,7 +93,7 @@ def load(paths):
             pairs.append({"sharing": j.get("sharing", "?"), "jobs": jobs, "rates": rates,
                           "solo_w": [solo[n][1] for n in jobs], "smact": [solo[n][0] for n in jobs],
                           "gpu_smact": gpu_smact if isinstance(gpu_smact, (int, float)) else None,
-                          "watts": number(pr["watts"], "%s: pair %s watts" % (p, label)), "idle": idle_w})
+                          "watts": watts(pr["watts"], "%s: pair %s watts" % (p, label)), "idle": idle_w})
     return pairs, solos
 
 

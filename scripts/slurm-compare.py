@@ -33,6 +33,8 @@ import subprocess
 import sys
 import time
 
+import script_errors  # scripts/script_errors.py: one-line errors, never a traceback
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -135,7 +137,7 @@ def run(colo, workloads, trace, gpus, nodes, args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("--colo", default=os.path.join(ROOT, "build", "colo"))
     ap.add_argument("--workloads", default=os.path.join(ROOT, "data", "carma", "workloads.csv"))
     ap.add_argument("--trace", default=os.path.join(ROOT, "data", "carma", "traces", "philly_mix_90_tasks.csv"))
@@ -205,4 +207,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    script_errors.run(main, "slurm-compare")

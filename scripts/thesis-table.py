@@ -16,6 +16,8 @@ import os
 import subprocess
 import sys
 
+import script_errors  # scripts/script_errors.py: one-line errors, never a traceback
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIX = "data/carma/traces/philly_mix_90_tasks.csv"
 HEAVY = "data/carma/traces/philly_heavy_60_tasks.csv"
@@ -104,7 +106,7 @@ def simulate(colo, trace, flags):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("--colo", default=os.path.join(ROOT, "build", "colo"))
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
@@ -135,4 +137,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    script_errors.run(main, "thesis-table")
