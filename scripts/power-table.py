@@ -40,7 +40,7 @@ def watts(v, what):
 
 
 def load(paths):
-    pairs, solos = [], {}
+    pairs, solos, solo_rows = [], {}, []
     for p in paths.split(","):
         try:
             with open(p) as f:
@@ -63,13 +63,16 @@ def load(paths):
             if not 0 <= smact <= 1:
                 die("%s: job %s smact %g is outside [0, 1]" % (p, name, smact))
             solo[name] = (smact, watts(s.get("watts"), "%s: job %s watts" % (p, name)))
-        solos.update(solo)
         idle = j.get("idle") if isinstance(j.get("idle"), dict) else {}
         idle_w = idle.get("watts")
         if idle_w is not None and not idle.get("processes"):
             idle_w = watts(idle_w, "%s: idle watts" % p)
         else:
             idle_w = None  # not measured, or spoiled by other processes (the harness does not fit it either)
+        for n, (sm, w) in solo.items():
+            if n not in solos:  # a --solo-from file repeats the same solo runs
+                solo_rows.append((n, sm, w, idle_w))
+        solos.update(solo)
         for pr in j.get("pairs") or []:
             jobs = pr.get("jobs") if isinstance(pr, dict) else None
             label = "+".join(jobs) if isinstance(jobs, list) and all(isinstance(x, str) for x in jobs) else "?"
@@ -94,7 +97,7 @@ def load(paths):
                           "solo_w": [solo[n][1] for n in jobs], "smact": [solo[n][0] for n in jobs],
                           "gpu_smact": gpu_smact if isinstance(gpu_smact, (int, float)) else None,
                           "watts": watts(pr["watts"], "%s: pair %s watts" % (p, label)), "idle": idle_w})
-    return pairs, solos
+    return pairs, solos, solo_rows
 
 
 def predict(r, b):
@@ -134,16 +137,25 @@ def main():
     ap.add_argument("--run", action="append", required=True, help="NAME=FILE.json[,FILE.json]: one run's files")
     ap.add_argument("--markdown", action="store_true")
     a = ap.parse_args()
-    runs, solos = {}, {}
+    runs, solos, solo_rows = {}, {}, {}
     for spec in a.run:
         name, sep, paths = spec.partition("=")
         if not sep or not name or not paths:
             die("--run %r: expected NAME=FILE.json[,FILE.json]" % spec)
         if name in runs:
             die("--run %s: the name is given twice" % name)
-        runs[name], solos[name] = load(paths)
+        runs[name], solos[name], solo_rows[name] = load(paths)
         if not runs[name]:
             die("--run %s: no pair measurements" % name)
+    sfmt = "| {} | {} | {} | {} | {} |" if a.markdown else "{:8} {:16} {:>7} {:>9} {:>28}"
+    print(sfmt.format("run", "job alone", "SMACT", "power", "W per unit SMACT above idle"))
+    if a.markdown:
+        print("|---|---|---|---|---|")
+    for name, rows in solo_rows.items():
+        for n, sm, w, idle in rows:
+            above = "%.0f" % ((w - idle) / sm) if idle is not None and sm > 0 else "-"
+            print(sfmt.format(name, n, "%.3f" % sm, "%.0f W" % w, above))
+    print()
     fmt = "| {} | {} | {} | {} | {} | {} | {} | {} |" if a.markdown else "{:8} {:8} {:16} {:>9} {:>9} {:>9} {:>16} {:>16}"
     print(fmt.format("run", "sharing", "pair", "work", "GPU SMACT", "measured", "B = idle", "B held out"))
     if a.markdown:
