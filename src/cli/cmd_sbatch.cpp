@@ -9,12 +9,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <set>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
