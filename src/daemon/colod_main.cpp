@@ -6,8 +6,6 @@
 #include <string>
 #include <string_view>
 #include <unistd.h>
-#include <fcntl.h>
-#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <filesystem>
@@ -16,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "common/exclusive_lock.h"
 #include "core/error.h"
 #include "core/one_line.h"
 #include "daemon/config.h"
@@ -104,9 +103,7 @@ int main(int argc, char** argv) {
       throw colo::UserError("socket directory " + sock_dir.string() + " does not exist");
     // One colod per state directory: a second one would launch every queued job again.
     const std::string lock_path = cfg.state_dir + "/colod.lock";
-    const int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0)
-      throw colo::UserError("another colod is running on " + cfg.state_dir + " (" + lock_path + " is locked)");
+    const colo::ExclusiveLock lock(lock_path, "another colod is running on " + cfg.state_dir + " (" + lock_path + " is locked)");
     colo::gpu::NvmlOptions nvml;
     nvml.library = cfg.nvml_library;
     nvml.dcgm_mode = cfg.dcgm;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <ctime>
 #include <filesystem>
@@ -11,6 +12,8 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -40,21 +43,10 @@ std::string report_text(const AttemptReport& r) {
 
 int outcome_rank(const std::string& o) { return o == "oom" ? 2 : o == "failed" ? 1 : 0; }
 
-// Replaces our own report at `path` with `text`: a new file beside it, then rename (the drop box
-// is sticky, so only its owner can replace it; the agent never sees half a report).
-void replace_report(const std::string& state_dir, const std::string& path, const AttemptReport& r, const std::string& text) {
+// A fresh 64-bit name part nobody can guess (the drop box is shared with every user).
+std::string random_part() {
   std::random_device rd;
-  const std::string tmp = fmt::format("{}/{}.{}.{:08x}{:08x}.tmp", reports_dir(state_dir), r.job_id, r.restart, rd(), rd());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) throw UserError(fmt::format("{}: cannot create: {}", tmp, std::strerror(errno)));
-  const ssize_t n = ::write(fd, text.data(), text.size());
-  const bool ok = n == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    throw UserError(fmt::format("{}: cannot update the attempt report: {}", path, ok ? std::strerror(e) : "write failed"));
-  }
+  return fmt::format("{:08x}{:08x}", rd(), rd());
 }
 
 }  // namespace
@@ -74,34 +66,33 @@ AttemptReport merge_attempt_reports(const AttemptReport& earlier, const AttemptR
 }
 
 std::string write_attempt_report(const std::string& state_dir, const AttemptReport& r) {
-  // A job script may run several `colo run` steps in one attempt: one report holds them all
-  // (the largest peak; an OOM in any step), so the agent learns what the attempt needed.
-  std::string own;
-  if (const auto earlier =
-          read_attempt_report(state_dir, r.job_id, r.restart, static_cast<std::int64_t>(::geteuid()), nullptr, &own)) {
-    const AttemptReport merged = merge_attempt_reports(*earlier, r);
-    replace_report(state_dir, own, merged, report_text(merged));
-    return own;
-  }
+  // Every `colo run` step of an attempt leaves its own file and the reader merges them: steps run
+  // at once (`srun … &`) cannot lose each other's report, as a read-merge-replace would.
+  // Written under a temporary name, then linked into place (link never replaces): the agent
+  // never reads half a report, and a name someone else took first is never overwritten.
   const std::string text = report_text(r);
-  std::string path = report_path(state_dir, r.job_id, r.restart);
+  const std::string dir = reports_dir(state_dir);
+  const std::string tmp = fmt::format("{}/{}.{}.{}.tmp", dir, r.job_id, r.restart, random_part());
   // 0600: the OOM line and the GPUs are the user's business; the agent reads as root.
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  std::random_device rd;
-  for (int tries = 0; fd < 0 && errno == EEXIST && tries < 8; ++tries) {
-    // The plain name is taken (another user may create it before us): a name nobody can guess.
-    path = fmt::format("{}/{}.{}.{:08x}{:08x}.json", reports_dir(state_dir), r.job_id, r.restart, rd(), rd());
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  }
-  if (fd < 0) throw UserError(fmt::format("{}: cannot create the attempt report: {}", path, std::strerror(errno)));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) throw UserError(fmt::format("{}: cannot create the attempt report: {}", tmp, std::strerror(errno)));
   const ssize_t n = ::write(fd, text.data(), text.size());
   const int e = n < 0 ? errno : (n != static_cast<ssize_t>(text.size()) ? ENOSPC : (::fsync(fd) == 0 ? 0 : errno));
   ::close(fd);
   if (e != 0) {
-    // A half report is worse than none: the agent would read it as a job that did not run out of memory.
-    ::unlink(path.c_str());
-    throw UserError(fmt::format("{}: cannot write the attempt report: {}", path, std::strerror(e)));
+    ::unlink(tmp.c_str());
+    throw UserError(fmt::format("{}: cannot write the attempt report: {}", tmp, std::strerror(e)));
   }
+  std::string path = report_path(state_dir, r.job_id, r.restart);
+  int rc = ::link(tmp.c_str(), path.c_str());
+  for (int tries = 0; rc != 0 && errno == EEXIST && tries < 8; ++tries) {
+    // The plain name is taken (an earlier step, or another user squatting it): a random one.
+    path = fmt::format("{}/{}.{}.{}.json", dir, r.job_id, r.restart, random_part());
+    rc = ::link(tmp.c_str(), path.c_str());
+  }
+  const int link_errno = errno;
+  ::unlink(tmp.c_str());
+  if (rc != 0) throw UserError(fmt::format("{}: cannot create the attempt report: {}", path, std::strerror(link_errno)));
   return path;
 }
 
@@ -188,30 +179,43 @@ std::optional<AttemptReport> read_report_file(const std::string& path, std::uint
 }  // namespace
 
 std::optional<AttemptReport> read_attempt_report(const std::string& state_dir, std::uint64_t job_id, int restart,
-                                                 std::int64_t owner_uid, std::string* why, std::string* found_path) {
+                                                 std::int64_t owner_uid, std::string* why) {
+  // The plain name and every <job>.<restart>.<random>.json: one file per `colo run` step (or a
+  // name squatted by another user, which read_report_file refuses by owner).
   std::string first_why;
-  if (auto r = read_report_file(report_path(state_dir, job_id, restart), job_id, restart, owner_uid, &first_why)) {
-    if (found_path) *found_path = report_path(state_dir, job_id, restart);
-    return r;
-  }
-  if (first_why.size() < 9 || first_why.compare(first_why.size() - 9, 9, "no report") != 0) {
-    // The plain name exists but is not the user's report: look for the suffixed one it wrote.
-    const std::string prefix = attempt_prefix(job_id, restart);
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(reports_dir(state_dir), ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.size() <= prefix.size() + 5 || name.compare(0, prefix.size(), prefix) != 0 ||
-          name.compare(name.size() - 5, 5, ".json") != 0 || name == prefix + "json")
-        continue;
-      std::string ignored;
-      if (auto r = read_report_file(e.path().string(), job_id, restart, owner_uid, &ignored)) {
-        if (found_path) *found_path = e.path().string();
-        return r;
-      }
+  std::vector<std::pair<std::pair<std::int64_t, std::string>, AttemptReport>> found;  // ((mtime ns, name), report)
+  auto consider = [&](const std::string& path, std::string* w) {
+    struct stat st {};
+    if (auto r = read_report_file(path, job_id, restart, owner_uid, w)) {
+      const std::int64_t mtime = ::lstat(path.c_str(), &st) == 0
+                                     ? static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec
+                                     : 0;
+      found.push_back({{mtime, path}, std::move(*r)});
     }
+  };
+  consider(report_path(state_dir, job_id, restart), &first_why);
+  const std::string prefix = attempt_prefix(job_id, restart);
+  std::error_code ec;
+  std::size_t examined = 0;
+  for (std::filesystem::directory_iterator it(reports_dir(state_dir), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() + 5 || name.compare(0, prefix.size(), prefix) != 0 ||
+        name.compare(name.size() - 5, 5, ".json") != 0 || name == prefix + "json")
+      continue;
+    // A bound on what one job's user can make the agent read for one attempt.
+    if (++examined > kMaxReportsPerAttempt) break;
+    std::string ignored;
+    consider(it->path().string(), &ignored);
   }
-  if (why) *why = first_why;
-  return std::nullopt;
+  if (found.empty()) {
+    if (why) *why = first_why;
+    return std::nullopt;
+  }
+  // Oldest first, so the merge's "later" step is the one written last.
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  AttemptReport merged = found.front().second;
+  for (std::size_t k = 1; k < found.size(); ++k) merged = merge_attempt_reports(merged, found[k].second);
+  return merged;
 }
 
 int remove_stale_reports(const std::string& state_dir, const std::set<std::uint64_t>& listed, std::int64_t min_age_s) {

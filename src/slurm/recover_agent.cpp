@@ -56,6 +56,9 @@ RecoverAgent::RecoverAgent(SiteSettings site, SlurmControl& slurm, std::ostream&
     : site_(std::move(site)), slurm_(slurm), log_(log), report_min_age_s_(report_min_age_s) {
   std::filesystem::create_directories(site_.state_dir);
   ensure_dir(site_.state_dir, 0755, true);
+  const std::string lock_path = site_.state_dir + "/agent.lock";
+  lock_ = std::make_unique<ExclusiveLock>(
+      lock_path, fmt::format("another colo slurm recover is running on {} ({} is locked)", site_.state_dir, lock_path));
   ensure_dir(reports_dir(site_.state_dir), 01733, false);  // a drop box: anyone adds, nobody lists
   std::string text;
   if (!read_small_file(state_path(site_.state_dir), text)) return;

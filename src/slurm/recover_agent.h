@@ -8,12 +8,15 @@
 //  * for a finished colo job: records its observed peak in the history (peak_history.h).
 // Crash safety: the plan is on disk before Slurm is touched, and a plan is keyed by the job's
 // restart count, so an agent killed at any point re-applies the same plan after a restart and
-// never escalates one OOM twice.
+// never escalates one OOM twice. One agent per state directory (<state_dir>/agent.lock): a second
+// one would plan and apply the same OOM's escalation again.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <string>
 
+#include "common/exclusive_lock.h"
 #include "slurm/site_settings.h"
 #include "slurm/slurm_control.h"
 
@@ -30,7 +33,8 @@ struct AgentJob {
 
 class RecoverAgent {
  public:
-  // Loads <state_dir>/agent.json (creating state_dir and its reports/ drop box as needed).
+  // Locks <state_dir>/agent.lock (colo::UserError when another agent holds it) and loads
+  // <state_dir>/agent.json (creating state_dir and its reports/ drop box as needed).
   // Reports of jobs Slurm no longer lists are removed once report_min_age_s old (by ctime): the
   // age covers a job that finished between the agent's squeue and its sweep.
   RecoverAgent(SiteSettings site, SlurmControl& slurm, std::ostream& log, std::int64_t report_min_age_s = 3600);
@@ -48,6 +52,7 @@ class RecoverAgent {
   void save() const;
 
   SiteSettings site_;
+  std::unique_ptr<ExclusiveLock> lock_;  // held while the agent lives
   SlurmControl& slurm_;
   std::ostream& log_;
   std::map<std::uint64_t, AgentJob> jobs_;

@@ -21,6 +21,22 @@ std::string write_file(const std::string& path, const std::string& text) {
   return path;
 }
 
+// A second colod on the same state directory would launch every queued job again: it refuses to
+// start while the first one runs, and the first one keeps serving.
+TEST(ColodConfig, OneColodPerStateDirectory) {
+  TempDir dir;
+  ColodProcess d(dir.path(), "1x40GiB");
+  const RunResult second = run_process({binary("colod"), "--fake-gpus", "1x40GiB", "--state-dir", dir.path()});
+  EXPECT_EQ(second.rc, 2) << second.err;  // colod's exit status for a refused start
+  EXPECT_EQ(second.err, "colod: error: another colod is running on " + dir.path() + " (" + dir.path() +
+                            "/colod.lock is locked)\n");
+  EXPECT_TRUE(d.alive());
+  EXPECT_EQ(d.colo_json({"gpus", "--json"}).size(), 1u);
+  d.kill9();  // the lock goes with the process, even on kill -9
+  ASSERT_TRUE(d.start());
+  EXPECT_EQ(d.colo_json({"gpus", "--json"}).size(), 1u);
+}
+
 TEST(ColodConfig, LooseRecoveryRetriesWithMoreMemoryInsteadOfAnIdleGpu) {
   TempDir dir;
   const std::string cfg = write_file(dir.path() + "/colod.toml", "[recovery]\nmode = \"loose\"\nstep = \"4GiB\"\n");

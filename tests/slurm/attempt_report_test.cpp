@@ -1,10 +1,13 @@
 #include "slurm/attempt_report.h"
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -42,18 +45,19 @@ TEST_F(AttemptReportTest, WrittenOnceAndReadBackByTheOwner) {
   EXPECT_EQ(back->oom_line, "CUDA out of memory");
 }
 
-// A script with two `colo run` steps in one attempt: one report, the larger peak, an OOM in
-// either step (the agent must not learn the small step's peak, nor miss the OOM).
-TEST_F(AttemptReportTest, TwoStepsOfAnAttemptMergeIntoOneReport) {
+// A script with several `colo run` steps in one attempt: the reader merges them — the larger
+// peak, an OOM in any step (the agent must not learn the small step's peak, nor miss the OOM).
+TEST_F(AttemptReportTest, StepsOfAnAttemptMergeIntoOneReport) {
   AttemptReport small;
   small.job_id = 17;
   small.outcome = "ok";
   small.peak_mib = 2048;
   small.gpus = "0";
   const std::string path = write_attempt_report(dir_, small);
+  EXPECT_EQ(path, report_path(dir_, 17, 0)) << "the first step takes the plain name";
   AttemptReport big = small;
   big.peak_mib = 12288;
-  EXPECT_EQ(write_attempt_report(dir_, big), path);
+  EXPECT_NE(write_attempt_report(dir_, big), path) << "a step never replaces another's report";
   auto back = read_attempt_report(dir_, 17, 0, ::getuid());
   ASSERT_TRUE(back);
   EXPECT_EQ(back->peak_mib, 12288);
@@ -74,8 +78,60 @@ TEST_F(AttemptReportTest, TwoStepsOfAnAttemptMergeIntoOneReport) {
   EXPECT_EQ(back->oom_line, "CUDA out of memory");
   EXPECT_EQ(back->peak_mib, 12288);
   int files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(reports_dir(dir_))) files += e.is_regular_file();
-  EXPECT_EQ(files, 1) << "no temporary file is left behind";
+  for (const auto& e : std::filesystem::directory_iterator(reports_dir(dir_))) {
+    EXPECT_EQ(e.path().extension(), ".json") << "no temporary file is left behind: " << e.path();
+    files += e.is_regular_file();
+  }
+  EXPECT_EQ(files, 4);
+  // Another attempt's reports are not mixed in.
+  EXPECT_FALSE(read_attempt_report(dir_, 17, 1, ::getuid()));
+}
+
+// Steps started together (`srun colo run … &` twice, then `wait`) write at the same moment:
+// every one of them reaches the reader, whatever the interleaving. The children are released at
+// once through a pipe, not by timing.
+TEST_F(AttemptReportTest, StepsWritingAtOnceAreAllRead) {
+  int gate[2];
+  ASSERT_EQ(::pipe(gate), 0);
+  constexpr int kSteps = 8;
+  std::vector<pid_t> kids;
+  for (int k = 0; k < kSteps; ++k) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(gate[1]);
+      char c;
+      while (::read(gate[0], &c, 1) < 0 && errno == EINTR) {
+      }
+      AttemptReport r;
+      r.job_id = 23;
+      r.outcome = k == 3 ? "oom" : "ok";
+      r.exit_code = k == 3 ? 75 : 0;
+      r.peak_mib = 1000 + k;
+      try {
+        write_attempt_report(dir_, r);
+      } catch (...) {
+        ::_exit(1);
+      }
+      ::_exit(0);
+    }
+    kids.push_back(pid);
+  }
+  ::close(gate[0]);
+  ::close(gate[1]);  // every child's read returns now
+  for (const pid_t pid : kids) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  const auto back = read_attempt_report(dir_, 23, 0, ::getuid());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->outcome, "oom");
+  EXPECT_EQ(back->exit_code, 75);
+  EXPECT_EQ(back->peak_mib, 1000 + kSteps - 1);
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(reports_dir(dir_))) files += e.path().extension() == ".json";
+  EXPECT_EQ(files, kSteps);
 }
 
 TEST_F(AttemptReportTest, AnotherUsersFileIsIgnored) {

@@ -137,19 +137,21 @@ TEST_F(RecoverAgentTest, APlanForAJobSlurmForgotIsDropped) {
   report(7, 0, "oom", std::nullopt);
   report(8, 0, "oom", std::nullopt);
   slurm_.fail_updates = 2;
-  RecoverAgent agent(site_, slurm_, log_, /*report_min_age_s=*/0);  // no wall-clock grace here
-  agent.step();  // both planned, both updates fail
-  ASSERT_EQ(agent.jobs().at(7).phase, "planned");
-  ASSERT_EQ(agent.jobs().at(8).phase, "planned");
-  slurm_.list.erase(slurm_.list.begin());  // job 7 cancelled and purged
-  slurm_.fail_updates = 1000;              // job 8's plan keeps failing: still in flight
-  agent.step();
-  agent.step();
-  EXPECT_TRUE(agent.jobs().count(7));  // two passes: could still be a hiccup
-  agent.step();
-  EXPECT_FALSE(agent.jobs().count(7));
-  EXPECT_EQ(agent.jobs().at(8).phase, "planned");
-  EXPECT_THAT(log_.str(), HasSubstr("job 7: gone from Slurm"));
+  {
+    RecoverAgent agent(site_, slurm_, log_, /*report_min_age_s=*/0);  // no wall-clock grace here
+    agent.step();  // both planned, both updates fail
+    ASSERT_EQ(agent.jobs().at(7).phase, "planned");
+    ASSERT_EQ(agent.jobs().at(8).phase, "planned");
+    slurm_.list.erase(slurm_.list.begin());  // job 7 cancelled and purged
+    slurm_.fail_updates = 1000;              // job 8's plan keeps failing: still in flight
+    agent.step();
+    agent.step();
+    EXPECT_TRUE(agent.jobs().count(7));  // two passes: could still be a hiccup
+    agent.step();
+    EXPECT_FALSE(agent.jobs().count(7));
+    EXPECT_EQ(agent.jobs().at(8).phase, "planned");
+    EXPECT_THAT(log_.str(), HasSubstr("job 7: gone from Slurm"));
+  }
   RecoverAgent restarted(site_, slurm_, log_);  // and it is gone from disk too
   EXPECT_FALSE(restarted.jobs().count(7));
   // With the default grace (an hour) three passes alone drop nothing.
@@ -321,6 +323,29 @@ TEST_F(RecoverAgentTest, AStateDirThatIsALinkToADirectoryIsUsed) {
   }
   std::filesystem::remove(site_.state_dir);
   std::filesystem::remove_all(real);
+}
+
+// A second agent on the same state directory (a cron job beside the service, two nodes sharing an
+// NFS state_dir) would escalate the same OOM again: it is refused while the first one lives, and
+// the lock goes with its holder.
+TEST_F(RecoverAgentTest, OneAgentPerStateDirectory) {
+  slurm_.list = {held(7, 1, "gres:shard:5")};
+  report(7, 0, "oom", 4000);
+  {
+    RecoverAgent first(site_, slurm_, log_);
+    try {
+      RecoverAgent second(site_, slurm_, log_);
+      FAIL() << "a second agent started";
+    } catch (const UserError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("another colo slurm recover is running on " + site_.state_dir));
+      EXPECT_THAT(e.what(), HasSubstr("agent.lock is locked"));
+    }
+    first.step();
+    EXPECT_THAT(slurm_.calls, ::testing::ElementsAre("update 7 gres:shard:10", "release 7"));
+  }
+  RecoverAgent after(site_, slurm_, log_);  // the first one is gone: the lock is free again
+  after.step();
+  EXPECT_EQ(slurm_.calls.size(), 2u) << "the restarted agent does not escalate the same OOM again";
 }
 
 TEST_F(RecoverAgentTest, CorruptStateIsAClearError) {
