@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "core/policy/node_weight.h"
 #include "core/policy/policy_definition.h"
+#include "core/policy/scorers.h"
 #include "core/scheduler.h"
 #include "test_support.h"
 
@@ -97,6 +99,38 @@ TEST(PolicyDefinition, NormalisedScoresStayInTheUnitInterval) {
     EXPECT_GE(v, 0.0) << n;
     EXPECT_LE(v, 1.0) << n;
   }
+}
+
+// A blend weighs the node rank linearly: equal steps in Slurm weight are equal steps in score,
+// so memory and node rank trade off at the stated weights (1/weight made 1 → 2 matter as much as
+// 2 → 2001).
+TEST(PolicyDefinition, NodeWeightNormalisesLinearlyOverItsRange) {
+  const GpuSnapshot g = test::gpu(0, 40960, 0, std::nullopt);
+  const ScoreContext ctx{4, 0};
+  const Job j = test::job(1, 1000);
+  PlacementRequest r;
+  r.job = &j;
+  const ScorerPtr s = lowest_node_weight();
+  auto at = [&](int w) {
+    Candidate c;
+    c.gpu = &g;
+    c.node_weight = w;
+    return s->normalized(c, r, ctx);
+  };
+  EXPECT_DOUBLE_EQ(at(kIdleNodeWeight), 1.0);
+  EXPECT_DOUBLE_EQ(at(kBusyNodeWeight), 0.5);
+  EXPECT_DOUBLE_EQ(at(kNoGpuNodeWeight), 0.0);
+  EXPECT_NEAR(at(2) - at(1), at(1001) - at(1000), 1e-12);
+  // Half node rank, half free memory: a busy-but-empty node (1001, all free) ties an idle node's
+  // half-full GPU (1, half free) only under a linear rank.
+  const ScorerPtr blend = weighted({{lowest_node_weight(), 1.0}, {most_free_mem(), 1.0}});
+  Candidate busy_empty, idle_half;
+  busy_empty.gpu = idle_half.gpu = &g;
+  busy_empty.node_weight = kBusyNodeWeight;
+  busy_empty.available_mib = 40960;
+  idle_half.node_weight = kIdleNodeWeight;
+  idle_half.available_mib = 20480;
+  EXPECT_DOUBLE_EQ(blend->normalized(busy_empty, r, ctx), blend->normalized(idle_half, r, ctx));
 }
 
 }  // namespace

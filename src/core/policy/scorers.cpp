@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "core/policy/node_weight.h"
+
 namespace colo {
 
 namespace {
@@ -82,7 +84,10 @@ class LowestNodeWeight final : public Scorer {
     return -static_cast<double>(c.node_weight);  // ties (one server's GPUs): lower position, as Slurm's first fit
   }
   double normalized(const Candidate& c, const PlacementRequest&, const ScoreContext&) const override {
-    return 1.0 / std::max(c.node_weight, 1);  // weights start at 1 (node_weight.h)
+    // Linear over node_weight's whole range (idle 1 … no GPU 2001), so a blend weighs a node's
+    // rank evenly: 1/weight gave the first few hundred weight points almost all of the score.
+    const double span = kNoGpuNodeWeight - kIdleNodeWeight;
+    return std::clamp(static_cast<double>(kNoGpuNodeWeight - c.node_weight) / span, 0.0, 1.0);
   }
 };
 
