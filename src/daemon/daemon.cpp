@@ -245,6 +245,11 @@ void Daemon::adopt(const AttemptRow& a) {
     if (l.peak_mib > 0) ledger_.observe(a.job_id, s, l.peak_mib);
   }
   if (a.shim_pid) by_shim_[static_cast<int>(*a.shim_pid)] = a.id;
+  // A recovery retry that already let others join before a restart is shared again on the next
+  // turn (the ledger starts from its reservation); the event was recorded then, once is enough.
+  if (a.exclusive && a.recovery)
+    for (const EventRow& e : store_.events_of(a.job_id))
+      if (e.kind == "shared" && e.time >= a.launch_time) l.share_announced = true;
   live_[a.id] = std::move(l);
 }
 
@@ -1085,8 +1090,10 @@ void Daemon::tick() {
       for (int slot : l.attempt.slots) ledger_.share(l.attempt.job_id, slot, keep);
       l.shared = true;
       dirty_ = true;
-      shared_now.emplace_back(l.attempt.job_id, fmt::format("peak {} seen: others may join, {} kept for it",
+      if (!l.share_announced)
+        shared_now.emplace_back(l.attempt.job_id, fmt::format("peak {} seen: others may join, {} kept for it",
                                                             format_mib(l.peak_mib), format_mib(keep)));
+      l.share_announced = true;
     }
   Txn txn(store_.db());
   for (const auto& [job, why] : shared_now) store_.event(job, t, "shared", why);

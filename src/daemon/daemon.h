@@ -60,6 +60,7 @@ class Daemon {
     bool peak_dirty = false;
     bool unsure_logged = false;  // liveness could not be read; logged once
     bool shared = false;         // a recovery retry held alone that now lets others join
+    bool share_announced = false;  // its "shared" event is recorded (before a restart): not again
     // Its GPUs' SMACT while it had them to itself (the history's solo activity); `crowded` once
     // another attempt shared one of them. In memory: a restart starts the sums again.
     double smact_sum = 0;

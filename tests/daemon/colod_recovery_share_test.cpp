@@ -61,6 +61,17 @@ TEST(ColodRecoveryShare, OthersJoinARecoveredJobOnceItsPeakIsSeen) {
   EXPECT_EQ(d.wait_terminal(small, 90s).at("state"), "done");
   r = d.colo_json({"show", std::to_string(crashed), "--json"});
   EXPECT_EQ(r.at("state"), "running") << "the small job did not wait for the recovered one";
+  // A restarted colod re-adopts the recovered job and lets others join it again (another small
+  // job runs beside it), without announcing the same sharing twice.
+  d.stop();
+  ASSERT_TRUE(d.start());
+  const std::uint64_t small2 = d.submit({"--mem", "2GiB", "--", fake, "--mem", "1GiB", "--hold", "0"});
+  EXPECT_EQ(d.wait_terminal(small2, 90s).at("state"), "done");
+  r = d.colo_json({"show", std::to_string(crashed), "--json"});
+  EXPECT_EQ(r.at("state"), "running");
+  int shared_events = 0;
+  for (const json& e : r.at("events")) shared_events += e.at("kind") == "shared";
+  EXPECT_EQ(shared_events, 1) << r.dump(2);
   std::ofstream(crashed == a ? gate_a : gate_b).put('x');
   EXPECT_EQ(d.wait_terminal(crashed, 90s).at("state"), "done");
 }
