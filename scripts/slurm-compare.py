@@ -162,6 +162,13 @@ def main():
     stem = os.path.splitext(os.path.basename(a.trace))[0]
     scaled = os.path.join(a.out, f"{stem}_x{a.scale}.csv")
     n_scaled = scaled_trace(a.trace, a.scale, scaled)
+    # Every scenario's flags on the trace's first job, before any long run: a bad --estimator
+    # (or colo binary) is reported now, not after the scenarios before it have run.
+    header, rows = read_trace(a.trace)
+    probe = os.path.join(a.out, "first_job.csv")
+    write_trace(probe, header, rows[:1])
+    for _, flags in scenarios(a.estimator):
+        run(a.colo, a.workloads, probe, 4, 1, flags)
     synth = os.path.join(a.out, f"synthetic_{a.jobs}.csv")
     gap = synthetic_trace(a.trace, a.workloads, a.jobs, a.servers * 8, a.load, a.seed, synth)
 
