@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 
@@ -13,6 +14,29 @@
 #include "core/error.h"
 
 namespace colo::slurm {
+
+namespace {
+
+// A writer killed between mkostemp and rename (kill -9, power loss) leaves <name>.tmp.XXXXXX
+// behind; the next successful write of the same file removes those last modified over an hour
+// ago (no writer of these small files is still at work after an hour; a younger one may be).
+void remove_abandoned_temporaries(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::string prefix = p.filename().string() + ".tmp.";
+  const std::filesystem::path dir = p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path();
+  const auto cutoff = std::filesystem::file_time_type::clock::now() - std::chrono::hours(1);
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
+    std::error_code e2;
+    if (!it->is_regular_file(e2) || it->is_symlink(e2)) continue;
+    const auto mtime = std::filesystem::last_write_time(it->path(), e2);
+    if (!e2 && mtime < cutoff) std::filesystem::remove(it->path(), e2);
+  }
+}
+
+}  // namespace
 
 void write_file_atomically(const std::string& path, const std::string& text, mode_t mode) {
   // A temporary name of its own per writer (two writers of one file never share it), removed on
@@ -43,6 +67,7 @@ void write_file_atomically(const std::string& path, const std::string& text, mod
   }
   if (::close(fd) != 0) throw fail("sync", errno);
   if (::rename(tmp.c_str(), path.c_str()) != 0) throw fail("replace", errno);
+  remove_abandoned_temporaries(path);
   const std::string dir = std::filesystem::path(path).parent_path().string();
   const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {

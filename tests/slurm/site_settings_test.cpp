@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -102,6 +103,24 @@ TEST(AtomicFile, AFailedWriteLeavesNoTemporaryFile) {
   EXPECT_EQ(text, "two");
   EXPECT_EQ(std::filesystem::status(dir / "f").permissions() & std::filesystem::perms::all,
             std::filesystem::perms::owner_read | std::filesystem::perms::owner_write | std::filesystem::perms::group_read);
+  std::filesystem::remove_all(dir);
+}
+
+// A writer killed mid-write (kill -9 between mkostemp and rename) leaves its temporary behind:
+// the next write of the same file removes it once it is an hour old; a younger one (a writer
+// perhaps still at work), another file's temporary and a lookalike name stay.
+TEST(AtomicFile, AbandonedTemporariesGoWithTheNextWrite) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("colo-atomic-old-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto old = std::filesystem::file_time_type::clock::now() - std::chrono::hours(2);
+  for (const char* n : {"f.tmp.AbC123", "g.tmp.AbC123", "f.tmp.AbC1234", "f.tmp.young1"}) std::ofstream(dir / n) << "half";
+  for (const char* n : {"f.tmp.AbC123", "g.tmp.AbC123", "f.tmp.AbC1234"}) std::filesystem::last_write_time(dir / n, old);
+  write_file_atomically((dir / "f").string(), "new", 0644);
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"f", "f.tmp.AbC1234", "f.tmp.young1", "g.tmp.AbC123"}));
   std::filesystem::remove_all(dir);
 }
 
