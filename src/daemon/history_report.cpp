@@ -1,9 +1,11 @@
 #include "daemon/history_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <vector>
 
 #include <fmt/format.h>
@@ -19,6 +21,30 @@ using nlohmann::json;
 namespace {
 
 constexpr std::size_t kMaxPoints = 4000;
+// colod's slots are a host's GPUs and MIG instances: far fewer than this. A larger number in the
+// database is damage (each slot is a series in the report: 200 000 of them took 1.8 GB).
+constexpr std::int64_t kMaxSlots = 4096;
+// Times are Unix seconds; anything beyond ±10^12 s (or not a number at all) is damage.
+constexpr double kMaxTime = 1e12;
+
+// A damaged row: the caller turns this into "not a readable colod database (…)".
+[[noreturn]] void damaged(const std::string& what) { throw std::runtime_error(what); }
+
+// Column `col` of a row as a time: a number (SQLite keeps 'abc' in a REAL column as text and
+// reads it as 0), finite and within kMaxTime; `type` is that column's typeof().
+std::optional<double> time_of(const Stmt& s, int col, int type_col, bool nullable, const std::string& what) {
+  const std::string type = s.text(type_col);
+  if (type == "null" && nullable) return std::nullopt;
+  if (type != "integer" && type != "real") damaged(fmt::format("{} is {}, not a time", what, type == "null" ? "missing" : "'" + one_line(s.text(col)) + "'"));
+  const double v = s.f64(col);
+  if (!(std::abs(v) <= kMaxTime)) damaged(fmt::format("{} is {:g}, not a time", what, v));
+  return v;
+}
+
+int slot_of(std::int64_t v, const std::string& what) {
+  if (v < 0 || v >= kMaxSlots) damaged(fmt::format("{}: slot {} is outside 0…{}", what, v, kMaxSlots - 1));
+  return static_cast<int>(v);
+}
 
 struct Span {
   std::int64_t job = 0;
@@ -60,8 +86,13 @@ json history_report_of(const std::string& state_dir, const std::string& path) {
   };
   std::map<std::int64_t, JobInfo> jobs;
   {
-    auto s = db.prepare("SELECT id, name, state, submit_time, end_time FROM jobs ORDER BY id");
-    while (s.step()) jobs[s.i64(0)] = JobInfo{s.text(1), s.text(2), s.f64(3), s.opt_f64(4), std::nullopt, false};
+    auto s = db.prepare(
+        "SELECT id, name, state, submit_time, end_time, typeof(submit_time), typeof(end_time) FROM jobs ORDER BY id");
+    while (s.step()) {
+      const std::string what = fmt::format("job {}", s.i64(0));
+      jobs[s.i64(0)] = JobInfo{s.text(1), s.text(2), *time_of(s, 3, 5, false, what + ": submit_time"),
+                               time_of(s, 4, 6, true, what + ": end_time"), std::nullopt, false};
+    }
   }
   if (jobs.empty()) throw UserError(fmt::format("--state-dir: the database at {} holds no jobs", path));
   double t0 = jobs.begin()->second.submit;
@@ -71,21 +102,31 @@ json history_report_of(const std::string& state_dir, const std::string& path) {
   int gpus = 0;
   {
     auto s = db.prepare(
-        "SELECT job_id, n, slots, start_time, end_time, outcome FROM attempts WHERE start_time IS NOT NULL ORDER BY id");
+        "SELECT job_id, n, slots, start_time, end_time, outcome, id, typeof(start_time), typeof(end_time) FROM attempts "
+        "WHERE start_time IS NOT NULL ORDER BY id");
     while (s.step()) {
       Span sp;
+      const std::string what = fmt::format("attempt {}", s.i64(6));
       sp.job = s.i64(0);
-      sp.n = static_cast<int>(s.i64(1));
-      sp.slots = json::parse(s.text(2)).get<std::vector<int>>();
-      sp.start = s.f64(3);
-      sp.end = s.opt_f64(4).value_or(-1);
+      auto it = jobs.find(sp.job);
+      if (it == jobs.end()) damaged(fmt::format("{} belongs to job {}, which the jobs table does not hold", what, sp.job));
+      const std::int64_t n = s.i64(1);
+      if (n < 1 || n > 1'000'000) damaged(fmt::format("{}: attempt number {} is out of range", what, n));
+      sp.n = static_cast<int>(n);
+      const json slots = json::parse(s.text(2));
+      if (!slots.is_array() || slots.empty()) damaged(what + ": slots is not a list of GPU slots");
+      for (const json& g : slots) {
+        if (!g.is_number_integer()) damaged(what + ": slots is not a list of GPU slots");
+        if (g.is_number_unsigned() && g.get<std::uint64_t>() >= static_cast<std::uint64_t>(kMaxSlots))
+          damaged(fmt::format("{}: slot {} is outside 0…{}", what, g.get<std::uint64_t>(), kMaxSlots - 1));
+        sp.slots.push_back(slot_of(g.get<std::int64_t>(), what));
+      }
+      sp.start = *time_of(s, 3, 7, false, what + ": start_time");
+      sp.end = time_of(s, 4, 8, true, what + ": end_time").value_or(-1);
       sp.outcome = s.text(5);
       for (int g : sp.slots) gpus = std::max(gpus, g + 1);
-      auto it = jobs.find(sp.job);
-      if (it != jobs.end()) {
-        if (!it->second.first_start || sp.start < *it->second.first_start) it->second.first_start = sp.start;
-        if (sp.outcome == "oom") it->second.oomed = true;
-      }
+      if (!it->second.first_start || sp.start < *it->second.first_start) it->second.first_start = sp.start;
+      if (sp.outcome == "oom") it->second.oomed = true;
       spans.push_back(std::move(sp));
     }
   }
@@ -140,10 +181,13 @@ json history_report_of(const std::string& state_dir, const std::string& path) {
   // first submission on: before it the GPUs idled (colod's own start).
   std::map<double, std::map<int, std::pair<std::int64_t, json>>> ticks;
   {
-    auto s = db.prepare("SELECT time, slot, used_mib, smact FROM gpu_samples WHERE time >= ? ORDER BY time, slot");
+    auto s = db.prepare(
+        "SELECT time, slot, used_mib, smact, typeof(time), rowid FROM gpu_samples WHERE time >= ? ORDER BY time, slot");
     s.bind(1, t0);
     while (s.step()) {
-      const int slot = static_cast<int>(s.i64(1));
+      const std::string what = fmt::format("GPU sample {}", s.i64(5));
+      time_of(s, 0, 4, false, what + ": time");
+      const int slot = slot_of(s.i64(1), what);
       gpus = std::max(gpus, slot + 1);
       ticks[s.f64(0)][slot] = {s.i64(2), s.is_null(3) ? json(nullptr) : json(s.f64(3))};
     }

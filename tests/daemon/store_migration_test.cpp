@@ -121,5 +121,69 @@ TEST(HistoryReport, ADamagedOrForeignDatabaseIsAClearError) {
   std::filesystem::remove_all(dir);
 }
 
+// Damaged rows (colod runs without foreign keys; a file edited or half-restored) are named, not
+// turned into a report: a slot of 2^31-1 overflowed (UBSan) and 200 000 took 1.8 GB, an attempt
+// of a job that is not there made a phantom job, a text time read as 0 (a makespan of 1.8e9 s).
+TEST(HistoryReport, DamagedRowsAreNamedInsteadOfReported) {
+  const std::string dir = ::testing::TempDir() + "colo_report_damaged_rows";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/colo.db";
+  {
+    Store s(path);
+    JobRow j;
+    j.user = "root";
+    j.name = "ok";
+    j.argv = {"true"};
+    j.workdir = "/";
+    j.fingerprint = "f";
+    j.submit_time = 1000;
+    s.insert_job(j);
+    s.add_sample(1001.0, 0, 100, 0.5, 80.0, 200);
+  }
+  Db db(path);
+  db.exec("PRAGMA foreign_keys = OFF");  // as in a file edited by hand: nothing stops the damage below
+  db.exec("INSERT INTO attempts (job_id, n, state, slots, uuids, reserve_mib, exclusive, recovery, dir, launch_time, "
+          "start_time, end_time, outcome) VALUES (1, 1, 'finished', '[0]', '[\"u\"]', 0, 0, 0, '/x', 1000.5, 1001, 1002, 'done')");
+  auto error_for = [&] {
+    try {
+      history_report_run(dir);
+    } catch (const colo::UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  ASSERT_EQ(error_for(), "(no error)");
+  EXPECT_EQ(history_report_run(dir).at("gpus"), 1);
+  const std::vector<std::pair<std::string, std::string>> damage = {
+      {"UPDATE attempts SET slots = '[2147483647]'", "attempt 1: slot 2147483647 is outside 0…4095"},
+      {"UPDATE attempts SET slots = '[18446744073709551615]'", "attempt 1: slot 18446744073709551615 is outside 0…4095"},
+      {"UPDATE attempts SET slots = '[-1]'", "attempt 1: slot -1 is outside"},
+      {"UPDATE attempts SET slots = '[0.5]'", "attempt 1: slots is not a list of GPU slots"},
+      {"UPDATE attempts SET slots = '{}'", "attempt 1: slots is not a list of GPU slots"},
+      {"UPDATE attempts SET job_id = 999", "attempt 1 belongs to job 999, which the jobs table does not hold"},
+      {"UPDATE attempts SET start_time = 'abc'", "attempt 1: start_time is 'abc', not a time"},
+      {"UPDATE attempts SET end_time = 1e300", "attempt 1: end_time is 1e+300, not a time"},
+      {"UPDATE jobs SET submit_time = 'abc'", "job 1: submit_time is 'abc', not a time"},
+      {"UPDATE gpu_samples SET slot = 1099511627776", "GPU sample 1: slot 1099511627776 is outside"},
+      {"UPDATE gpu_samples SET time = 'later'", "GPU sample 1: time is 'later', not a time"},
+  };
+  for (const auto& [sql, why] : damage) {
+    db.exec("SAVEPOINT damage");
+    db.exec(sql);
+    db.exec("RELEASE damage");
+    const std::string e = error_for();
+    EXPECT_THAT(e, ::testing::HasSubstr("is not a readable colod database")) << sql;
+    EXPECT_THAT(e, ::testing::HasSubstr(why)) << sql;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << sql;
+    // Undo: back to the good rows.
+    db.exec("UPDATE attempts SET slots = '[0]', job_id = 1, start_time = 1001, end_time = 1002");
+    db.exec("UPDATE jobs SET submit_time = 1000");
+    db.exec("UPDATE gpu_samples SET slot = 0, time = 1001.0");
+    ASSERT_EQ(error_for(), "(no error)") << sql;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace colo::daemon
