@@ -129,7 +129,18 @@ void add_smact_subcommand(CLI::App* estimate) {
   f->add_option("--cnn", fo->cnn, "GPUMemNet cnn.csv")->required();
   f->add_option("--mlp", fo->mlp, "GPUMemNet mlp.csv")->required();
   f->add_option("--out", fo->out, "model file to write")->required();
-  f->callback([fo] { fit(*fo); });
+  // Options before `fit`/`eval` belong to the prediction (`smact --model F eval` would score the
+  // shipped model, `smact --json eval` print text): refused, not ignored.
+  auto parent_options_refused = [cmd](const char* sub) {
+    for (const char* o : {"--summary", "--batch", "--seq-len", "--model", "--json"})
+      if (cmd->count(o) > 0)
+        throw UserError(fmt::format("estimate smact {}: {} before `{}` is the prediction's option; give {}'s own options after `{}`",
+                                    sub, o, sub, sub, sub));
+  };
+  f->callback([fo, parent_options_refused] {
+    parent_options_refused("fit");
+    fit(*fo);
+  });
 
   auto* e = cmd->add_subcommand("eval", "score the model on GPUMemNet rows (default: the held-out test split)");
   auto eo = std::make_shared<EvalOpts>();
@@ -138,7 +149,10 @@ void add_smact_subcommand(CLI::App* estimate) {
   e->add_option("--split", eo->split, "test (default), train or all")->capture_default_str();
   e->add_option("--model", eo->model, "activity model file (default models/smact/a100-gpumemnet.json)");
   e->add_flag("--json", eo->json, "print one JSON object");
-  e->callback([eo] { eval(*eo); });
+  e->callback([eo, parent_options_refused] {
+    parent_options_refused("eval");
+    eval(*eo);
+  });
 
   cmd->callback([p, cmd] {
     if (cmd->get_subcommands().empty()) predict(*p);

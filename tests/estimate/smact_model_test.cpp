@@ -123,7 +123,35 @@ TEST(ActivityModel, BadModelFilesAndTooFewRowsAreClearErrors) {
   j = good;
   j["w_smocc"][0] = "x";
   EXPECT_EQ(error_for(j), "m.json: 'w_smocc' must be an array of numbers");
+  j = good;
+  j["fitted_rows"] = 2.5;
+  EXPECT_EQ(error_for(j), "m.json: 'fitted_rows' must be a whole number");
+  j = good;
+  j["feature_scale"][2] = 1e-300;  // σ with 300 digits
+  EXPECT_EQ(error_for(j), "m.json: feature_scale must be ≥ 1e-12");
+  j = good;
+  j["feature_constant"] = {true};
+  EXPECT_THAT(error_for(j), HasSubstr("'feature_constant' must be an array of 11 true/false values"));
+  // The file's own fields of the wrong type: one line, not the JSON library's type error.
+  auto models_error_for = [](const std::string& text) -> std::string {
+    try {
+      ActivityModels::from_json(nlohmann::json::parse(text), "m.json");
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  EXPECT_THAT(models_error_for(R"({"format": 5})"), HasSubstr("m.json: not a colo activity model"));
+  EXPECT_EQ(models_error_for(R"({"format": "colo-activity-model 1", "source": 5})"), "m.json: 'source' must be text");
   EXPECT_THROW(load_activity_models("/nonexistent/model.json"), UserError);
+  const std::string overflow = testing::TempDir() + "overflow_activity_model.json";
+  std::ofstream(overflow) << R"({"format": "colo-activity-model 1", "lambda": 1e400})";
+  try {
+    load_activity_models(overflow);
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()), overflow + ": not a usable model: a number in it is out of range");
+  }
   const std::string bad = testing::TempDir() + "bad_activity_model.json";
   std::ofstream(bad) << "{\"format\": ";
   try {
@@ -143,6 +171,27 @@ TEST(ActivityModel, TheShippedModelIsTheFitOfTheTrainSplit) {
   EXPECT_EQ(shipped.cnn.lambda(), cnn.lambda());
   for (const auto& r : split_rows(GpuMemNetFamily::CNN, false))
     EXPECT_NEAR(shipped.cnn.predict(r.inputs).smact, cnn.predict(r.inputs).smact, 1e-9);
+  EXPECT_EQ(shipped.cnn.to_json().at("feature_constant"), cnn.to_json().at("feature_constant"));
+}
+
+// A feature every training row shared (every GPUMemNet CNN has exactly one linear layer) has no
+// spread to measure σ by: any other value is outside the domain, however close (VGG-16's three
+// linear layers were "in domain" at SMACT 1.00, its depth feature extrapolated).
+TEST(ActivityModel, AValueNoTrainingRowHadForAConstantFeatureIsOutsideTheDomain) {
+  const ActivityModel cnn = ActivityModel::fit(split_rows(GpuMemNetFamily::CNN, true), GpuMemNetFamily::CNN);
+  ASSERT_EQ(cnn.to_json().at("feature_constant")[0], true) << "every CNN train row has one linear layer";
+  GpuMemNetInputs in = split_rows(GpuMemNetFamily::CNN, true).front().inputs;
+  ASSERT_TRUE(cnn.predict(in).in_domain);
+  in.linear = 3;
+  in.depth += 2;
+  const auto p = cnn.predict(in);
+  EXPECT_FALSE(p.in_domain);
+  EXPECT_THAT(p.outside, HasSubstr("linear = 3, while every one of the"));
+  EXPECT_THAT(p.outside, HasSubstr("cnn training rows had 1"));
+  // A file written before colo recorded constant features still loads (no such check then).
+  nlohmann::json old = cnn.to_json();
+  old.erase("feature_constant");
+  EXPECT_TRUE(ActivityModel::from_json(old, "old.json").predict(in).in_domain);
 }
 
 }  // namespace

@@ -25,6 +25,12 @@ TEST(CliSmact, PredictsInsideTheTrainingDomainAndSaysUnknownOutsideIt) {
   j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j["smact"].is_null()) << r.out;
   EXPECT_NE(j["unknown_because"].get<std::string>().find("outside the model's training data: linear at"), std::string::npos);
+  // VGG-16: three linear layers where every GPUMemNet CNN had one.
+  r = run_colo_args("estimate smact --summary " + kData + "carma/summaries/vgg_32.model --batch 32 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["smact"].is_null()) << r.out;
+  EXPECT_NE(j["unknown_because"].get<std::string>().find("linear = 3"), std::string::npos) << r.out;
 }
 
 TEST(CliSmact, HeldOutScoreMeetsTheGoal) {
@@ -47,6 +53,15 @@ TEST(CliSmact, BadRequestsGetOneLineErrors) {
   r = run_colo_args("estimate smact eval --dataset " + kData + "gpumemnet/mlp.csv --format keras");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("keras"), std::string::npos) << r.out;
+  // The prediction's options before `eval` or `fit` are refused, not ignored (`--model F eval`
+  // scored the shipped model).
+  r = run_colo_args("estimate smact --model /nonexistent.json eval --dataset " + kData + "gpumemnet/mlp.csv --format gpumemnet-mlp");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "colo: error: estimate smact eval: --model before `eval` is the prediction's option; give eval's own "
+                   "options after `eval`\n");
+  r = run_colo_args("estimate smact --json fit --cnn a --mlp b --out c");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("--json before `fit`"), std::string::npos) << r.out;
 }
 
 }  // namespace

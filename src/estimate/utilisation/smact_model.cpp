@@ -113,6 +113,9 @@ ActivityModel ActivityModel::fit(const std::vector<GpuMemNetRow>& all, GpuMemNet
   m.family_ = family;
   m.rows_ = static_cast<int>(n);
   m.standardizer_ = Standardizer::fit(x);
+  m.constant_.assign(static_cast<size_t>(kGpuMemNetFeatureCount), false);
+  for (Eigen::Index f = 0; f < x.rows(); ++f)
+    m.constant_[static_cast<size_t>(f)] = x.row(f).maxCoeff() - x.row(f).minCoeff() <= 1e-12 * std::max(1.0, std::abs(x(f, 0)));
   const Eigen::MatrixXd z = m.standardizer_.apply(x);
   Eigen::MatrixXd a(n, expand(z.col(0)).size());
   for (Eigen::Index i = 0; i < n; ++i) a.row(i) = expand(z.col(i)).transpose();
@@ -140,6 +143,16 @@ ActivityPrediction ActivityModel::predict(const GpuMemNetInputs& in) const {
   const Eigen::VectorXd z = standardizer_.apply(gpumemnet_features(in));
   const Eigen::VectorXd e = expand(z);
   ActivityPrediction p{clamp01(e.dot(w_smact_)), clamp01(e.dot(w_smocc_)), true, {}};
+  const Eigen::VectorXd raw = gpumemnet_features(in);
+  for (size_t f = 0; f < constant_.size(); ++f) {
+    const double m = standardizer_.mean(static_cast<Eigen::Index>(f)), v = raw(static_cast<Eigen::Index>(f));
+    if (constant_[f] && std::abs(v - m) > 1e-9 * std::max(1.0, std::abs(m))) {
+      p.in_domain = false;
+      p.outside = fmt::format("{} = {:.4g}, while every one of the {} {} training rows had {:.4g}", gpumemnet_feature_names()[f],
+                              v, rows_, to_string(family_), m);
+      return p;
+    }
+  }
   Eigen::Index worst = 0;
   const double far = z.cwiseAbs().maxCoeff(&worst);
   if (!(far <= kActivityDomainSigma)) {
@@ -153,7 +166,7 @@ ActivityPrediction ActivityModel::predict(const GpuMemNetInputs& in) const {
 nlohmann::json ActivityModel::to_json() const {
   return {{"family", std::string(to_string(family_))}, {"lambda", lambda_}, {"fitted_rows", rows_},
           {"feature_mean", to_vec(standardizer_.mean)}, {"feature_scale", to_vec(standardizer_.scale)},
-          {"w_smact", to_vec(w_smact_)}, {"w_smocc", to_vec(w_smocc_)}};
+          {"feature_constant", constant_}, {"w_smact", to_vec(w_smact_)}, {"w_smocc", to_vec(w_smocc_)}};
 }
 
 ActivityModel ActivityModel::from_json(const nlohmann::json& j, const std::string& where) {
@@ -162,15 +175,30 @@ ActivityModel ActivityModel::from_json(const nlohmann::json& j, const std::strin
   if (!family.is_string()) throw UserError(fmt::format("{}: 'family' must be \"mlp\" or \"cnn\"", where));
   m.family_ = parse_gpumemnet_family("gpumemnet-" + family.get<std::string>());
   m.lambda_ = number_in(j, where, "lambda", 0, kMaxModelValue);
-  m.rows_ = static_cast<int>(number_in(j, where, "fitted_rows", 1, 1e9));
+  const double rows = number_in(j, where, "fitted_rows", 1, 1e9);
+  if (rows != std::floor(rows)) throw UserError(fmt::format("{}: 'fitted_rows' must be a whole number", where));
+  m.rows_ = static_cast<int>(rows);
   // Feature means are in the features' own units (parameters, activations: up to ~1e12).
   m.standardizer_.mean = vector_from(j, where, "feature_mean", kGpuMemNetFeatureCount, 1e15);
   m.standardizer_.scale = vector_from(j, where, "feature_scale", kGpuMemNetFeatureCount, 1e15);
   const Eigen::Index cols = expand(Eigen::VectorXd::Zero(kGpuMemNetFeatureCount)).size();
   m.w_smact_ = vector_from(j, where, "w_smact", cols);
   m.w_smocc_ = vector_from(j, where, "w_smocc", cols);
+  // The standardiser never writes a scale below 1e-12 (a constant feature gets 1): smaller is a
+  // damaged file, and would turn any difference into an absurd number of σ.
   for (Eigen::Index i = 0; i < m.standardizer_.scale.size(); ++i)
-    if (!(m.standardizer_.scale(i) > 0)) throw UserError(fmt::format("{}: feature_scale must be positive", where));
+    if (!(m.standardizer_.scale(i) >= 1e-12)) throw UserError(fmt::format("{}: feature_scale must be ≥ 1e-12", where));
+  m.constant_.assign(static_cast<size_t>(kGpuMemNetFeatureCount), false);
+  if (j.contains("feature_constant")) {
+    const nlohmann::json& c = j.at("feature_constant");
+    if (!c.is_array() || c.size() != static_cast<size_t>(kGpuMemNetFeatureCount))
+      throw UserError(fmt::format("{}: 'feature_constant' must be an array of {} true/false values", where, kGpuMemNetFeatureCount));
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (!c[i].is_boolean())
+        throw UserError(fmt::format("{}: 'feature_constant' must be an array of {} true/false values", where, kGpuMemNetFeatureCount));
+      m.constant_[i] = c[i].get<bool>();
+    }
+  }
   return m;
 }
 
@@ -179,10 +207,14 @@ nlohmann::json ActivityModels::to_json() const {
 }
 
 ActivityModels ActivityModels::from_json(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_object() || j.value("format", std::string()) != "colo-activity-model 1")
+  if (!j.is_object() || !j.contains("format") || !j.at("format").is_string() ||
+      j.at("format").get<std::string>() != "colo-activity-model 1")
     throw UserError(fmt::format("{}: not a colo activity model (format 'colo-activity-model 1')", where));
   ActivityModels m;
-  m.source = j.value("source", std::string());
+  if (j.contains("source")) {
+    if (!j.at("source").is_string()) throw UserError(fmt::format("{}: 'source' must be text", where));
+    m.source = j.at("source").get<std::string>();
+  }
   if (!j.contains("mlp") || !j.contains("cnn")) throw UserError(fmt::format("{}: needs both an 'mlp' and a 'cnn' model", where));
   m.mlp = ActivityModel::from_json(j.at("mlp"), where + ": mlp");
   m.cnn = ActivityModel::from_json(j.at("cnn"), where + ": cnn");
@@ -203,6 +235,9 @@ ActivityModels load_activity_models(const std::string& path) {
     j = nlohmann::json::parse(ss.str());
   } catch (const nlohmann::json::parse_error& e) {
     throw UserError(fmt::format("{}: not JSON (syntax error at byte {})", path, e.byte));
+  } catch (const nlohmann::json::exception&) {
+    // out_of_range 406: a number beyond a double (1e400) is no model value either.
+    throw UserError(fmt::format("{}: not a usable model: a number in it is out of range", path));
   }
   return ActivityModels::from_json(j, path);
 }

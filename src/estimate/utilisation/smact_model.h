@@ -25,10 +25,11 @@ struct ActivityPrediction {
   double smact = 0;
   double smocc = 0;
   // False when a feature lies more than kActivityDomainSigma standard deviations from the
-  // training rows' mean (a network unlike any GPUMemNet generated: a transformer with 10^8
-  // parameters): the quadratic model would extrapolate, so callers must treat it as unknown.
+  // training rows' mean, or differs from a value every training row shared (a network unlike any
+  // GPUMemNet generated: a transformer with 10^8 parameters, a CNN with 3 linear layers where all
+  // had 1): the model would extrapolate, so callers must treat it as unknown.
   bool in_domain = true;
-  std::string outside;  // "total parameters at 7.3 σ" when not in_domain
+  std::string outside;  // "log1p_params at 7.3 σ …" or "linear = 3, every … row had 1" when not in_domain
 };
 inline constexpr double kActivityDomainSigma = 4.0;
 
@@ -50,6 +51,9 @@ class ActivityModel {
   double lambda_ = 1;
   int rows_ = 0;
   Standardizer standardizer_;
+  // Features with one value in every fitted row (their scale is a placeholder 1, so σ says nothing
+  // there): any other value is outside the domain. All false in files written before colo knew.
+  std::vector<bool> constant_;
   Eigen::VectorXd w_smact_, w_smocc_;
 };
 
