@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -310,6 +311,9 @@ void check(const Args& a) {
   // Known before an hour of runs, not after.
   for (const std::string& path : {a.out, a.measurements}) {
     if (path.empty()) continue;
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      throw UserError(fmt::format("bench collocation: cannot write {}: it is a directory", path));
     const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
     if (::access(parent.c_str(), W_OK) != 0)
       throw UserError(fmt::format("bench collocation: cannot write {}: {} is not a writable directory", path, parent.string()));
@@ -345,6 +349,9 @@ void run(const Args& a) {
     // the same jobs, by name and command, on a GPU of the same model.
     nlohmann::json old;
     try {
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(a.solo_from, ec))
+        throw UserError(fmt::format("--solo-from {}: not a file", a.solo_from));
       std::ifstream in(a.solo_from);
       if (!in) throw UserError(fmt::format("--solo-from {}: cannot read it", a.solo_from));
       old = nlohmann::json::parse(in);
@@ -361,13 +368,31 @@ void run(const Args& a) {
           throw UserError(fmt::format("--solo-from {}: has no solo run of job {}", a.solo_from, j.name));
         if (it->at("command").get<std::string>() != j.command)
           throw UserError(fmt::format("--solo-from {}: job {} ran another command there", a.solo_from, j.name));
-        Solo x{it->at("throughput").get<double>(), it->at("smact").get<double>(), std::nullopt, std::nullopt};
-        if (it->contains("busy") && (*it)["busy"].is_number()) x.busy = (*it)["busy"].get<double>();
-        if (it->contains("watts") && (*it)["watts"].is_number()) x.watts = (*it)["watts"].get<double>();
-        if (!(std::isfinite(x.throughput) && x.throughput > 0 && *x.smact >= 0 && *x.smact <= 1))
-          throw UserError(fmt::format("--solo-from {}: job {}'s solo run has an unusable throughput or SMACT", a.solo_from, j.name));
-        if (j.smact) x.smact = j.smact;
-        meas["solo"].push_back(*it);
+        // Every value checked here, by job and field: a bad one found after the pair runs (or
+        // one that silently drops pairs from the fit) would waste them.
+        auto value = [&](const char* field, double lo, double hi, bool optional) -> std::optional<double> {
+          const bool present = it->contains(field) && !(*it)[field].is_null();
+          if (!present && optional) return std::nullopt;
+          if (!present || !(*it)[field].is_number())
+            throw UserError(fmt::format("--solo-from {}: job {}: '{}' must be a number", a.solo_from, j.name, field));
+          const double v = (*it)[field].get<double>();
+          if (!(v >= lo && v <= hi))
+            throw UserError(fmt::format("--solo-from {}: job {}: '{}' is {:g}, outside [{:g}, {:g}]", a.solo_from, j.name,
+                                        field, v, lo, hi));
+          return v;
+        };
+        Solo x{*value("throughput", 0, std::numeric_limits<double>::max(), false), value("smact", 0, 1, false),
+               value("busy", 0, 1, true), value("watts", 0, 10000, true)};
+        if (!(x.throughput > 0))
+          throw UserError(fmt::format("--solo-from {}: job {}: 'throughput' must be > 0", a.solo_from, j.name));
+        nlohmann::json used = *it;
+        if (j.smact) {
+          // What the fit uses is what the measurements file records (a re-fit from it agrees).
+          x.smact = j.smact;
+          used["smact"] = *j.smact;
+          used["smact_source"] = "--smact";
+        }
+        meas["solo"].push_back(used);
         solo.push_back(x);
       }
       meas["solo_from"] = a.solo_from;

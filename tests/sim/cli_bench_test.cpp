@@ -197,7 +197,55 @@ TEST_F(CliBench, MigCanReuseTheSoloRunsOfAnEarlierMeasurement) {
                                "Fake NVIDIA GPU 40GiB"));
   r = bench("--sharing streams --solo-from " + path("nope.json") + " " + job("a", 0.3, 100) + " " + job("b", 0.5, 60) +
             " --out " + path("m.toml"));
-  EXPECT_THAT(r.out, HasSubstr("--solo-from " + path("nope.json") + ": cannot read it"));
+  EXPECT_THAT(r.out, HasSubstr("--solo-from " + path("nope.json") + ": not a file"));
+}
+
+// A hand-edited or damaged --solo-from file is refused by job and field before any run (a busy
+// share of 5 silently dropped pairs from the fit after they had run); --smact given for a job
+// is what the measurements file records, as the fit used it.
+TEST_F(CliBench, SoloFromValuesAreCheckedBeforeAnyRunAndRecordedAsUsed) {
+  auto command = [](const std::string& name, double smact, double rate) {
+    const std::string j = job(name, smact, rate);
+    return j.substr(j.find('=') + 1, j.size() - j.find('=') - 2);
+  };
+  auto solo_file = [&](const nlohmann::json& a_extra) {
+    nlohmann::json a = {{"job", "a"}, {"command", command("a", 0.3, 100)}, {"throughput", 100}, {"smact", 0.3}};
+    a.update(a_extra);
+    const nlohmann::json f = {{"format", "colo-bench-collocation 1"},
+                              {"gpu", {{"name", "Fake NVIDIA GPU 40GiB"}}},
+                              {"solo", {a, {{"job", "b"}, {"command", command("b", 0.5, 60)}, {"throughput", 60}, {"smact", 0.5}}}}};
+    std::ofstream(path("s.json")) << f.dump();
+    return "--sharing streams --solo-from " + path("s.json") + " " + job("a", 0.3, 100) + " " + job("b", 0.5, 60) +
+           " --out " + path("m.toml") + " --measurements " + path("m.json");
+  };
+  const std::vector<std::pair<nlohmann::json, std::string>> bad = {
+      {{{"busy", 5}}, "job a: 'busy' is 5, outside [0, 1]"},
+      {{{"smact", nullptr}}, "job a: 'smact' must be a number"},
+      {{{"watts", -3}}, "job a: 'watts' is -3, outside [0, 10000]"},
+      {{{"throughput", 0}}, "job a: 'throughput' must be > 0"},
+      {{{"throughput", "fast"}}, "job a: 'throughput' must be a number"},
+  };
+  for (const auto& [extra, why] : bad) {
+    const auto r = bench(solo_file(extra));
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_THAT(r.out, HasSubstr("\ncolo: error: --solo-from " + path("s.json") + ": " + why + "\n")) << extra.dump();
+    EXPECT_THAT(r.out, ::testing::Not(HasSubstr("bench: idle"))) << "stopped before the idle window";
+    EXPECT_FALSE(std::filesystem::exists(path("work") + "/pair-a.log")) << "no pair ran: " << extra.dump();
+  }
+  auto r = bench("--sharing mps --solo-from " + dir_.string() + " " + job("a", 0.3, 100) + " " + job("b", 0.5, 60) +
+                 " --out " + path("m.toml"));
+  EXPECT_THAT(r.out, HasSubstr("\ncolo: error: --solo-from " + dir_.string() + ": not a file\n"));
+  // An output path that is a directory: known before the runs, not after them.
+  r = bench("--sharing mps " + job("a", 0.3, 100) + " " + job("b", 0.5, 60) + " --out " + dir_.string());
+  EXPECT_EQ(r.out, "colo: error: bench collocation: cannot write " + dir_.string() + ": it is a directory\n");
+  EXPECT_FALSE(std::filesystem::exists(path("work") + "/solo-a.log"));
+  // --smact over the file's value: recorded as used.
+  r = bench(solo_file({{"busy", 0.4}}) + " --smact a=0.9");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto m = nlohmann::json::parse(read(path("m.json")));
+  EXPECT_DOUBLE_EQ(m["solo"][0]["smact"].get<double>(), 0.9);
+  EXPECT_EQ(m["solo"][0]["smact_source"], "--smact");
+  EXPECT_DOUBLE_EQ(m["solo"][1]["smact"].get<double>(), 0.5);
 }
 
 TEST_F(CliBench, JobsThatEndOrNeverReportAreOneLineErrorsAndNothingIsLeftRunning) {
