@@ -6,6 +6,7 @@
 #                                                            beside the binary: ../share/colo)
 #   /lib/systemd/system/colod.service, /etc/colo/colod.toml (a conffile)
 #   /usr/share/doc/colo/  (README, docs, data provenance and licences)
+#   /usr/share/man/man1/colo.1.gz, man8/colod.8.gz  (help2man, from the programs' --help)
 include(GNUInstallDirs)
 
 install(TARGETS colo colod RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -35,6 +36,29 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/colod.service ${PROJECT_SOURCE_DIR
         DESTINATION /lib/systemd/system)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/colod.toml DESTINATION /etc/colo)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+# Manual pages made from the programs' own --help and --version by help2man (install-deps.sh),
+# plus packaging/man/*.h2m: they cannot drift from the options the binaries accept.
+find_program(HELP2MAN help2man)
+if(HELP2MAN AND TARGET colo AND TARGET colod)
+  set(colo_man_dir ${PROJECT_BINARY_DIR}/man)
+  function(colo_man_page prog section name)
+    set(page ${colo_man_dir}/${prog}.${section})
+    add_custom_command(OUTPUT ${page}.gz
+                       COMMAND ${CMAKE_COMMAND} -E make_directory ${colo_man_dir}
+                       COMMAND ${HELP2MAN} --no-info --no-discard-stderr --section ${section} --name ${name}
+                               --include ${PROJECT_SOURCE_DIR}/packaging/man/${prog}.h2m --output ${page}
+                               $<TARGET_FILE:${prog}>
+                       COMMAND gzip -9nf ${page}
+                       DEPENDS ${prog} ${PROJECT_SOURCE_DIR}/packaging/man/${prog}.h2m VERBATIM)
+    install(FILES ${page}.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section})
+  endfunction()
+  colo_man_page(colo 1 "collocation-aware GPU resource manager for deep-learning training")
+  colo_man_page(colod 8 "the colo daemon: GPU sharing, job queue and out-of-memory recovery")
+  add_custom_target(colo_man ALL DEPENDS ${colo_man_dir}/colo.1.gz ${colo_man_dir}/colod.8.gz)
+else()
+  message(STATUS "help2man not found: no manual pages (scripts/install-deps.sh installs it)")
+endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 set(CPACK_GENERATOR DEB)

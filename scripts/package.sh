@@ -9,6 +9,6 @@ dir=${1:-build-pkg}
 # (and the private lib/colo, not Debian's multiarch libdir, which GNUInstallDirs picks under /usr).
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_LIBDIR=lib \
   -DCOLO_BUILD_TESTS=OFF -DCOLO_BUILD_BENCH=OFF >/dev/null
-cmake --build "$dir" --target colo colod colo-fake-job colo_fake_nvml colo_fake_dcgm
+cmake --build "$dir" --target colo colod colo-fake-job colo_fake_nvml colo_fake_dcgm colo_man
 (cd "$dir" && cpack -G DEB >/dev/null)
 ls -1t "$dir"/colo_*.deb | head -1 | xargs readlink -f

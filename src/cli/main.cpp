@@ -32,6 +32,7 @@ namespace {
 int main(int argc, char** argv) {
   using namespace colo::cli;
   CLI::App app{"colo: collocation-aware GPU resource manager for deep-learning training"};
+  app.set_version_flag("--version", "colo " COLO_VERSION, "print colo's version and exit");
   app.require_subcommand(1);
   if (const char* s = std::getenv("COLO_SOCKET")) globals().socket = s;
   app.add_option("--socket", globals().socket, "colod's Unix socket (default: $COLO_SOCKET)");

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "__shim") == 0) return colo::daemon::shim_main(argv[2]);
 
   CLI::App app{"colod: the colo daemon (collocation-aware GPU resource manager)"};
+  app.set_version_flag("--version", "colod " COLO_VERSION, "print colod's version and exit");
   std::string config_file, state_dir, fake_gpus, socket, policy, metrics_listen;
   app.add_option("--config", config_file, "TOML configuration (see packaging/colod.toml)");
   app.add_option("--state-dir", state_dir, "state directory (database, job logs); overrides paths.state_dir");

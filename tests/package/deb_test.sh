@@ -43,6 +43,17 @@ for f in ./usr/bin/colo ./usr/bin/colod ./usr/lib/colo/colo-fake-job ./usr/lib/c
   grep -q " $f\$" <<<"$contents" || grep " $f -> " <<<"$contents" >/dev/null || fail "the package lacks $f"
 done
 grep -q "__pycache__" <<<"$contents" && fail "the package carries __pycache__"
+# Manual pages, made from the packaged programs' own --help (help2man): every option is there.
+for page in usr/share/man/man1/colo.1.gz usr/share/man/man8/colod.8.gz; do
+  grep -q " ./$page\$" <<<"$contents" || fail "the package lacks $page"
+done
+mandir=$tmp/man
+mkdir -p "$mandir"
+dpkg-deb -x "$deb" "$mandir"
+zcat "$mandir/usr/share/man/man1/colo.1.gz" | grep -F -- '\-\-socket' >/dev/null || fail "colo.1 does not list --socket"
+zcat "$mandir/usr/share/man/man8/colod.8.gz" | grep -F -- '\-\-fake\-gpus' >/dev/null || fail "colod.8 does not list --fake-gpus"
+[ "$("$mandir/usr/bin/colo" --version)" = "colo $(sed -n 's/^project(colo VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)" ] ||
+  fail "colo --version does not print the project's version"
 dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -x /etc/colo/colod.toml >/dev/null || fail "colod.toml is not a conffile"
 
 # run_from PREFIX: colod and colo from PREFIX/usr/bin on fake GPUs, a job, /metrics, the dashboard.
