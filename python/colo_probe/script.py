@@ -88,6 +88,23 @@ class _Event:
 
 
 class _Stream(_Event):
+    """A torch.cuda.Stream: its id goes into the trace's M records made while it is current, so
+    the replay keeps its blocks in a pool of their own, as the caching allocator does per stream."""
+    _created = 0
+
+    def __init__(self, *args, stream_id=None, **kwargs):
+        super().__init__()
+        if stream_id is None:
+            _Stream._created += 1
+            stream_id = min(_Stream._created, 1023)  # the trace's stream field: 0 (default) … 1023
+        self.stream_id = stream_id
+
+    def __eq__(self, other):
+        return isinstance(other, _Stream) and other.stream_id == self.stream_id
+
+    def __hash__(self):
+        return hash(self.stream_id)
+
     def wait_stream(self, *args, **kwargs):
         pass
 
@@ -306,11 +323,22 @@ class ScriptRun:
             if owner is not None and hasattr(owner, "is_current_stream_capturing"):
                 p.set(owner, "is_current_stream_capturing", lambda: False)
         p.set(cuda, "init", lambda: None)
-        for name in ("synchronize", "empty_cache", "reset_peak_memory_stats", "reset_max_memory_allocated",
+        for name in ("synchronize", "reset_peak_memory_stats", "reset_max_memory_allocated",
                      "reset_max_memory_cached", "reset_accumulated_memory_stats", "manual_seed", "manual_seed_all",
-                     "seed", "seed_all", "ipc_collect", "set_per_process_memory_fraction", "set_sync_debug_mode"):
+                     "seed", "seed_all", "ipc_collect", "set_sync_debug_mode"):
             if hasattr(cuda, name):
                 p.set(cuda, name, lambda *a, **k: None)
+        # What changes the caching allocator's reserved memory goes into the trace for the replay.
+        p.set(cuda, "empty_cache", lambda: rec.empty_cache())
+
+        def set_per_process_memory_fraction(fraction, device=None):
+            device_index(device)
+            if not isinstance(fraction, float):  # PyTorch's own checks and messages
+                raise TypeError("Invalid type for fraction argument, must be `float`")
+            if fraction < 0 or fraction > 1:
+                raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+            rec.memory_fraction(fraction)
+        p.set(cuda, "set_per_process_memory_fraction", set_per_process_memory_fraction)
         live = lambda device=None: rec.live  # noqa: E731
         peak = lambda device=None: rec.peak  # noqa: E731
         for name, fn in (("memory_allocated", live), ("memory_reserved", live), ("memory_cached", live),
@@ -321,9 +349,27 @@ class ScriptRun:
         p.set(cuda, "memory_summary", lambda *a, **k: f"colo probe: {rec.live >> 20} MiB live, peak {rec.peak >> 20} MiB")
         p.set(cuda, "Event", _Event)
         p.set(cuda, "Stream", _Stream)
-        p.set(cuda, "current_stream", lambda device=None: _Stream())
-        p.set(cuda, "default_stream", lambda device=None: _Stream())
-        p.set(cuda, "stream", lambda s=None: contextlib.nullcontext())
+        p.set(cuda, "current_stream", lambda device=None: _Stream(stream_id=rec.stream))
+        p.set(cuda, "default_stream", lambda device=None: _Stream(stream_id=0))
+
+        @contextlib.contextmanager
+        def stream(s=None):
+            # Allocations inside come from that stream's pool (a prefetcher's next batch, say).
+            if s is None:
+                yield
+                return
+            before, rec.stream = rec.stream, s.stream_id
+            try:
+                yield
+            finally:
+                rec.stream = before
+        p.set(cuda, "stream", stream)
+        # A prefetcher hands the batch it copied on its side stream to the default one: the block
+        # stays in the side stream's pool either way (the replay keeps pools per stream; the
+        # event-deferred free changes nothing in a step replayed in order).
+        p.set(torch.Tensor, "record_stream", lambda self, s: None)
+        if hasattr(cuda, "set_stream"):
+            p.set(cuda, "set_stream", lambda s: setattr(rec, "stream", s.stream_id if s is not None else 0))
         p.set(cuda, "get_rng_state", lambda device="cuda": torch.zeros(16, dtype=torch.uint8))
         p.set(cuda, "set_rng_state", lambda *a, **k: None)
         # Autocast and the gradient scaler, as CUDA runs them.

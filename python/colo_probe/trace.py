@@ -1,12 +1,15 @@
-"""The probe trace, version 1: a line-oriented text file.
+"""The probe trace, versions 1 and 2: a line-oriented text file.
 
-    colo-probe-trace 1
+    colo-probe-trace 1                (2 when it holds an X or L record)
     H {json}                          header: model, batch, optimizer, torch version, ...
-    M <id> <bytes> <stream> <phase> <op>   a storage is allocated on the GPU
+    M <id> <bytes> <stream> <phase> <op>   a storage is allocated on the GPU (stream 0 = the default;
+                                      a script's own torch.cuda.Stream objects are 1, 2, ...)
     F <id>                            the storage allocated as <id> is freed
     C <phase> <op> <in_bytes> <out_bytes> <strided 0|1>   a convolution kernel runs (cuDNN workspace)
     B <phase> <op>                    a cuBLAS matmul runs (cuBLAS workspace on first use)
     S <step>                          an optimizer step has finished (1, 2)
+    X <phase>                         (v2) the script calls torch.cuda.empty_cache()
+    L <fraction>                      (v2) the script calls torch.cuda.set_per_process_memory_fraction
     E {json}                          footer: seconds, peak live bytes, counters
 
 <phase> is one of load, forward, backward, optimizer; <op> is the ATen operator without the
@@ -28,14 +31,17 @@ class TraceWriter:
         self.peak = 0
         self.peak_at = ("load", "")
         self.allocs = 0
+        self.stream = 0  # the current stream (a script's `with torch.cuda.stream(s):`)
+        self.version = 1  # 2 once an X or L record is written
 
     def header(self, info):
         self.lines.append("colo-probe-trace 1")
         self.lines.append("H " + json.dumps(info, sort_keys=True))
 
-    def malloc(self, nbytes, op, stream=0):
+    def malloc(self, nbytes, op, stream=None):
         self.next_id += 1
         self.allocs += 1
+        stream = self.stream if stream is None else stream
         self.lines.append(f"M {self.next_id} {nbytes} {stream} {self.phase} {op}")
         self.live += nbytes
         if self.live > self.peak:
@@ -56,10 +62,25 @@ class TraceWriter:
     def step(self, n):
         self.lines.append(f"S {n}")
 
+    def empty_cache(self):
+        self.version = 2
+        self.lines.append(f"X {self.phase}")
+
+    def memory_fraction(self, fraction):
+        self.version = 2
+        self.lines.append(f"L {fraction!r}")
+
     def footer(self, info):
         self.lines.append("E " + json.dumps(info, sort_keys=True))
 
     def write(self):
+        if self.version != 1 and self.lines and self.lines[0] == "colo-probe-trace 1":
+            self.lines[0] = f"colo-probe-trace {self.version}"
+            if len(self.lines) > 1 and self.lines[1].startswith("H "):
+                info = json.loads(self.lines[1][2:])
+                if "trace_version" in info:
+                    info["trace_version"] = self.version
+                    self.lines[1] = "H " + json.dumps(info, sort_keys=True)
         text = "\n".join(self.lines) + "\n"
         if self.out == "-":
             import sys

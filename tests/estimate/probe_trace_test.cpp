@@ -44,8 +44,8 @@ TEST(ProbeTrace, ParsesRecordsAndInternsOperators) {
 }
 
 TEST(ProbeTrace, RefusesMalformedTracesNamingTheLine) {
-  EXPECT_EQ(error_of("nope\n"), "t.trace:1: not a colo probe trace (first line must be 'colo-probe-trace 1')");
-  EXPECT_EQ(error_of("colo-probe-trace 2\n"), "t.trace:1: unsupported trace version (this colo reads version 1)");
+  EXPECT_EQ(error_of("nope\n"), "t.trace:1: not a colo probe trace (first line must be 'colo-probe-trace 1' or '2')");
+  EXPECT_EQ(error_of("colo-probe-trace 3\n"), "t.trace:1: unsupported trace version (this colo reads versions 1 and 2)");
   EXPECT_EQ(error_of("colo-probe-trace 1\nM 1 2 0 load x\n"), "t.trace:2: record before the header (H)");
   EXPECT_EQ(error_of(trace("F 3\n")), "t.trace:3: free of storage 3 that was never allocated");
   EXPECT_EQ(error_of(trace("M 3 1 0 load p\nF 3\nF 3\n")), "t.trace:5: storage 3 freed twice");
@@ -56,7 +56,9 @@ TEST(ProbeTrace, RefusesMalformedTracesNamingTheLine) {
   EXPECT_NE(error_of(trace("M 3 99999999999999999999 0 load p\n")).find("t.trace:3: bytes"), std::string::npos);
   EXPECT_EQ(error_of(trace("M 3 1 0 load\n")), "t.trace:3: M record: expected 'M id bytes stream phase op'");
   EXPECT_EQ(error_of(trace("M 3 1 0 load a$b\n")), "t.trace:3: bad operator name 'a$b'");
-  EXPECT_EQ(error_of(trace("X 1\n")), "t.trace:3: unknown record 'X'");
+  EXPECT_EQ(error_of(trace("X forward\n")), "t.trace:3: unknown record 'X' (empty_cache records are format version 2)");
+  EXPECT_EQ(error_of(trace("L 0.5\n")), "t.trace:3: unknown record 'L' (memory-fraction records are format version 2)");
+  EXPECT_EQ(error_of(trace("Q 1\n")), "t.trace:3: unknown record 'Q'");
   EXPECT_EQ(error_of(trace("S 2\n")), "t.trace:3: step 2 out of order");
   EXPECT_EQ(error_of("colo-probe-trace 1\nH [1]\n"), "t.trace:2: H record must be a JSON object");
   EXPECT_EQ(error_of("colo-probe-trace 1\nH {\n"), "t.trace:2: H record is not valid JSON");
@@ -104,6 +106,60 @@ TEST(TraceReplay, AddsConvolutionAndCublasWorkspaces) {
   const auto bare = replay_probe_trace(t, {});
   EXPECT_EQ(bare.reserved_peak, 2 * MiB1);
   EXPECT_EQ(bare.live_peak, MiB1);
+}
+
+std::string trace2(const std::string& body) {
+  return "colo-probe-trace 2\nH {\"model\":\"t\",\"batch\":4}\n" + body + "S 1\nE {}\n";
+}
+
+// Format version 2: what a script does to the caching allocator itself. Each answer follows from
+// PyTorch's rules (c10/cuda/CUDACachingAllocator.cpp: emptyCache → release_cached_blocks; a set
+// fraction fails cudaMalloc past fraction × total memory, then frees the cache and retries).
+TEST(TraceReplay, EmptyCacheReleasesTheCachedSegments) {
+  const std::string body = "M 1 31457280 0 forward relu\nF 1\n";
+  const std::string after = "M 2 41943040 0 forward relu\n";
+  const auto kept = replay_probe_trace(parse_probe_trace(trace2(body + after), "t.trace"), {});
+  EXPECT_EQ(kept.reserved_peak, 70 * MiB1);  // 30 MiB cached + a new 40 MiB segment
+  const auto t = parse_probe_trace(trace2(body + "X forward\n" + after), "t.trace");
+  EXPECT_EQ(t.records[2].kind, TraceRecord::Kind::EmptyCache);
+  const auto released = replay_probe_trace(t, {});
+  EXPECT_EQ(released.reserved_peak, 40 * MiB1);
+  EXPECT_EQ(released.empty_caches, 1u);
+}
+
+TEST(TraceReplay, AMemoryFractionCapsWhatIsReserved) {
+  TraceReplayOptions o;
+  o.device_total = 1024 * MiB1;  // fraction 0.1 → 102.4 MiB
+  const std::string body = "L 0.1\nM 1 62914560 0 forward relu\nF 1\nM 2 73400320 0 forward relu\n";
+  const auto t = parse_probe_trace(trace2(body), "t.trace");
+  EXPECT_DOUBLE_EQ(t.records[0].fraction, 0.1);
+  const auto r = replay_probe_trace(t, o);
+  EXPECT_FALSE(r.out_of_memory);
+  EXPECT_EQ(r.reserved_peak, 70 * MiB1);  // the cached 60 MiB is released to make room
+  EXPECT_EQ(r.fraction_limit, static_cast<std::uint64_t>(0.1 * 1024 * MiB1));
+  EXPECT_EQ(replay_probe_trace(parse_probe_trace(trace2(body.substr(6)), "t.trace"), o).reserved_peak, 130 * MiB1);
+  // Beyond the fraction: out of memory, as the job would be.
+  const auto over = replay_probe_trace(parse_probe_trace(trace2("L 0.1\nM 1 115343360 0 forward relu\n"), "t.trace"), o);
+  EXPECT_TRUE(over.out_of_memory);
+  EXPECT_NE(error_of(trace2("L 1.5\n")).find("t.trace:3: memory fraction"), std::string::npos);
+  EXPECT_NE(error_of(trace2("L nan\n")).find("t.trace:3: memory fraction"), std::string::npos);
+}
+
+// Each stream has its own pool: a block freed on a side stream is not reused on the default one.
+TEST(TraceReplay, StreamsKeepTheirOwnPools) {
+  const auto one = replay_probe_trace(
+      parse_probe_trace(trace("M 1 155189248 0 forward x\nF 1\nM 2 155189248 0 forward y\n"), "t.trace"), {});
+  EXPECT_EQ(one.reserved_peak, 148 * MiB1);
+  const auto two = replay_probe_trace(
+      parse_probe_trace(trace("M 1 155189248 1 forward x\nF 1\nM 2 155189248 0 forward y\n"), "t.trace"), {});
+  EXPECT_EQ(two.reserved_peak, 296 * MiB1);
+}
+
+// An empty storage takes no block (PyTorch calls the allocator only for size != 0).
+TEST(TraceReplay, EmptyStoragesTakeNoMemory) {
+  const auto r = replay_probe_trace(
+      parse_probe_trace(trace("M 1 1048576 0 load p\nM 2 1048576 0 load q\nM 3 0 0 forward e\nF 3\n"), "t.trace"), {});
+  EXPECT_EQ(r.reserved_peak, 2 * MiB1);
 }
 
 TEST(TraceReplay, ReportsOutOfMemoryAtTheCapacity) {

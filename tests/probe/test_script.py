@@ -273,6 +273,47 @@ class Script(unittest.TestCase):
             peaks[mode] = footer(text)["peak_live_bytes"]
         self.assertGreaterEqual(peaks["keep"] - peaks["drop"], 64 * 65536 * 4, peaks)
 
+    def test_side_streams_empty_cache_and_memory_fraction_reach_the_trace(self):
+        # A prefetcher (the next batch copied on a side stream, as timm's and NVIDIA's loaders do),
+        # empty_cache() between steps and a memory fraction: the caching allocator keeps the side
+        # stream's blocks apart, releases its cache, caps what it reserves; the replay needs all three.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            torch.cuda.set_per_process_memory_fraction(0.5)
+            model = nn.Linear(256, 256).cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            side = torch.cuda.Stream()
+            assert torch.cuda.current_stream() == torch.cuda.default_stream()
+            def load():
+                with torch.cuda.stream(side):
+                    assert torch.cuda.current_stream() == side
+                    return torch.randn(32, 256).cuda(non_blocking=True)
+            nxt = load()
+            while True:
+                torch.cuda.current_stream().wait_stream(side)
+                nxt.record_stream(torch.cuda.current_stream())
+                x, nxt = nxt, load()
+                model(x).sum().backward()
+                opt.step()
+                opt.zero_grad()
+                torch.cuda.empty_cache()
+        """)
+        self.assertEqual(rc, 0, err)
+        lines = text.splitlines()
+        self.assertEqual(lines[0], "colo-probe-trace 2")
+        self.assertEqual(header(text)["trace_version"], 2)
+        self.assertIn("L 0.5", lines)
+        self.assertTrue(any(line.startswith("X ") for line in lines), text[:2000])
+        streams = {line.split()[3] for line in lines if line.startswith("M ")}
+        self.assertEqual(streams, {"0", "1"}, "the batches on the side stream, the rest on the default one")
+        # PyTorch's own argument checks.
+        rc, text, err, _ = run_probe("""
+            import torch
+            torch.cuda.set_per_process_memory_fraction(1.5)
+        """)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("Invalid fraction value: 1.5", err)
+
     def test_two_optimizers_each_step_twice(self):
         rc, text, err, _ = run_probe("""
             import torch, torch.nn as nn

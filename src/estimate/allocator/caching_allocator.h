@@ -68,6 +68,10 @@ class CachingAllocator {
   Handle malloc(std::uint64_t bytes, int stream = 0);
   void free(Handle h);              // throws std::invalid_argument for a handle that is not live
   void empty_cache();               // torch.cuda.empty_cache(): release every unsplit cached segment
+  // torch.cuda.set_per_process_memory_fraction: cudaMalloc fails past this many reserved bytes
+  // from now on (what is already reserved stays; the next request frees the cache and retries).
+  void set_device_capacity(std::uint64_t bytes) { cfg_.device_capacity = bytes; }
+  std::uint64_t device_capacity() const { return cfg_.device_capacity; }
   void reset_peaks();
   const Stats& stats() const { return stats_; }
   std::uint64_t block_size(Handle h) const;  // the rounded size a live allocation occupies

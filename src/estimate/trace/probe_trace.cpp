@@ -90,10 +90,12 @@ ProbeTrace parse_probe_trace(std::string_view text, const std::string& source) {
     ++r.line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (r.line_no == 1) {
-      if (line != "colo-probe-trace 1")
-        r.fail(line.rfind("colo-probe-trace ", 0) == 0 ? "unsupported trace version (this colo reads version 1)"
-                                                       : "not a colo probe trace (first line must be 'colo-probe-trace 1')");
-      continue;
+      if (line == "colo-probe-trace 1" || line == "colo-probe-trace 2") {
+        t.version = line.back() - '0';
+        continue;
+      }
+      r.fail(line.rfind("colo-probe-trace ", 0) == 0 ? "unsupported trace version (this colo reads versions 1 and 2)"
+                                                     : "not a colo probe trace (first line must be 'colo-probe-trace 1' or '2')");
     }
     if (line.empty() || line[0] == '#') continue;
     if (have_footer) r.fail("record after the footer (E)");
@@ -179,6 +181,20 @@ ProbeTrace parse_probe_trace(std::string_view text, const std::string& source) {
         rec.bytes = number(f[1], "step", 1000);
         if (rec.bytes != static_cast<std::uint64_t>(t.steps) + 1) r.fail(fmt::format("step {} out of order", rec.bytes));
         ++t.steps;
+        break;
+      }
+      case 'X': {
+        if (t.version < 2) r.fail("unknown record 'X' (empty_cache records are format version 2)");
+        if (f.size() != 2) r.fail("X record: expected 'X phase'");
+        rec.kind = TraceRecord::Kind::EmptyCache;
+        rec.phase = parse_phase(f[1], r);
+        break;
+      }
+      case 'L': {
+        if (t.version < 2) r.fail("unknown record 'L' (memory-fraction records are format version 2)");
+        if (f.size() != 2) r.fail("L record: expected 'L fraction'");
+        rec.kind = TraceRecord::Kind::MemoryFraction;
+        rec.fraction = parse_real(f[1], fmt::format("{}: memory fraction", r.where()), 0, 1);
         break;
       }
       default:

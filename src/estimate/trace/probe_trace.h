@@ -1,5 +1,5 @@
 #pragma once
-// The probe trace (python/colo_probe/trace.py documents format version 1): every storage a
+// The probe trace (python/colo_probe/trace.py documents format versions 1 and 2): every storage a
 // PyTorch training job would place on the GPU over two iterations, in order, with the phase and
 // operator that made it, plus the points where cuDNN convolutions and cuBLAS matmuls run.
 #include <cstdint>
@@ -15,7 +15,9 @@ enum class TracePhase : std::uint8_t { Load, Forward, Backward, Optimizer };
 std::string_view to_string(TracePhase p);
 
 struct TraceRecord {
-  enum class Kind : std::uint8_t { Malloc, Free, Conv, Matmul, Step };
+  // EmptyCache, MemoryFraction: format version 2 (torch.cuda.empty_cache() and
+  // set_per_process_memory_fraction() in the probed script).
+  enum class Kind : std::uint8_t { Malloc, Free, Conv, Matmul, Step, EmptyCache, MemoryFraction };
   Kind kind = Kind::Malloc;
   TracePhase phase = TracePhase::Load;
   bool strided = false;        // Conv: a stride > 1
@@ -24,6 +26,7 @@ struct TraceRecord {
   std::uint32_t slot = 0;      // Malloc/Free: dense index of the storage (0 .. storages-1)
   std::uint64_t bytes = 0;     // Malloc: storage bytes; Conv: input bytes; Step: step number
   std::uint64_t out_bytes = 0; // Conv: output bytes
+  double fraction = 0;         // MemoryFraction: of the GPU's whole memory, in [0, 1]
 };
 
 struct ProbeTrace {
@@ -34,12 +37,14 @@ struct ProbeTrace {
   std::uint32_t storages = 0;        // Malloc records
   int steps = 0;                     // S records seen
   std::string source;                // file name or "probe"
+  int version = 1;                   // the first line's format version
 };
 
 // Largest storage a record may state: 1 PiB (no GPU comes close; anything above is corruption).
 inline constexpr std::uint64_t kMaxTraceBytes = 1ull << 50;
 
-// Throws colo::UserError "SOURCE:LINE: ..." for anything but a well-formed version-1 trace: an
+// Throws colo::UserError "SOURCE:LINE: ..." for anything but a well-formed version-1 or -2 trace (X
+// and L records only in version 2): an
 // unknown record, a bad number, a free of a storage never allocated (or freed twice), an id
 // allocated twice, an unknown phase, a missing header or footer.
 ProbeTrace parse_probe_trace(std::string_view text, const std::string& source);

@@ -25,6 +25,7 @@ class TraceEstimator final : public Estimator {
     auto opts = TraceReplayOptions::from_profile(profile);
     const double cap = static_cast<double>(profile.gpu_total_mib) - context;
     opts.capacity = cap > 0 ? static_cast<std::uint64_t>(cap * 1048576.0) : 0;
+    opts.device_total = static_cast<std::uint64_t>(profile.gpu_total_mib) * 1048576;
     const auto r = replay_probe_trace(*req.trace, opts);
     double total = static_cast<double>(r.reserved_peak) / 1048576.0 * (1.0 + margin) + context;
     if (r.out_of_memory) total = std::max(total, static_cast<double>(profile.gpu_total_mib) + 1);
@@ -35,6 +36,15 @@ class TraceEstimator final : public Estimator {
     e.peak_mib = static_cast<double>(r.out_of_memory ? std::max(r.reserved_peak, r.oom_reserved + r.oom_request)
                                                       : r.reserved_peak) / 1048576.0;
     e.mib = static_cast<MiB>(std::ceil(total));
+    if (r.out_of_memory && r.fraction_limit > 0 && r.fraction_limit < opts.capacity) {
+      e.explanation = fmt::format(
+          "the replay ran out of memory at probe event {} of {}, {}: asking for {:.0f} MiB with {:.0f} MiB reserved "
+          "of the {:.0f} MiB the script's torch.cuda.set_per_process_memory_fraction allows; the job would fail "
+          "there on any GPU share",
+          r.events, req.trace->records.size(), r.oom_at, r.oom_request / 1048576.0, r.oom_reserved / 1048576.0,
+          r.fraction_limit / 1048576.0);
+      return e;
+    }
     if (r.out_of_memory) {
       e.explanation = fmt::format(
           "the replay ran out of memory at probe event {} of {}, {}: asking for {:.0f} MiB with {:.0f} MiB reserved "
@@ -44,11 +54,12 @@ class TraceEstimator final : public Estimator {
       return e;
     }
     e.explanation = fmt::format(
-        "replayed {} probe events ({} steps, {} convs, {} matmuls): peak reserved {:.0f} MiB set by {} "
+        "replayed {} probe events ({} steps, {} convs, {} matmuls{}): peak reserved {:.0f} MiB set by {} "
         "(allocated {:.0f}, live tensors {:.0f} MiB) x (1 + margin {:.3f}) + context {:.0f} MiB ({})",
-        r.events, req.trace->steps, r.convs, r.matmuls, r.reserved_peak / 1048576.0,
-        r.reserved_peak_at.empty() ? "nothing" : r.reserved_peak_at, r.allocated_peak / 1048576.0,
-        r.live_peak / 1048576.0, margin, context, profile.name);
+        r.events, req.trace->steps, r.convs, r.matmuls,
+        r.empty_caches ? fmt::format(", {} empty_cache()", r.empty_caches) : std::string(),
+        r.reserved_peak / 1048576.0, r.reserved_peak_at.empty() ? "nothing" : r.reserved_peak_at,
+        r.allocated_peak / 1048576.0, r.live_peak / 1048576.0, margin, context, profile.name);
     return e;
   }
 };

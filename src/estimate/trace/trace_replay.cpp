@@ -53,7 +53,8 @@ TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o)
       switch (rec.kind) {
         case TraceRecord::Kind::Malloc:
           asking = rec.bytes;
-          handle[rec.slot] = a.malloc(rec.bytes, rec.stream);
+          // An empty storage takes no block (PyTorch allocates only when size != 0).
+          if (rec.bytes > 0) handle[rec.slot] = a.malloc(rec.bytes, rec.stream);
           size[rec.slot] = rec.bytes;
           live += rec.bytes;
           if (live > r.live_peak) {
@@ -63,8 +64,21 @@ TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o)
           note_reserved(rec);
           break;
         case TraceRecord::Kind::Free:
-          a.free(handle[rec.slot]);
+          if (size[rec.slot] > 0) a.free(handle[rec.slot]);
           live -= size[rec.slot];
+          break;
+        case TraceRecord::Kind::EmptyCache:
+          a.empty_cache();
+          ++r.empty_caches;
+          break;
+        case TraceRecord::Kind::MemoryFraction:
+          // PyTorch: cudaMalloc past fraction × the device's total memory fails (then the cache is
+          // freed and the request retried). Never above what the GPU leaves beside the context.
+          if (o.device_total > 0) {
+            const auto limit = static_cast<std::uint64_t>(rec.fraction * static_cast<double>(o.device_total));
+            r.fraction_limit = limit;
+            a.set_device_capacity(std::min(limit, o.capacity));
+          }
           break;
         case TraceRecord::Kind::Conv: {
           ++r.convs;

@@ -14,6 +14,9 @@ namespace colo::estimate {
 
 struct TraceReplayOptions {
   std::uint64_t capacity = std::numeric_limits<std::uint64_t>::max();  // bytes the allocator may reserve
+  // The GPU's whole memory, bytes: what a script's set_per_process_memory_fraction is a share of
+  // (0: unknown, the fraction is then not applied).
+  std::uint64_t device_total = 0;
   std::uint64_t cublas_workspace = 0;   // bytes
   std::uint64_t conv_workspace = 0;     // bytes, around every convolution
   double conv_workspace_ratio = 0;      // + this multiple of the conv's larger activation
@@ -33,6 +36,10 @@ struct TraceReplay {
   std::string oom_at;                   // out of memory: "phase op (step N)" of the request that failed,
   std::uint64_t oom_request = 0;        // its bytes,
   std::uint64_t oom_reserved = 0;       // and what was reserved then
+  // The script's set_per_process_memory_fraction limit in force (bytes; 0: none): an out of
+  // memory under it is the script's own cap, not the GPU's.
+  std::uint64_t fraction_limit = 0;
+  std::uint64_t empty_caches = 0;       // torch.cuda.empty_cache() calls replayed
 };
 
 TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o);
