@@ -335,7 +335,7 @@ class ScriptRun:
             device_index(device)
             if not isinstance(fraction, float):  # PyTorch's own checks and messages
                 raise TypeError("Invalid type for fraction argument, must be `float`")
-            if fraction < 0 or fraction > 1:
+            if not 0 <= fraction <= 1:  # NaN too, as PyTorch's setMemoryFraction refuses it
                 raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
             rec.memory_fraction(fraction)
         p.set(cuda, "set_per_process_memory_fraction", set_per_process_memory_fraction)

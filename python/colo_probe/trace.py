@@ -68,7 +68,7 @@ class TraceWriter:
 
     def memory_fraction(self, fraction):
         self.version = 2
-        self.lines.append(f"L {fraction!r}")
+        self.lines.append(f"L {float(fraction)!r}")  # numpy's float64 reprs as np.float64(0.5)
 
     def footer(self, info):
         self.lines.append("E " + json.dumps(info, sort_keys=True))

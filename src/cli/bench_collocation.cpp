@@ -381,7 +381,8 @@ void run(const Args& a) {
                                         field, v, lo, hi));
           return v;
         };
-        Solo x{*value("throughput", 0, std::numeric_limits<double>::max(), false), value("smact", 0, 1, false),
+        // --smact NAME=… stands in for the file's SMACT, which may then be missing.
+        Solo x{*value("throughput", 0, std::numeric_limits<double>::max(), false), value("smact", 0, 1, j.smact.has_value()),
                value("busy", 0, 1, true), value("watts", 0, 10000, true)};
         if (!(x.throughput > 0))
           throw UserError(fmt::format("--solo-from {}: job {}: 'throughput' must be > 0", a.solo_from, j.name));
@@ -391,6 +392,12 @@ void run(const Args& a) {
           x.smact = j.smact;
           used["smact"] = *j.smact;
           used["smact_source"] = "--smact";
+          // As for a measured run: utilisation below SMACT means the GPU did not see the job as
+          // the given SMACT says; the model's default busy share then.
+          if (x.busy && *x.busy + 0.05 < *x.smact) {
+            x.busy.reset();
+            used["busy"] = nullptr;
+          }
         }
         meas["solo"].push_back(used);
         solo.push_back(x);

@@ -90,8 +90,15 @@ std::string write_attempt_report(const std::string& state_dir, const AttemptRepo
     path = fmt::format("{}/{}.{}.{}.json", dir, r.job_id, r.restart, random_part());
     rc = ::link(tmp.c_str(), path.c_str());
   }
+  if (rc != 0 && (errno == EPERM || errno == EOPNOTSUPP)) {  // (ENOTSUP is EOPNOTSUPP on Linux)
+    // A filesystem without hard links: rename to a fresh random name (never the plain one, which
+    // rename would replace if an earlier step of ours holds it).
+    path = fmt::format("{}/{}.{}.{}.json", dir, r.job_id, r.restart, random_part());
+    struct stat st {};
+    rc = ::lstat(path.c_str(), &st) == 0 ? (errno = EEXIST, -1) : ::rename(tmp.c_str(), path.c_str());
+  }
   const int link_errno = errno;
-  ::unlink(tmp.c_str());
+  ::unlink(tmp.c_str());  // after a rename, already gone
   if (rc != 0) throw UserError(fmt::format("{}: cannot create the attempt report: {}", path, std::strerror(link_errno)));
   return path;
 }
@@ -195,18 +202,27 @@ std::optional<AttemptReport> read_attempt_report(const std::string& state_dir, s
   };
   consider(report_path(state_dir, job_id, restart), &first_why);
   const std::string prefix = attempt_prefix(job_id, restart);
+  const std::string dir = reports_dir(state_dir);
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   std::error_code ec;
-  std::size_t examined = 0;
-  for (std::filesystem::directory_iterator it(reports_dir(state_dir), ec), end; !ec && it != end; it.increment(ec)) {
+  std::size_t owned = 0;
+  for (std::filesystem::directory_iterator it(dir, ec), end; dfd >= 0 && !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.size() <= prefix.size() + 5 || name.compare(0, prefix.size(), prefix) != 0 ||
         name.compare(name.size() - 5, 5, ".json") != 0 || name == prefix + "json")
       continue;
-    // A bound on what one job's user can make the agent read for one attempt.
-    if (++examined > kMaxReportsPerAttempt) break;
+    // Other users' files (names squatted by the thousand) are passed over unopened and uncounted:
+    // they must not push the job user's own report past the bound below.
+    struct stat st {};
+    if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<std::int64_t>(st.st_uid) != owner_uid)
+      continue;
+    // A bound on what the job's own user can make the agent read for one attempt.
+    if (++owned > kMaxReportsPerAttempt) break;
     std::string ignored;
     consider(it->path().string(), &ignored);
   }
+  if (dfd >= 0) ::close(dfd);
   if (found.empty()) {
     if (why) *why = first_why;
     return std::nullopt;

@@ -37,7 +37,8 @@ std::string write_attempt_report(const std::string& state_dir, const AttemptRepo
 // One report for two steps of an attempt: the worse outcome (oom > failed > ok) with its exit
 // code and OOM line, the larger peak.
 AttemptReport merge_attempt_reports(const AttemptReport& earlier, const AttemptReport& later);
-// At most this many suffixed files are read for one attempt (what one user can make the agent read).
+// At most this many suffixed files of the job's own user are read for one attempt (what one user
+// can make the agent read); other users' files are skipped unopened and do not count.
 inline constexpr std::size_t kMaxReportsPerAttempt = 4096;
 // The merge of every report of (job, restart) that parses and is owned by `owner_uid`, oldest
 // first; nullopt when there is none (`why`, when given, says what the plain name held).

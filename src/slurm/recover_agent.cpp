@@ -140,7 +140,11 @@ void RecoverAgent::handle_held(const SlurmJob& j) {
     AgentJob& a = found->second;
     if (a.phase == "planned") apply(j, a);  // killed mid-way last time: the same plan again
     if (a.comment_pending) set_comment(j, a);  // the AdminComment failed (or was cut off) last time
-    return;                                     // released (Slurm not caught up) or gave up
+    if (a.phase != "left_held") return;         // released (Slurm not caught up) or gave up
+    // Left held for want of an OOM report: looked at again each pass, since another step's report
+    // can appear late (an NFS client's cached listing of reports/); an OOM there is escalated now.
+    const auto late = read_attempt_report(site_.state_dir, j.job_id, j.restart_cnt - 1, j.user_id);
+    if (!(late && late->outcome == "oom")) return;
   }
   const auto comment = parse_comment(j.comment);
   std::string why;

@@ -313,6 +313,25 @@ class Script(unittest.TestCase):
         """)
         self.assertNotEqual(rc, 0)
         self.assertIn("Invalid fraction value: 1.5", err)
+        rc, text, err, _ = run_probe("""
+            import torch
+            torch.cuda.set_per_process_memory_fraction(float("nan"))
+        """)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("Invalid fraction value: nan", err)
+
+    def test_a_float_subclass_fraction_is_written_as_a_plain_number(self):
+        # numpy.float64 is a float whose repr (numpy >= 2) is "np.float64(0.5)": the trace must
+        # hold the number the C++ reader parses.
+        from colo_probe.trace import TraceWriter
+
+        class F(float):
+            def __repr__(self):
+                return f"np.float64({float(self)})"
+
+        w = TraceWriter("-")
+        w.memory_fraction(F(0.5))
+        self.assertEqual(w.lines[-1], "L 0.5")
 
     def test_two_optimizers_each_step_twice(self):
         rc, text, err, _ = run_probe("""

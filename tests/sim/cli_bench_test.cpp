@@ -245,7 +245,11 @@ TEST_F(CliBench, SoloFromValuesAreCheckedBeforeAnyRunAndRecordedAsUsed) {
   const auto m = nlohmann::json::parse(read(path("m.json")));
   EXPECT_DOUBLE_EQ(m["solo"][0]["smact"].get<double>(), 0.9);
   EXPECT_EQ(m["solo"][0]["smact_source"], "--smact");
+  EXPECT_TRUE(m["solo"][0]["busy"].is_null()) << "a busy share below the given SMACT is not the job's";
   EXPECT_DOUBLE_EQ(m["solo"][1]["smact"].get<double>(), 0.5);
+  // With --smact for a job, the file's SMACT may be missing.
+  r = bench(solo_file({{"smact", nullptr}}) + " --smact a=0.3");
+  ASSERT_EQ(r.status, 0) << r.out;
 }
 
 TEST_F(CliBench, JobsThatEndOrNeverReportAreOneLineErrorsAndNothingIsLeftRunning) {

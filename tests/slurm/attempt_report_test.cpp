@@ -134,6 +134,30 @@ TEST_F(AttemptReportTest, StepsWritingAtOnceAreAllRead) {
   EXPECT_EQ(files, kSteps);
 }
 
+// Job ids are predictable: another user can plant thousands of names for a job before it runs.
+// They are skipped unopened and uncounted, so the bound on files read cannot be spent on them and
+// the job user's own report (forced onto a random name) is still found.
+TEST_F(AttemptReportTest, ThousandsOfOtherUsersFilesDoNotHideTheReport) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to create files as another user";
+  const std::string dir = reports_dir(dir_);
+  std::ofstream(report_path(dir_, 31, 0)) << R"({"job_id":31,"restart":0,"outcome":"ok","exit_code":0})";
+  ASSERT_EQ(::chown(report_path(dir_, 31, 0).c_str(), 65534, 65534), 0);
+  for (std::size_t k = 0; k < kMaxReportsPerAttempt + 500; ++k) {
+    const std::string p = dir + "/31.0.s" + std::to_string(k) + ".json";
+    std::ofstream(p) << R"({"job_id":31,"restart":0,"outcome":"ok","exit_code":0})";
+    ASSERT_EQ(::chown(p.c_str(), 65534, 65534), 0);
+  }
+  AttemptReport r;
+  r.job_id = 31;
+  r.outcome = "oom";
+  r.exit_code = 75;
+  const std::string mine = write_attempt_report(dir_, r);
+  EXPECT_NE(mine, report_path(dir_, 31, 0));
+  const auto back = read_attempt_report(dir_, 31, 0, ::getuid());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->outcome, "oom");
+}
+
 TEST_F(AttemptReportTest, AnotherUsersFileIsIgnored) {
   AttemptReport r;
   r.job_id = 5;

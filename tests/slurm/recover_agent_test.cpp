@@ -213,6 +213,21 @@ TEST_F(RecoverAgentTest, AHoldWithoutAnOomReportIsNotEscalated) {
   EXPECT_THAT(agent.jobs().at(6).note, HasSubstr("outcome failed"));
   EXPECT_EQ(slurm_.list[0].tres_per_node, "gres:shard:5");
   for (const std::string& c : slurm_.calls) EXPECT_THAT(c, HasSubstr("admin ")) << c;
+  agent.step();  // nothing new: still left held, nothing done again
+  EXPECT_EQ(agent.jobs().at(6).phase, "left_held");
+  for (const std::string& c : slurm_.calls) EXPECT_THAT(c, HasSubstr("admin ")) << c;
+  // Another step's OOM report that shows up late (an NFS listing cached for a while): escalated
+  // on the next pass, once.
+  report(6, 0, "oom", 4000);
+  agent.step();
+  EXPECT_EQ(agent.jobs().at(6).phase, "released");
+  EXPECT_EQ(agent.jobs().at(6).ooms, 1);
+  EXPECT_EQ(slurm_.list[1].tres_per_node, "gres:shard:10");
+  EXPECT_EQ(slurm_.calls.back(), "release 6");
+  const std::size_t calls = slurm_.calls.size();
+  slurm_.list[1].state = "SPECIAL_EXIT";
+  agent.step();
+  EXPECT_EQ(slurm_.calls.size(), calls);
 }
 
 TEST_F(RecoverAgentTest, OomOnAWholeGpuIsLeftHeld) {
