@@ -97,19 +97,22 @@ TEST(StoreMigration, AnOlderStateDirectoryKeepsItsQueueOrder) {
 namespace colo::daemon {
 namespace {
 
+// What `colo report --state-dir DIR` says: its error, or "(no error)".
+std::string report_error(const std::string& dir) {
+  try {
+    history_report_run(dir);
+  } catch (const colo::UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 // `colo report --state-dir`: a damaged database, or an SQLite file of something else, is a clear
 // error naming the file, not an internal one.
 TEST(HistoryReport, ADamagedOrForeignDatabaseIsAClearError) {
   const std::string dir = ::testing::TempDir() + "colo_report_bad_db";
   std::filesystem::create_directories(dir);
-  auto error_for = [&] {
-    try {
-      history_report_run(dir);
-    } catch (const colo::UserError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
+  auto error_for = [&] { return report_error(dir); };
   std::ofstream(dir + "/colo.db") << "garbage, not SQLite";
   EXPECT_THAT(error_for(), ::testing::HasSubstr("colo.db is not a readable colod database"));
   std::filesystem::remove(dir + "/colo.db");
@@ -145,14 +148,7 @@ TEST(HistoryReport, DamagedRowsAreNamedInsteadOfReported) {
   db.exec("PRAGMA foreign_keys = OFF");  // as in a file edited by hand: nothing stops the damage below
   db.exec("INSERT INTO attempts (job_id, n, state, slots, uuids, reserve_mib, exclusive, recovery, dir, launch_time, "
           "start_time, end_time, outcome) VALUES (1, 1, 'finished', '[0]', '[\"u\"]', 0, 0, 0, '/x', 1000.5, 1001, 1002, 'done')");
-  auto error_for = [&] {
-    try {
-      history_report_run(dir);
-    } catch (const colo::UserError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
+  auto error_for = [&] { return report_error(dir); };
   ASSERT_EQ(error_for(), "(no error)");
   EXPECT_EQ(history_report_run(dir).at("gpus"), 1);
   const std::vector<std::pair<std::string, std::string>> damage = {
