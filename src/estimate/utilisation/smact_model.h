@@ -51,8 +51,8 @@ class ActivityModel {
   double lambda_ = 1;
   int rows_ = 0;
   Standardizer standardizer_;
-  // Features with one value in every fitted row (their scale is a placeholder 1, so σ says nothing
-  // there): any other value is outside the domain. All false in files written before colo knew.
+  // Features with one value in every fitted row (the standardiser sets their scale to 1, so σ
+  // says nothing there): any other value is outside the domain. All false in older model files.
   std::vector<bool> constant_;
   Eigen::VectorXd w_smact_, w_smocc_;
 };
