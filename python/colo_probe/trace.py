@@ -12,11 +12,15 @@
     L <fraction>                      (v2) the script calls torch.cuda.set_per_process_memory_fraction
     E {json}                          footer: seconds, peak live bytes, counters
 
+The header's "alloc_conf" is PYTORCH_CUDA_ALLOC_CONF (else PYTORCH_ALLOC_CONF) as the process had it
+when it first allocated on the GPU, which is when PyTorch reads it; absent when neither is set.
+
 <phase> is one of load, forward, backward, optimizer; <op> is the ATen operator without the
 "aten::" prefix (or "param", "buffer", "input" for what the script itself puts on the GPU); ids
 are decimal, unique over the trace; bytes are exact storage sizes (not rounded). Nothing else may
 appear; the C++ reader (src/estimate/trace/probe_trace.cpp) refuses unknown records."""
 import json
+import os
 
 PHASES = ("load", "forward", "backward", "optimizer")
 
@@ -33,12 +37,17 @@ class TraceWriter:
         self.allocs = 0
         self.stream = 0  # the current stream (a script's `with torch.cuda.stream(s):`)
         self.version = 1  # 2 once an X or L record is written
+        self.alloc_conf = None  # the allocator settings at the first allocation
 
     def header(self, info):
         self.lines.append("colo-probe-trace 1")
         self.lines.append("H " + json.dumps(info, sort_keys=True))
 
     def malloc(self, nbytes, op, stream=None):
+        if self.next_id == 0:
+            # PyTorch reads its allocator settings when CUDA's allocator starts: the first allocation.
+            conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF")
+            self.alloc_conf = conf if conf else None
         self.next_id += 1
         self.allocs += 1
         stream = self.stream if stream is None else stream
@@ -74,6 +83,10 @@ class TraceWriter:
         self.lines.append("E " + json.dumps(info, sort_keys=True))
 
     def write(self):
+        if self.alloc_conf is not None and len(self.lines) > 1 and self.lines[1].startswith("H "):
+            info = json.loads(self.lines[1][2:])
+            info["alloc_conf"] = self.alloc_conf
+            self.lines[1] = "H " + json.dumps(info, sort_keys=True)
         if self.version != 1 and self.lines and self.lines[0] == "colo-probe-trace 1":
             self.lines[0] = f"colo-probe-trace {self.version}"
             if len(self.lines) > 1 and self.lines[1].startswith("H "):

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include "core/limits.h"
 #include "daemon/client/job_file.h"
 #include "daemon/client/rad_file.h"
+#include "estimate/allocator/allocator_settings.h"
 #include "estimate/estimator.h"
 #include "estimate/input_file.h"
 #include "estimate/graph/parsers.h"
@@ -141,6 +143,11 @@ SubmitRequest build_submit_request(const SubmitOptions& o) {
     if (est != "trace" && est != "faketensor")
       throw UserError(fmt::format("--estimate '{}' does not use {} (use trace or faketensor)", est, flag));
     estimate::ProbeRequest p = o.probe;
+    // The job's allocator settings (--env) are what its PyTorch will run with: the probe too.
+    for (const char* key : {"PYTORCH_ALLOC_CONF=", "PYTORCH_CUDA_ALLOC_CONF="})
+      for (const std::string& kv : o.env)
+        if (kv.rfind(key, 0) == 0 && kv.size() > std::strlen(key)) p.alloc_conf = kv.substr(std::strlen(key));
+    if (!p.alloc_conf.empty()) estimate::parse_allocator_settings(p.alloc_conf);
     std::string script_digest;
     if (o.probe_script) {
       // The script and its arguments are the job's own; the GPUs it sees are the job's.

@@ -117,6 +117,24 @@ TEST(SubmitOptions, ProbeFlagsBecomeTheProbeRequestAndMemIsItsFallback) {
             "faketensor");
 }
 
+// The job's PYTORCH_CUDA_ALLOC_CONF (--env) goes to the probe: colod gives the probe a clean
+// environment, and the job's PyTorch will run with these settings.
+TEST(SubmitOptions, TheJobsAllocatorSettingsGoWithTheProbe) {
+  const auto r = build_submit_request(parse({"--probe", "torchvision:resnet50", "--batch", "8", "--env",
+                                             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "--", "x"}));
+  ASSERT_TRUE(r.probe);
+  EXPECT_EQ(r.probe->alloc_conf, "expandable_segments:True");
+  const auto stored = estimate::ProbeRequest::from_json(r.probe->to_json(), "stored");
+  EXPECT_EQ(stored.alloc_conf, "expandable_segments:True");
+  EXPECT_FALSE(build_submit_request(parse({"--probe", "torchvision:resnet50", "--batch", "8", "--", "x"})).probe->to_json().contains("alloc_conf"));
+  EXPECT_EQ(request_error({"--probe", "torchvision:resnet50", "--batch", "8", "--env", "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:4",
+                           "--", "x"}),
+            "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:4': max_split_size_mb 4: too small, must be at least 20");
+  nlohmann::json bad = r.probe->to_json();
+  bad["alloc_conf"] = "backend:cudaMallocAsync";
+  EXPECT_THROW(estimate::ProbeRequest::from_json(bad, "stored"), UserError);
+}
+
 TEST(SubmitOptions, ProbeConflictsAreNamed) {
   const auto err = request_error;
   EXPECT_EQ(err({"--probe", "torchvision:resnet50", "--", "x"}), "--probe needs --batch N (N ≥ 1)");

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <vector>
+
 namespace colo::estimate {
 namespace {
 
@@ -122,7 +125,7 @@ TEST(CachingAllocator, SplitSegmentsAreNotReleasedOnRetry) {
 
 TEST(CachingAllocator, MaxSplitSizeKeepsOversizeBlocksWhole) {
   CachingAllocator::Config cfg;
-  cfg.max_split_size = 32 * MiB;
+  cfg.settings.max_split_size = 32 * MiB;
   CachingAllocator a(cfg);
   auto big = a.malloc(64 * MiB);
   a.free(big);
@@ -146,6 +149,164 @@ TEST(CachingAllocator, EmptyCacheReleasesOnlyWholeFreeSegments) {
   a.empty_cache();
   EXPECT_EQ(a.stats().reserved, 0u);
   EXPECT_EQ(a.stats().reserved_peak, 32 * MiB);
+}
+
+TEST(CachingAllocator, RoundupPower2DivisionsRoundToTheNextStepBetweenPowersOfTwo) {
+  CachingAllocator::Config cfg;
+  cfg.settings = parse_allocator_settings("roundup_power2_divisions:[256:1,>:4]");
+  CachingAllocator a(cfg);
+  // Intervals below 256 MiB have 1 division: plain 512-byte rounding.
+  EXPECT_EQ(a.round(100 * MiB + 1), 100 * MiB + 512);
+  // [256, 512) MiB has 4 (">" fills from the last interval named, as PyTorch does): steps of 64 MiB.
+  EXPECT_EQ(a.round(300 * MiB + 1), 320 * MiB);
+  EXPECT_EQ(a.round(320 * MiB), 320 * MiB);
+  EXPECT_EQ(a.round(256 * MiB), 256 * MiB);  // a power of 2 stays
+  auto h = a.malloc(300 * MiB + 1);
+  EXPECT_EQ(a.block_size(h), 320 * MiB);
+  EXPECT_EQ(a.stats().requested, 300 * MiB + 1);
+
+  CachingAllocator::Config four;
+  four.settings = parse_allocator_settings("roundup_power2_divisions:4");
+  CachingAllocator b(four);
+  EXPECT_EQ(b.round(1200), 1536u);             // not above 512 x 4: 512-byte rounding
+  EXPECT_EQ(b.round(MiB + 1), MiB + MiB / 4);  // [1, 2) MiB in steps of 256 KiB
+  EXPECT_EQ(b.round(5 * MiB + 1), 6 * MiB);    // [4, 8) MiB in steps of 1 MiB
+}
+
+TEST(CachingAllocator, MaxSplitSizeReleasesOnlyEnoughOversizeSegmentsBeforeEverything) {
+  CachingAllocator::Config cfg;
+  cfg.settings.max_split_size = 32 * MiB;
+  cfg.device_capacity = 200 * MiB;
+  CachingAllocator a(cfg);
+  auto p = a.malloc(64 * MiB), q = a.malloc(40 * MiB), r = a.malloc(12 * MiB);
+  a.free(p);
+  a.free(q);
+  a.free(r);  // cached whole: 64 and 40 MiB (oversize), 12 MiB
+  EXPECT_EQ(a.stats().reserved, 116 * MiB);
+  // 100 MiB: 116 + 100 > 200. No single oversize block covers 100 MiB, so the largest go first
+  // (64, then 40: 104 >= 100); the 12 MiB segment stays, and it is no retry of the full release.
+  a.malloc(100 * MiB);
+  EXPECT_EQ(a.stats().reserved, 112 * MiB);
+  EXPECT_EQ(a.stats().cuda_frees, 2u);
+  EXPECT_EQ(a.stats().alloc_retries, 0u);
+}
+
+TEST(CachingAllocator, ExpandableSegmentsGrowOneSegmentInsteadOfCuttingNewOnes) {
+  // The pattern expandable segments exist for: a batch one larger than the last. Each request
+  // is 30 then 31 MiB; classic segments cannot reuse the freed 30 MiB ones for 31 MiB.
+  auto run = [](bool expandable) {
+    CachingAllocator::Config cfg;
+    cfg.settings.expandable_segments = expandable;
+    CachingAllocator a(cfg);
+    auto x = a.malloc(30 * MiB), y = a.malloc(30 * MiB);
+    a.free(x);
+    a.free(y);
+    a.malloc(31 * MiB);
+    a.malloc(31 * MiB);
+    return a.stats().reserved_peak;
+  };
+  // Classic: 30 + 30, then two new 32 MiB segments.
+  EXPECT_EQ(run(false), 124 * MiB);
+  // Expandable: 30 MiB maps two 20 MiB pages (30 | 10 free); the second 30 MiB takes the free 10
+  // and one more page (60 MiB mapped); freed they merge into one 60 MiB block, the first 31 MiB
+  // comes from it (29 left), the second takes those 29 and one more page: 80 MiB.
+  EXPECT_EQ(run(true), 80 * MiB);
+}
+
+TEST(CachingAllocator, ExpandableSegmentsUnmapWholeFreePagesOnEmptyCache) {
+  CachingAllocator::Config cfg;
+  cfg.settings.expandable_segments = true;
+  CachingAllocator a(cfg);
+  auto x = a.malloc(31 * MiB);  // 40 MiB mapped: 31 | 9 free
+  auto y = a.malloc(31 * MiB);  // the 9 free + 40 more: 80 MiB mapped, 31 | 31 | 18 free
+  EXPECT_EQ(a.stats().reserved, 80 * MiB);
+  EXPECT_EQ(a.stats().segments, 1u);
+  a.free(y);  // 49 MiB free from 31 MiB on
+  a.empty_cache();
+  // Only the whole 20 MiB pages of the free block go: 40..80 MiB; 31..40 MiB stays mapped.
+  EXPECT_EQ(a.stats().reserved, 40 * MiB);
+  a.free(x);
+  a.empty_cache();  // the whole segment is free: unmapped and released
+  EXPECT_EQ(a.stats().reserved, 0u);
+  EXPECT_EQ(a.stats().segments, 0u);
+  EXPECT_EQ(a.stats().reserved_peak, 80 * MiB);
+  // And it grows again from nothing.
+  a.malloc(5 * MiB);
+  EXPECT_EQ(a.stats().reserved, 20 * MiB);
+}
+
+TEST(CachingAllocator, ExpandableSegmentsMapWholePagesAgainstTheDevice) {
+  // 50 MiB of device: 30 MiB maps 40; 15 MiB more needs one more 20 MiB page (60 > 50), and the
+  // free 10 MiB holds no whole page to unmap: out of memory. Classic segments fit (30 + 16).
+  CachingAllocator::Config cfg;
+  cfg.device_capacity = 50 * MiB;
+  cfg.settings.expandable_segments = true;
+  CachingAllocator a(cfg);
+  a.malloc(30 * MiB);
+  EXPECT_THROW(a.malloc(15 * MiB), CachingAllocator::OutOfMemory);
+  cfg.settings.expandable_segments = false;
+  CachingAllocator b(cfg);
+  b.malloc(30 * MiB);
+  b.malloc(15 * MiB);
+  EXPECT_EQ(b.stats().reserved, 46 * MiB);
+}
+
+TEST(CachingAllocator, ExpandableSegmentsKeepStreamsAndPoolsApart) {
+  CachingAllocator::Config cfg;
+  cfg.settings.expandable_segments = true;
+  CachingAllocator a(cfg);
+  a.malloc(100);              // small pool: one 2 MiB page
+  a.malloc(100, /*stream=*/1);  // its own segment: another 2 MiB page
+  a.malloc(5 * MiB);          // large pool: a 20 MiB page
+  EXPECT_EQ(a.stats().reserved, 24 * MiB);
+  EXPECT_EQ(a.stats().segments, 3u);
+}
+
+// Random sequences under every combination of settings: the accounting stays whole (nothing
+// reserved is lost or counted twice) and freeing everything then emptying the cache returns to zero.
+TEST(CachingAllocator, RandomSequencesKeepTheAccountingWhole) {
+  for (const char* conf : {"", "expandable_segments:True", "max_split_size_mb:40", "roundup_power2_divisions:4",
+                           "expandable_segments:True,roundup_power2_divisions:[1:2,>:8]"}) {
+    for (std::uint64_t cap : {std::numeric_limits<std::uint64_t>::max(), 600 * MiB}) {
+      CachingAllocator::Config cfg;
+      cfg.settings = parse_allocator_settings(conf);
+      cfg.device_capacity = cap;
+      CachingAllocator a(cfg);
+      std::uint64_t rng = 88172645463325252ull;
+      auto next = [&] {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        return rng;
+      };
+      std::vector<CachingAllocator::Handle> live;
+      for (int i = 0; i < 4000; ++i) {
+        const auto r = next();
+        if (!live.empty() && r % 5 < 2) {
+          const std::size_t k = next() % live.size();
+          a.free(live[k]);
+          live[k] = live.back();
+          live.pop_back();
+        } else if (r % 97 == 0) {
+          a.empty_cache();
+        } else {
+          const std::uint64_t sizes[] = {100, 4096, 700 * 1024, 3 * MiB, 12 * MiB + 7, 45 * MiB, 130 * MiB};
+          try {
+            live.push_back(a.malloc(sizes[next() % 7] + next() % 5000, static_cast<int>(next() % 2)));
+          } catch (const CachingAllocator::OutOfMemory&) {
+          }
+        }
+        ASSERT_GE(a.stats().reserved, a.stats().allocated) << conf << " step " << i;
+        ASSERT_LE(a.stats().reserved, cap) << conf << " step " << i;
+        ASSERT_EQ(a.stats().reserved % (2 * MiB), 0u) << conf << " step " << i;
+      }
+      for (auto h : live) a.free(h);
+      EXPECT_EQ(a.stats().allocated, 0u) << conf;
+      a.empty_cache();
+      EXPECT_EQ(a.stats().reserved, 0u) << conf;
+      EXPECT_EQ(a.stats().segments, 0u) << conf;
+    }
+  }
 }
 
 TEST(CachingAllocator, FreeOfUnknownHandleThrows) {

@@ -193,3 +193,51 @@ TEST(TraceEstimators, TraceAddsContextFaketensorDoesNot) {
 
 }  // namespace
 }  // namespace colo::estimate
+
+namespace colo::estimate {
+namespace {
+
+std::string trace_with_conf(const std::string& conf, const std::string& body) {
+  return "colo-probe-trace 1\nH {\"model\":\"t\",\"batch\":4,\"alloc_conf\":\"" + conf + "\"}\n" + body + "S 1\nE {}\n";
+}
+
+// The job's PYTORCH_CUDA_ALLOC_CONF (the header's alloc_conf) is what the replay's allocator runs with.
+TEST(TraceReplay, FollowsTheJobsAllocatorSettings) {
+  // 30 MiB twice, freed, then 31 MiB twice: the pattern expandable segments exist for.
+  const std::string body =
+      "M 1 31457280 0 forward a\nM 2 31457280 0 forward a\nF 1\nF 2\nM 3 32505856 0 forward b\nM 4 32505856 0 forward b\n";
+  EXPECT_EQ(replay_probe_trace(parse_probe_trace(trace(body), "t.trace"), {}).reserved_peak, 124 * MiB1);
+  const auto t = parse_probe_trace(trace_with_conf("expandable_segments:True", body), "t.trace");
+  EXPECT_TRUE(t.allocator.expandable_segments);
+  EXPECT_EQ(replay_probe_trace(t, {}).reserved_peak, 80 * MiB1);
+  EXPECT_EQ(replay_probe_trace(parse_probe_trace(trace_with_conf("", body), "t.trace"), {}).reserved_peak, 124 * MiB1);
+}
+
+TEST(TraceReplay, AllocatorSettingsItCannotFollowAreErrorsNotGuesses) {
+  EXPECT_EQ(error_of(trace_with_conf("expandable_segments:yes", "")),
+            "t.trace:2: header field 'alloc_conf': PYTORCH_CUDA_ALLOC_CONF 'expandable_segments:yes': expandable_segments "
+            "'yes': expected True or False");
+  EXPECT_EQ(error_of(trace_with_conf("backend:cudaMallocAsync", "")).substr(0, 42),
+            "t.trace:2: header field 'alloc_conf': PYTO");
+  EXPECT_EQ(error_of("colo-probe-trace 1\nH {\"model\":\"t\",\"alloc_conf\":1}\nS 1\nE {}\n"),
+            "t.trace:2: header field 'alloc_conf': expected a string");
+  // The garbage collector acts only under a memory fraction; that pair is refused, each alone is fine.
+  TraceReplayOptions o;
+  o.device_total = 1024 * MiB1;
+  const std::string gc = "garbage_collection_threshold:0.5";
+  EXPECT_NO_THROW(replay_probe_trace(parse_probe_trace(trace_with_conf(gc, "M 1 100 0 forward a\n"), "t.trace"), o));
+  const auto both = parse_probe_trace(
+      "colo-probe-trace 2\nH {\"model\":\"t\",\"alloc_conf\":\"" + gc + "\"}\nL 0.5\nM 1 100 0 forward a\nS 1\nE {}\n",
+      "t.trace");
+  try {
+    replay_probe_trace(both, o);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_STREQ(e.what(),
+                 "t.trace: PYTORCH_CUDA_ALLOC_CONF garbage_collection_threshold with set_per_process_memory_fraction is "
+                 "not modelled (colo models the caching allocator without its garbage collector)");
+  }
+}
+
+}  // namespace
+}  // namespace colo::estimate

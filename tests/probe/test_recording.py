@@ -69,6 +69,30 @@ class SavedTensors(unittest.TestCase):
         self.assertTrue(all(i in t.frees for i in fwd[:-1]))
 
 
+class AllocatorSettings(unittest.TestCase):
+    def header(self, text):
+        import json
+        return json.loads(text.splitlines()[1][2:])
+
+    def test_the_allocator_settings_at_the_first_allocation_are_in_the_header(self):
+        m = meta_module(lambda: nn.Linear(8, 4))
+        saved = {k: os.environ.pop(k, None) for k in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")}
+        try:
+            _, text = probe(m, input_shape=(8,), batch=2)
+            self.assertNotIn("alloc_conf", self.header(text))
+            os.environ["PYTORCH_ALLOC_CONF"] = "max_split_size_mb:64"
+            _, text = probe(meta_module(lambda: nn.Linear(8, 4)), input_shape=(8,), batch=2)
+            self.assertEqual(self.header(text)["alloc_conf"], "max_split_size_mb:64")
+            os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+            _, text = probe(meta_module(lambda: nn.Linear(8, 4)), input_shape=(8,), batch=2)
+            self.assertEqual(self.header(text)["alloc_conf"], "expandable_segments:True")
+        finally:
+            for k, v in saved.items():
+                os.environ.pop(k, None)
+                if v is not None:
+                    os.environ[k] = v
+
+
 class TargetGpuKernels(unittest.TestCase):
     def test_dropout_keeps_a_bool_mask(self):
         m = meta_module(lambda: nn.Sequential(nn.Linear(8, 16), nn.Dropout(0.5), nn.Linear(16, 4)))

@@ -4,6 +4,7 @@
 // resnet3), must be estimated within 10 %.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -39,6 +40,27 @@ TEST(CliProbe, ResNet50Batch128AdamWithinTenPercentOfTheMeasuredA100Peak) {
   const double est = j["estimate_mib"].get<double>();
   EXPECT_LT(std::abs(est - 15120.0) / 15120.0, 0.10) << j.dump();
   EXPECT_LT(j["peak_mib"].get<double>(), est);
+}
+
+// PYTORCH_CUDA_ALLOC_CONF in the job's environment reaches the replay (the probe records it, as
+// PyTorch reads it, at the first allocation); a value PyTorch would refuse is a one-line error.
+TEST(CliProbe, TheJobsAllocatorSettingsReachTheReplay) {
+  ASSERT_TRUE(have_colo_binary());
+  const std::string args =
+      "estimate --probe torchvision:resnet18 --input 3x32x32 --num-classes 10 --batch 16 --estimator trace";
+  ::setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1);
+  const auto r = run_colo_args(args);
+  ::setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:maybe", 1);
+  const auto bad = run_colo_args(args);
+  ::unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("PYTORCH_CUDA_ALLOC_CONF expandable_segments:True"), std::string::npos) << r.out;
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_EQ(std::count(bad.out.begin(), bad.out.end(), '\n'), 1) << bad.out;
+  EXPECT_NE(bad.out.find("header field 'alloc_conf': PYTORCH_CUDA_ALLOC_CONF 'expandable_segments:maybe': "
+                         "expandable_segments 'maybe': expected True or False"),
+            std::string::npos)
+      << bad.out;
 }
 
 TEST(CliProbe, FaketensorIsTheLiveTensorPeakBelowTheTraceEstimate) {

@@ -27,6 +27,7 @@
 #include "core/error.h"
 #include "core/limits.h"
 #include "core/one_line.h"
+#include "estimate/allocator/allocator_settings.h"
 
 extern char** environ;
 
@@ -171,10 +172,15 @@ std::vector<std::string> ProbeRequest::arguments() const {
 }
 
 nlohmann::json ProbeRequest::to_json() const {
-  if (!script.empty()) return {{"script", script}, {"script_args", script_args}, {"data_parallel", data_parallel}};
-  return {{"model", model}, {"input", input}, {"dtype", dtype}, {"num_classes", num_classes},
-          {"batch", batch}, {"optimizer", optimizer}, {"amp", amp}, {"checkpointing", checkpointing},
-          {"set_to_none", set_to_none}, {"foreach", foreach}, {"data_parallel", data_parallel}};
+  nlohmann::json j;
+  if (!script.empty())
+    j = {{"script", script}, {"script_args", script_args}, {"data_parallel", data_parallel}};
+  else
+    j = {{"model", model}, {"input", input}, {"dtype", dtype}, {"num_classes", num_classes},
+         {"batch", batch}, {"optimizer", optimizer}, {"amp", amp}, {"checkpointing", checkpointing},
+         {"set_to_none", set_to_none}, {"foreach", foreach}, {"data_parallel", data_parallel}};
+  if (!alloc_conf.empty()) j["alloc_conf"] = alloc_conf;
+  return j;
 }
 
 namespace {
@@ -205,9 +211,18 @@ ProbeRequest ProbeRequest::from_json(const nlohmann::json& j, const std::string&
   if (!j.is_object()) throw UserError(where + ": probe request must be an object");
   for (const auto& [key, value] : j.items())
     if (!one_of(key, {"model", "input", "dtype", "num_classes", "batch", "optimizer", "amp", "checkpointing",
-                      "set_to_none", "foreach", "data_parallel", "script", "script_args"}))
+                      "set_to_none", "foreach", "data_parallel", "script", "script_args", "alloc_conf"}))
       throw UserError(fmt::format("{}: unknown probe field '{}'", where, one_line(key)));
   ProbeRequest r;
+  if (j.contains("alloc_conf")) {
+    if (!j.at("alloc_conf").is_string()) throw UserError(where + ": probe field 'alloc_conf': expected a string");
+    r.alloc_conf = j.at("alloc_conf").get<std::string>();
+    try {
+      parse_allocator_settings(r.alloc_conf);
+    } catch (const UserError& e) {
+      throw UserError(fmt::format("{}: {}", where, e.what()));
+    }
+  }
   if (j.contains("script")) {
     try {
       r.script = j.at("script").get<std::string>();
@@ -273,8 +288,12 @@ ProbeCommand probe_command(const ProbeRequest& req, const std::string& out_path,
              "USER=" + who->user, "LOGNAME=" + who->user, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"};
   } else {
     for (char** e = environ; *e; ++e)
-      if (std::strncmp(*e, "PYTHONPATH=", 11) != 0) c.env.emplace_back(*e);
+      if (std::strncmp(*e, "PYTHONPATH=", 11) != 0 &&
+          (req.alloc_conf.empty() || (std::strncmp(*e, "PYTORCH_CUDA_ALLOC_CONF=", 24) != 0 &&
+                                      std::strncmp(*e, "PYTORCH_ALLOC_CONF=", 19) != 0)))
+        c.env.emplace_back(*e);
   }
+  if (!req.alloc_conf.empty()) c.env.push_back("PYTORCH_CUDA_ALLOC_CONF=" + req.alloc_conf);
   c.env.push_back("PYTHONPATH=" + probe_package_dir());
   c.env.push_back("CUDA_VISIBLE_DEVICES=");  // CPU only, whatever the host has
   return c;

@@ -32,6 +32,9 @@ struct ProbeRequest {
   // its batch, optimizer and precision; data_parallel is the GPUs it sees.
   std::string script;
   std::vector<std::string> script_args;
+  // PYTORCH_CUDA_ALLOC_CONF for the probe ("" = whatever its environment has): colod passes the
+  // job's own, as the probe's clean environment would not have it.
+  std::string alloc_conf;
 
   // What is probed, for messages: the model spec or the script's path.
   std::string subject() const { return script.empty() ? model : script; }

@@ -113,7 +113,8 @@ ProbeTrace parse_probe_trace(std::string_view text, const std::string& source) {
         if (have_header) r.fail("second header (H)");
         // The fields colo reads back have their types (a wrong one was an internal error, and
         // "batch": 8.5 read as 8).
-        for (const char* key : {"model", "optimizer", "torch", "script", "probe", "amp", "dtype", "foreach", "filename"})
+        for (const char* key : {"model", "optimizer", "torch", "script", "probe", "amp", "dtype", "foreach", "filename",
+                                "alloc_conf"})
           if (j.contains(key) && !j.at(key).is_string()) r.fail(fmt::format("header field '{}': expected a string", key));
         for (const char* key : {"batch", "steps", "data_parallel", "gpus", "gpu_memory_mib", "trace_version"})
           if (j.contains(key) &&
@@ -121,6 +122,13 @@ ProbeTrace parse_probe_trace(std::string_view text, const std::string& source) {
                (j.at(key).is_number_unsigned() ? j.at(key).get<std::uint64_t>() > (1ULL << 40)
                                                 : j.at(key).get<std::int64_t>() < 0 || j.at(key).get<std::int64_t>() > (1LL << 40))))
             r.fail(fmt::format("header field '{}': expected a whole number in 0..2^40", key));
+        if (j.contains("alloc_conf")) {
+          try {
+            t.allocator = parse_allocator_settings(j.at("alloc_conf").get<std::string>());
+          } catch (const UserError& e) {
+            r.fail(fmt::format("header field 'alloc_conf': {}", e.what()));
+          }
+        }
         t.header = std::move(j);
         have_header = true;
       } else {

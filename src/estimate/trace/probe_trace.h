@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "estimate/allocator/allocator_settings.h"
+
 namespace colo::estimate {
 
 enum class TracePhase : std::uint8_t { Load, Forward, Backward, Optimizer };
@@ -38,6 +40,8 @@ struct ProbeTrace {
   int steps = 0;                     // S records seen
   std::string source;                // file name or "probe"
   int version = 1;                   // the first line's format version
+  // The header's "alloc_conf": PYTORCH_CUDA_ALLOC_CONF as the job's process saw it (absent: default).
+  AllocatorSettings allocator;
 };
 
 // Largest storage a record may state: 1 PiB (no GPU comes close; anything above is corruption).

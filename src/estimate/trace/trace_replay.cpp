@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/error.h"
 #include "estimate/allocator/caching_allocator.h"
 
 namespace colo::estimate {
@@ -28,6 +29,7 @@ bool trace_uses_cudnn(const ProbeTrace& t) {
 TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o) {
   CachingAllocator::Config cfg;
   cfg.device_capacity = o.capacity;
+  cfg.settings = t.allocator;
   CachingAllocator a(cfg);
   std::vector<CachingAllocator::Handle> handle(t.storages);
   std::vector<std::uint64_t> size(t.storages);
@@ -75,6 +77,13 @@ TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o)
           // PyTorch: cudaMalloc past fraction × the device's total memory fails (then the cache is
           // freed and the request retried). Never above what the GPU leaves beside the context.
           if (o.device_total > 0) {
+            // Under a memory fraction PyTorch's garbage collector frees cached blocks by their age
+            // in allocator calls, which the replay does not follow: no estimate rather than a wrong one.
+            if (t.allocator.garbage_collection_threshold > 0)
+              throw UserError(fmt::format(
+                  "{}: PYTORCH_CUDA_ALLOC_CONF garbage_collection_threshold with set_per_process_memory_fraction "
+                  "is not modelled (colo models the caching allocator without its garbage collector)",
+                  t.source));
             const auto limit = static_cast<std::uint64_t>(rec.fraction * static_cast<double>(o.device_total));
             r.fraction_limit = limit;
             a.set_device_capacity(std::min(limit, o.capacity));

@@ -1,0 +1,87 @@
+// PYTORCH_CUDA_ALLOC_CONF as PyTorch 2.x parses it (c10/core/AllocatorConfig.cpp).
+#include "estimate/allocator/allocator_settings.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace colo::estimate {
+namespace {
+
+constexpr std::uint64_t MiB = 1048576;
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_allocator_settings(text);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(AllocatorSettings, TheDefaultIsPyTorchsDefault) {
+  const auto s = parse_allocator_settings("");
+  EXPECT_TRUE(s.is_default());
+  EXPECT_FALSE(s.expandable_segments);
+  EXPECT_EQ(s.max_split_size, std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(s.describe(), "");
+  // Options that touch only locks and pinned host memory change nothing on the GPU.
+  EXPECT_TRUE(parse_allocator_settings("backend:native, release_lock_on_cudamalloc:True,pinned_use_cuda_host_register:False,"
+                                       "pinned_num_register_threads:8")
+                  .is_default());
+}
+
+TEST(AllocatorSettings, ReadsEveryOptionThatMovesMemory) {
+  const auto s = parse_allocator_settings(
+      "expandable_segments:True, max_split_size_mb:128,garbage_collection_threshold:0.6,max_non_split_rounding_mb:64,"
+      "roundup_power2_divisions:[64:8,256:4,>:1],");
+  EXPECT_TRUE(s.expandable_segments);
+  EXPECT_EQ(s.max_split_size, 128 * MiB);
+  EXPECT_EQ(s.max_non_split_rounding, 64 * MiB);
+  EXPECT_DOUBLE_EQ(s.garbage_collection_threshold, 0.6);
+  // [1, 64) MiB take the first value, 64 MiB's interval too; 256's is then overwritten by ">".
+  for (std::size_t i = 0; i <= 6; ++i) EXPECT_EQ(s.roundup_power2_divisions[i], 8u) << i;
+  EXPECT_EQ(s.roundup_power2_divisions[7], 0u);
+  for (std::size_t i = 8; i < 16; ++i) EXPECT_EQ(s.roundup_power2_divisions[i], 1u) << i;
+  EXPECT_EQ(s.describe().substr(0, 46), "expandable_segments:True,max_split_size_mb:128");
+  EXPECT_EQ(parse_allocator_settings("roundup_power2_divisions:2").roundup_power2_divisions[15], 2u);
+  EXPECT_FALSE(parse_allocator_settings("expandable_segments:False").expandable_segments);
+}
+
+TEST(AllocatorSettings, RefusesWhatPyTorchRefusesAndWhatColoCannotModel) {
+  EXPECT_EQ(error_of("expandable_segment:True"),
+            "PYTORCH_CUDA_ALLOC_CONF 'expandable_segment:True': unknown option 'expandable_segment' (PyTorch refuses it too)");
+  EXPECT_EQ(error_of("expandable_segments:true"),
+            "PYTORCH_CUDA_ALLOC_CONF 'expandable_segments:true': expandable_segments 'true': expected True or False");
+  EXPECT_EQ(error_of("max_split_size_mb:19"),
+            "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:19': max_split_size_mb 19: too small, must be at least 20");
+  EXPECT_EQ(error_of("max_split_size_mb:12x"),
+            "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:12x': max_split_size_mb '12x': expected a whole number");
+  EXPECT_EQ(error_of("max_split_size_mb:99999999999999999999"),
+            "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:99999999999999999999': max_split_size_mb "
+            "'99999999999999999999': expected a whole number that fits 64 bits");
+  EXPECT_EQ(error_of("max_split_size_mb"),
+            "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb': expected ':' after max_split_size_mb, found the end");
+  EXPECT_EQ(error_of("max_split_size_mb:"), "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:': max_split_size_mb: its value is missing");
+  EXPECT_EQ(error_of("garbage_collection_threshold:1.0"),
+            "PYTORCH_CUDA_ALLOC_CONF 'garbage_collection_threshold:1.0': garbage_collection_threshold '1.0': expected a "
+            "number between 0 and 1, exclusive");
+  EXPECT_EQ(error_of("roundup_power2_divisions:3"),
+            "PYTORCH_CUDA_ALLOC_CONF 'roundup_power2_divisions:3': roundup_power2_divisions 3: divisions must be a power of 2");
+  EXPECT_EQ(error_of("roundup_power2_divisions:[100:2]"),
+            "PYTORCH_CUDA_ALLOC_CONF 'roundup_power2_divisions:[100:2]': roundup_power2_divisions interval 100: intervals "
+            "must be powers of 2 (MiB)");
+  EXPECT_EQ(error_of("roundup_power2_divisions:[64:2"),
+            "PYTORCH_CUDA_ALLOC_CONF 'roundup_power2_divisions:[64:2': roundup_power2_divisions: the list has no closing ']'");
+  EXPECT_EQ(error_of("backend:cudaMallocAsync"),
+            "PYTORCH_CUDA_ALLOC_CONF 'backend:cudaMallocAsync': backend:cudaMallocAsync hands memory to CUDA's own pool "
+            "allocator, which colo does not model");
+  EXPECT_EQ(error_of("expandable_segments:True max_split_size_mb:64"),
+            "PYTORCH_CUDA_ALLOC_CONF 'expandable_segments:True max_split_size_mb:64': expandable_segments "
+            "'Truemax_split_size_mb': expected True or False");
+  EXPECT_EQ(error_of(",expandable_segments:True"),
+            "PYTORCH_CUDA_ALLOC_CONF ',expandable_segments:True': ',' where an option's name was expected");
+}
+
+}  // namespace
+}  // namespace colo::estimate
