@@ -39,10 +39,19 @@ TEST(AllocatorSettings, ReadsEveryOptionThatMovesMemory) {
   EXPECT_EQ(s.max_split_size, 128 * MiB);
   EXPECT_EQ(s.max_non_split_rounding, 64 * MiB);
   EXPECT_DOUBLE_EQ(s.garbage_collection_threshold, 0.6);
-  // [1, 64) MiB take the first value, 64 MiB's interval too; 256's is then overwritten by ">".
+  // [1, 64) MiB take the first value, 64 MiB's interval too; ">" fills above 256 MiB's.
   for (std::size_t i = 0; i <= 6; ++i) EXPECT_EQ(s.roundup_power2_divisions[i], 8u) << i;
   EXPECT_EQ(s.roundup_power2_divisions[7], 0u);
-  for (std::size_t i = 8; i < 16; ++i) EXPECT_EQ(s.roundup_power2_divisions[i], 1u) << i;
+  EXPECT_EQ(s.roundup_power2_divisions[8], 4u);
+  for (std::size_t i = 9; i < 16; ++i) EXPECT_EQ(s.roundup_power2_divisions[i], 1u) << i;
+  // PyTorch's own case (test_cuda.py): 2048 MiB keeps 8, above it 2.
+  const auto py = parse_allocator_settings("roundup_power2_divisions:[128:8,256:16,512:1,2048:8,>:2]");
+  EXPECT_EQ(py.roundup_power2_divisions[11], 8u);
+  EXPECT_EQ(py.roundup_power2_divisions[12], 2u);
+  EXPECT_EQ(parse_allocator_settings("roundup_power2_divisions:[>:4]").roundup_power2_divisions[0], 0u);
+  // Numbers as PyTorch reads them (stoi: the leading digits), whitespace of any kind skipped.
+  EXPECT_EQ(parse_allocator_settings("max_split_size_mb:64MB").max_split_size, 64 * MiB);
+  EXPECT_TRUE(parse_allocator_settings("max_split_size_mb:64,\texpandable_segments:True").expandable_segments);
   EXPECT_EQ(s.describe().substr(0, 46), "expandable_segments:True,max_split_size_mb:128");
   EXPECT_EQ(parse_allocator_settings("roundup_power2_divisions:2").roundup_power2_divisions[15], 2u);
   EXPECT_FALSE(parse_allocator_settings("expandable_segments:False").expandable_segments);
@@ -50,13 +59,18 @@ TEST(AllocatorSettings, ReadsEveryOptionThatMovesMemory) {
 
 TEST(AllocatorSettings, RefusesWhatPyTorchRefusesAndWhatColoCannotModel) {
   EXPECT_EQ(error_of("expandable_segment:True"),
-            "PYTORCH_CUDA_ALLOC_CONF 'expandable_segment:True': unknown option 'expandable_segment' (PyTorch refuses it too)");
+            "PYTORCH_CUDA_ALLOC_CONF 'expandable_segment:True': unknown option 'expandable_segment'");
+  EXPECT_EQ(error_of("large_segment_size_mb:64"),
+            "PYTORCH_CUDA_ALLOC_CONF 'large_segment_size_mb:64': large_segment_size_mb (a newer PyTorch's option) is not "
+            "modelled");
   EXPECT_EQ(error_of("expandable_segments:true"),
             "PYTORCH_CUDA_ALLOC_CONF 'expandable_segments:true': expandable_segments 'true': expected True or False");
   EXPECT_EQ(error_of("max_split_size_mb:19"),
             "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:19': max_split_size_mb 19: too small, must be at least 20");
   EXPECT_EQ(error_of("max_split_size_mb:12x"),
-            "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:12x': max_split_size_mb '12x': expected a whole number");
+            "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:12x': max_split_size_mb 12: too small, must be at least 20");
+  EXPECT_EQ(error_of("max_split_size_mb:x12"),
+            "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:x12': max_split_size_mb 'x12': expected a whole number");
   EXPECT_EQ(error_of("max_split_size_mb:99999999999999999999"),
             "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:99999999999999999999': max_split_size_mb "
             "'99999999999999999999': expected a whole number that fits 64 bits");

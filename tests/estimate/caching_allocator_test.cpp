@@ -155,15 +155,16 @@ TEST(CachingAllocator, RoundupPower2DivisionsRoundToTheNextStepBetweenPowersOfTw
   CachingAllocator::Config cfg;
   cfg.settings = parse_allocator_settings("roundup_power2_divisions:[256:1,>:4]");
   CachingAllocator a(cfg);
-  // Intervals below 256 MiB have 1 division: plain 512-byte rounding.
+  // Intervals up to [256, 512) MiB have 1 division: plain 512-byte rounding.
   EXPECT_EQ(a.round(100 * MiB + 1), 100 * MiB + 512);
-  // [256, 512) MiB has 4 (">" fills from the last interval named, as PyTorch does): steps of 64 MiB.
-  EXPECT_EQ(a.round(300 * MiB + 1), 320 * MiB);
-  EXPECT_EQ(a.round(320 * MiB), 320 * MiB);
-  EXPECT_EQ(a.round(256 * MiB), 256 * MiB);  // a power of 2 stays
-  auto h = a.malloc(300 * MiB + 1);
-  EXPECT_EQ(a.block_size(h), 320 * MiB);
-  EXPECT_EQ(a.stats().requested, 300 * MiB + 1);
+  EXPECT_EQ(a.round(300 * MiB + 1), 300 * MiB + 512);
+  // Above the last interval named (">"): 4, so [512, 1024) MiB goes in steps of 128 MiB.
+  EXPECT_EQ(a.round(600 * MiB + 1), 640 * MiB);
+  EXPECT_EQ(a.round(640 * MiB), 640 * MiB);
+  EXPECT_EQ(a.round(512 * MiB), 512 * MiB);  // a power of 2 stays
+  auto h = a.malloc(600 * MiB + 1);
+  EXPECT_EQ(a.block_size(h), 640 * MiB);
+  EXPECT_EQ(a.stats().requested, 600 * MiB + 1);
 
   CachingAllocator::Config four;
   four.settings = parse_allocator_settings("roundup_power2_divisions:4");

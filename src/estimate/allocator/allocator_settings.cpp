@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <charconv>
 #include <vector>
 
@@ -25,7 +26,7 @@ class Parser {
         if (!buf.empty()) tokens_.push_back(std::move(buf));
         buf.clear();
         tokens_.emplace_back(1, c);
-      } else if (c != ' ') {
+      } else if (!std::isspace(static_cast<unsigned char>(c))) {
         buf.push_back(c);
       }
     }
@@ -43,8 +44,8 @@ class Parser {
       } else if (key == "garbage_collection_threshold") {
         const std::string& v = value(key);
         double x = 0;
-        const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-        if (ec != std::errc() || p != v.data() + v.size() || !(x > 0 && x < 1))
+        const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);  // stod: trailing text ignored
+        if (ec != std::errc() || p == v.data() || !(x > 0 && x < 1))
           fail(fmt::format("garbage_collection_threshold '{}': expected a number between 0 and 1, exclusive", v));
         s.garbage_collection_threshold = x;
       } else if (key == "roundup_power2_divisions") {
@@ -64,10 +65,15 @@ class Parser {
         if (!std::has_single_bit(n) || n > 128) fail(fmt::format("{} {}: expected a power of 2 up to 128", key, n));
       } else if (key == "pinned_reserve_segment_size_mb") {
         if (integer(key) == 0) fail(key + " 0: expected more than 0");
+      } else if (key == "large_segment_size_mb" || key == "per_process_memory_fraction" ||
+                 key == "throw_on_cudamalloc_oom") {
+        fail(fmt::format("{} (a newer PyTorch's option) is not modelled", key));
+      } else if (key == "pinned_free_catch_all") {
+        boolean(key);  // pinned host memory
       } else if (key == "," || key == ":" || key == "[" || key == "]") {
         fail(fmt::format("'{}' where an option's name was expected", key));
       } else {
-        fail(fmt::format("unknown option '{}' (PyTorch refuses it too)", key));
+        fail(fmt::format("unknown option '{}'", key));
       }
       if (i_ + 1 < tokens_.size()) expect(',', "between options");
     }
@@ -96,9 +102,11 @@ class Parser {
   }
 
   std::uint64_t number(const std::string& key, const std::string& v) const {
+    // Like PyTorch's stoi/stoul: the leading digits count and what follows is ignored (PyTorch
+    // runs "max_split_size_mb:64MB" as 64, so the estimate must too).
     std::uint64_t n = 0;
     const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-    if (ec != std::errc() || p != v.data() + v.size())
+    if (ec != std::errc() || p == v.data())
       fail(fmt::format("{} '{}': expected a whole number{}", key, v,
                        ec == std::errc::result_out_of_range ? " that fits 64 bits" : ""));
     return n;
@@ -136,7 +144,7 @@ class Parser {
       return;
     }
     bool first = true;
-    std::size_t last = 0;
+    std::size_t last = 0;  // ">" fills the intervals above the last one named
     while (++i_ < tokens_.size() && tokens_[i_] != "]") {
       const std::string interval = tokens_[i_];
       expect(':', ("after interval " + interval).c_str());
@@ -144,8 +152,9 @@ class Parser {
       if (i_ >= tokens_.size()) fail(fmt::format("roundup_power2_divisions: interval {} has no divisions", interval));
       const std::uint32_t d = divisions(tokens_[i_], true);
       if (interval == ">") {
-        // PyTorch fills from the last interval named, that one included.
-        std::fill(div.begin() + static_cast<std::ptrdiff_t>(last), div.end(), d);
+        // As PyTorch's AllocatorConfig does from last_index + 1 (older 2.x releases also
+        // overwrote the interval named last; its own tests now pin the newer rule).
+        std::fill(div.begin() + static_cast<std::ptrdiff_t>(last + 1), div.end(), d);
       } else {
         const std::uint64_t mb = number("roundup_power2_divisions interval", interval);
         if (!std::has_single_bit(mb))
