@@ -385,6 +385,38 @@ sweep_cli_estimate() {
   run_case $s "oracle without --stated-mib" "$colo" estimate --estimator oracle --batch 32 --json
 }
 
+# PYTORCH_CUDA_ALLOC_CONF: the job's allocator settings, read from a trace header (alloc_conf),
+# from colo estimate's environment (recorded by the probe) and from colo submit --env.
+sweep_alloc_conf() {
+  local s=alloc-conf t="$work/alloc.trace" v
+  alloc_trace() {  # CONF [BODY]
+    printf 'colo-probe-trace 2\nH {"model":"t","batch":4,"alloc_conf":"%s"}\n%bM 1 31457280 0 forward a\nF 1\nS 1\nE {}\n' "$1" "${2:-}" >"$t"
+  }
+  alloc_trace "expandable_segments:True,max_split_size_mb:64,roundup_power2_divisions:[1:2,>:4]"
+  baseline $s "$colo" estimate --trace "$t" --estimator trace --json
+  for v in "expandable_segments:yes" "expandable_segments" "max_split_size_mb:19" "max_split_size_mb:x" \
+           "max_split_size_mb:99999999999999999999" "max_non_split_rounding_mb:2" "roundup_power2_divisions:3" \
+           "roundup_power2_divisions:[100:2]" "roundup_power2_divisions:[64:2" "roundup_power2_divisions:[64:3]" \
+           "garbage_collection_threshold:1" "garbage_collection_threshold:-0.5" "backend:cudaMallocAsync" "backend:other" \
+           "bogus_option:1" "," "large_segment_size_mb:64" "release_lock_on_cudamalloc:1"; do
+    alloc_trace "$v"
+    run_case $s "header alloc_conf '$v'" "$colo" estimate --trace "$t" --estimator trace --json
+  done
+  alloc_trace "garbage_collection_threshold:0.5" "L 0.5\n"
+  run_case $s "GC threshold under a memory fraction" "$colo" estimate --trace "$t" --estimator trace --json
+  local probe=(estimate --probe torchvision:resnet18 --input 3x32x32 --num-classes 10 --batch 2 --estimator trace --json)
+  baseline $s env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$colo" "${probe[@]}"
+  for v in "expandable_segments:maybe" "max_split_size_mb:1"; do
+    run_case $s "env PYTORCH_CUDA_ALLOC_CONF='$v'" env PYTORCH_CUDA_ALLOC_CONF="$v" "$colo" "${probe[@]}"
+  done
+  run_case $s "env PYTORCH_ALLOC_CONF=backend:cudaMallocAsync" env -u PYTORCH_CUDA_ALLOC_CONF \
+    PYTORCH_ALLOC_CONF=backend:cudaMallocAsync "$colo" "${probe[@]}"
+  for v in "expandable_segments:maybe" "roundup_power2_divisions:5"; do
+    run_daemon_case $s "submit --env PYTORCH_CUDA_ALLOC_CONF='$v'" "$colo" --socket "$sock" submit \
+      --probe torchvision:resnet18 --batch 2 --env "PYTORCH_CUDA_ALLOC_CONF=$v" -- /bin/true
+  done
+}
+
 sweep_cli_eval() {
   local s=cli:eval
   prefix=("$colo" estimate eval)
@@ -1090,7 +1122,7 @@ echo "bad-inputs: command: scripts/bad-inputs.sh ${1:-build-test}"
 echo "bad-inputs: cases that are not a clear one-line error (surface, verdict, case, what happened | first message line):"
 
 start_colod
-all_sweeps="sweep_cli_sim sweep_cli_estimate sweep_cli_eval sweep_cli_gpumemnet sweep_cli_daemon sweep_toml
+all_sweeps="sweep_cli_sim sweep_cli_estimate sweep_alloc_conf sweep_cli_eval sweep_cli_gpumemnet sweep_cli_daemon sweep_toml
             sweep_rad sweep_summaries sweep_csv sweep_colod_inputs sweep_api"
 for sweep in ${BAD_INPUTS_ONLY:-$all_sweeps}; do
   "$sweep"

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -29,6 +30,7 @@
 #include "core/error.h"
 #include "core/one_line.h"
 #include "core/limits.h"
+#include "estimate/allocator/allocator_settings.h"
 #include "estimate/calibration/calibration_fit.h"
 #include "estimate/calibration/trace_fit.h"
 #include "estimate/trace/trace_library.h"
@@ -122,6 +124,12 @@ void run_traced(const Opts& o) {
     } else if (o.batch > 0) {
       throw colo::UserError("estimate: --batch is the script's own choice when a script is probed (pass it in the script's arguments)");
     }
+    // The probe records the allocator settings it runs with: refuse bad ones before it runs.
+    for (const char* var : {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"})
+      if (const char* conf = std::getenv(var); conf && *conf) {
+        parse_allocator_settings(conf);
+        break;
+      }
     ProbeLimits lim;
     lim.timeout_seconds = o.probe_timeout;
     auto run = run_probe(req, lim);

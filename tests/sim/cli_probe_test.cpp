@@ -57,10 +57,29 @@ TEST(CliProbe, TheJobsAllocatorSettingsReachTheReplay) {
   EXPECT_NE(r.out.find("PYTORCH_CUDA_ALLOC_CONF expandable_segments:True"), std::string::npos) << r.out;
   EXPECT_EQ(bad.status, 2) << bad.out;
   EXPECT_EQ(std::count(bad.out.begin(), bad.out.end(), '\n'), 1) << bad.out;
-  EXPECT_NE(bad.out.find("header field 'alloc_conf': PYTORCH_CUDA_ALLOC_CONF 'expandable_segments:maybe': "
-                         "expandable_segments 'maybe': expected True or False"),
-            std::string::npos)
-      << bad.out;
+  // Refused before the probe runs.
+  EXPECT_EQ(bad.out, "colo: error: PYTORCH_CUDA_ALLOC_CONF 'expandable_segments:maybe': expandable_segments 'maybe': "
+                     "expected True or False\n");
+  // A script that sets it itself before touching the GPU: the probe records it, and the error names
+  // the probe, not its temporary trace file.
+  const std::string dir = ::testing::TempDir() + "/alloc_conf_script";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir + "/train.py") << "import os\n"
+                                         "os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'max_split_size_mb:5'\n"
+                                         "import torch\n"
+                                         "m = torch.nn.Linear(8, 2).cuda()\n"
+                                         "opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+                                         "for _ in range(3):\n"
+                                         "    m(torch.randn(4, 8, device='cuda')).sum().backward()\n"
+                                         "    opt.step()\n"
+                                         "    opt.zero_grad()\n";
+  }
+  const auto script = run_colo_args("estimate --script " + dir + "/train.py --estimator trace");
+  EXPECT_EQ(script.status, 2) << script.out;
+  EXPECT_EQ(script.out, "colo: error: probe of " + dir + "/train.py: trace line 2: header field 'alloc_conf': "
+                        "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:5': max_split_size_mb 5: too small, must be at "
+                        "least 20\n");
 }
 
 TEST(CliProbe, FaketensorIsTheLiveTensorPeakBelowTheTraceEstimate) {

@@ -437,7 +437,21 @@ ProbeRun run_probe(const ProbeRequest& req, const ProbeLimits& limits) {
     throw UserError(fmt::format("probe of {} ended (exit status 0) without writing a trace: the model file or script "
                                 "ended the process itself (sys.exit / os._exit){}",
                                 one_line(req.subject()), last_error_line(err).empty() ? "" : ": " + one_line(last_error_line(err))));
-  run.trace = load_probe_trace(out_path);
+  try {
+    run.trace = load_probe_trace(out_path);
+  } catch (const UserError& e) {
+    // Name what the user knows, the probe of their model, not the temporary file: "PATH:LINE: why"
+    // becomes "probe of SUBJECT: trace line LINE: why".
+    std::string why = e.what();
+    if (why.rfind(out_path + ":", 0) == 0) {
+      why.erase(0, out_path.size() + 1);
+      const auto colon = why.find(':');
+      if (colon != std::string::npos && colon > 0 && why.find_first_not_of("0123456789") == colon)
+        why = "trace line " + why.substr(0, colon) + why.substr(colon);
+      throw UserError(fmt::format("probe of {}: {}", one_line(req.subject()), why));
+    }
+    throw;
+  }
   run.trace.source = "probe " + req.subject();
   return run;
 }
