@@ -123,6 +123,29 @@ TEST(ColodProbe, ProbeRunsAsTheSubmitterAndTheJobPlansWithItsTraceEstimate) {
   EXPECT_NE(show.out.find("probe      models.py:not_root batch 32 adamw [trace]: done"), std::string::npos) << show.out;
 }
 
+// The job's own allocator settings (--env PYTORCH_CUDA_ALLOC_CONF) reach colod's probe, whose
+// environment is otherwise clean, and so the estimate.
+TEST(ColodProbe, TheJobsAllocatorSettingsReachItsProbe) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to submit as another user";
+  const std::string pkg = estimate::probe_package_dir() + "/colo_probe/__main__.py";
+  if (run_process({"/usr/bin/test", "-r", pkg}, 65534, 65534).rc != 0)
+    GTEST_SKIP() << pkg << " is not readable by nobody (uid 65534)";
+  TempDir dir;
+  const std::string models = write_models(dir.path() + "/models", dir.path());
+  ColodProcess d(dir.path(), "1x40GiB");
+  const RunResult sub = d.colo({"submit", "--workdir", models, "--probe", "models.py:not_root", "--input", "64",
+                                "--batch", "32", "--env", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "--",
+                                "/bin/true"},
+                               65534);
+  ASSERT_EQ(sub.rc, 0) << sub.err;
+  const json j = d.wait_terminal(std::stoull(sub.out), 120s);
+  EXPECT_EQ(j.at("need_source"), "trace") << j.dump(2);
+  EXPECT_EQ(j.at("probe").at("request").at("alloc_conf"), "expandable_segments:True") << j.dump(2);
+  EXPECT_NE(j.at("need_explanation").get<std::string>().find("PYTORCH_CUDA_ALLOC_CONF expandable_segments:True"),
+            std::string::npos)
+      << j.dump(2);
+}
+
 // --probe-script: colod probes the job's own training script (its arguments, its working
 // directory) as the submitter; the job then runs that same script for real.
 TEST(ColodProbe, ProbeScriptRunsTheJobsOwnScriptAsTheSubmitter) {
