@@ -339,6 +339,21 @@ class ScriptRun:
                 raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
             rec.memory_fraction(fraction)
         p.set(cuda, "set_per_process_memory_fraction", set_per_process_memory_fraction)
+
+        def set_allocator_settings(settings):
+            # Before the GPU is first used, with no PYTORCH_CUDA_ALLOC_CONF: the settings the job runs
+            # with. Anything else (a change mid-run, a merge with the environment's) is refused,
+            # not guessed.
+            if rec.next_id != 0:
+                raise RuntimeError("torch.cuda.memory._set_allocator_settings after the GPU was first used: the probe "
+                                   "does not follow allocator settings changed during a run; set "
+                                   "PYTORCH_CUDA_ALLOC_CONF in the job's environment instead")
+            if os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF"):
+                raise RuntimeError("torch.cuda.memory._set_allocator_settings on top of PYTORCH_CUDA_ALLOC_CONF: the "
+                                   "probe does not merge the two; give the settings in one place")
+            rec.alloc_conf_set = str(settings)
+        if hasattr(torch.cuda, "memory") and hasattr(torch.cuda.memory, "_set_allocator_settings"):
+            p.set(torch.cuda.memory, "_set_allocator_settings", set_allocator_settings)
         live = lambda device=None: rec.live  # noqa: E731
         peak = lambda device=None: rec.peak  # noqa: E731
         for name, fn in (("memory_allocated", live), ("memory_reserved", live), ("memory_cached", live),

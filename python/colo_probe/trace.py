@@ -13,7 +13,8 @@
     E {json}                          footer: seconds, peak live bytes, counters
 
 The header's "alloc_conf" is PYTORCH_CUDA_ALLOC_CONF (else PYTORCH_ALLOC_CONF) as the process had it
-when it first allocated on the GPU, which is when PyTorch reads it; absent when neither is set.
+when it first allocated on the GPU, which is when PyTorch reads it, or what a script passed to
+torch.cuda.memory._set_allocator_settings before that; absent when none is set.
 
 <phase> is one of load, forward, backward, optimizer; <op> is the ATen operator without the
 "aten::" prefix (or "param", "buffer", "input" for what the script itself puts on the GPU); ids
@@ -38,6 +39,7 @@ class TraceWriter:
         self.stream = 0  # the current stream (a script's `with torch.cuda.stream(s):`)
         self.version = 1  # 2 once an X or L record is written
         self.alloc_conf = None  # the allocator settings at the first allocation
+        self.alloc_conf_set = None  # a script's torch.cuda.memory._set_allocator_settings before it
 
     def header(self, info):
         self.lines.append("colo-probe-trace 1")
@@ -46,7 +48,8 @@ class TraceWriter:
     def malloc(self, nbytes, op, stream=None):
         if self.next_id == 0:
             # PyTorch reads its allocator settings when CUDA's allocator starts: the first allocation.
-            conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF")
+            conf = (self.alloc_conf_set or os.environ.get("PYTORCH_CUDA_ALLOC_CONF")
+                    or os.environ.get("PYTORCH_ALLOC_CONF"))
             self.alloc_conf = conf if conf else None
         self.next_id += 1
         self.allocs += 1

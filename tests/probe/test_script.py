@@ -333,6 +333,29 @@ class Script(unittest.TestCase):
         w.memory_fraction(F(0.5))
         self.assertEqual(w.lines[-1], "L 0.5")
 
+    def test_allocator_settings_the_script_gives_before_using_the_gpu_are_recorded(self):
+        loop = ("m = torch.nn.Linear(8, 2).cuda()\no = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+                "for _ in range(3):\n    m(torch.randn(4, 8, device='cuda')).sum().backward(); o.step(); o.zero_grad()\n")
+        saved = {k: os.environ.pop(k, None) for k in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")}
+        try:
+            rc, trace, err, _ = run_probe("import os\nos.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'max_split_size_mb:64'\n"
+                                          "import torch\n" + loop)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(header(trace)["alloc_conf"], "max_split_size_mb:64")
+            rc, trace, err, _ = run_probe("import torch\n"
+                                          "torch.cuda.memory._set_allocator_settings('expandable_segments:True')\n" + loop)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(header(trace)["alloc_conf"], "expandable_segments:True")
+            # Changed after the GPU was used: refused, not followed silently.
+            rc, trace, err, _ = run_probe("import torch\nx = torch.zeros(4, device='cuda')\n"
+                                          "torch.cuda.memory._set_allocator_settings('expandable_segments:True')\n" + loop)
+            self.assertEqual(rc, 1, err)
+            self.assertIn("_set_allocator_settings after the GPU was first used", err.strip().splitlines()[-1])
+        finally:
+            for k, v in saved.items():
+                if v is not None:
+                    os.environ[k] = v
+
     def test_two_optimizers_each_step_twice(self):
         rc, text, err, _ = run_probe("""
             import torch, torch.nn as nn
