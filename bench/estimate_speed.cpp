@@ -2,6 +2,7 @@
 // allocator replay alone (target >= 10 M events/s), and summary parsing.
 #include <benchmark/benchmark.h>
 
+#include <limits>
 #include <string>
 
 #include "estimate/allocator/allocsim.h"
@@ -47,6 +48,22 @@ void BM_CachingAllocatorReplay(benchmark::State& st) {
   st.counters["events"] = static_cast<double>(trace.size());
 }
 BENCHMARK(BM_CachingAllocatorReplay)->Arg(3)->Arg(50);
+
+// The same under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (pages mapped and merged).
+void BM_CachingAllocatorReplayExpandable(benchmark::State& st) {
+  const auto g = load_summary(kResNet50);
+  TraceOptions o;
+  o.batch = 32;
+  o.optimizer = Optimizer::Adam;
+  o.iterations = static_cast<int>(st.range(0));
+  const auto trace = synthesize_training_trace(g, o);
+  const auto settings = parse_allocator_settings("expandable_segments:True");
+  for (auto _ : st)
+    benchmark::DoNotOptimize(replay(trace, std::numeric_limits<std::uint64_t>::max(), settings).reserved_peak);
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations()) * static_cast<std::int64_t>(trace.size()));
+  st.counters["events"] = static_cast<double>(trace.size());
+}
+BENCHMARK(BM_CachingAllocatorReplayExpandable)->Arg(3)->Arg(50);
 
 void BM_ParseTorchSummaryResNet50(benchmark::State& st) {
   for (auto _ : st) benchmark::DoNotOptimize(load_summary(kResNet50).layers.size());

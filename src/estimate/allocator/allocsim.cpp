@@ -9,9 +9,10 @@
 
 namespace colo::estimate {
 
-ReplayResult replay(const std::vector<AllocEvent>& trace, std::uint64_t capacity) {
+ReplayResult replay(const std::vector<AllocEvent>& trace, std::uint64_t capacity, const AllocatorSettings& settings) {
   CachingAllocator::Config cfg;
   cfg.device_capacity = capacity;
+  cfg.settings = settings;
   CachingAllocator a(cfg);
   std::vector<CachingAllocator::Handle> handles;
   handles.reserve(trace.size() / 2 + 1);

@@ -20,9 +20,11 @@ struct ReplayResult {
   bool out_of_memory = false;  // the replay hit the device capacity
 };
 
-// Replays a trace through a fresh allocator. capacity = bytes the allocator may reserve.
+// Replays a trace through a fresh allocator. capacity = bytes the allocator may reserve; settings =
+// the job's PYTORCH_CUDA_ALLOC_CONF (default: PyTorch's defaults).
 ReplayResult replay(const std::vector<AllocEvent>& trace,
-                    std::uint64_t capacity = std::numeric_limits<std::uint64_t>::max());
+                    std::uint64_t capacity = std::numeric_limits<std::uint64_t>::max(),
+                    const AllocatorSettings& settings = {});
 
 struct AllocSimBreakdown {
   ReplayResult replay;
