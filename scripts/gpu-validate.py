@@ -50,12 +50,30 @@ def read_configs(path):
                 words = shlex.split(line)
             except ValueError as e:
                 raise ValueError(f"{path}:{n}: {e}") from None
-            if len(words) < 3 or not words[1].startswith("--"):
-                sys.exit(f"{path}:{n}: expected a name then colo estimate --probe flags")
+            env, flags = split_env(words[1:])
+            if len(words) < 3 or not flags or not flags[0].startswith("--"):
+                sys.exit(f"{path}:{n}: expected a name, optional NAME=VALUE environment settings, then colo "
+                         "estimate --probe flags")
             out.append((words[0], words[1:]))
     if not out:
         sys.exit(f"{path}: no configurations")
     return out
+
+
+def split_env(words):
+    """Leading NAME=VALUE words (e.g. PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) are the
+    configuration's environment, for the measured run and for the probe alike; the rest are flags."""
+    env = {}
+    i = 0
+    while i < len(words) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[i]):
+        k, v = words[i].split("=", 1)
+        env[k] = v
+        i += 1
+    return env, words[i:]
+
+
+def with_env(words):
+    return dict(os.environ, **split_env(words)[0])
 
 
 def parse_flags(words):
@@ -170,7 +188,7 @@ def checkpoint_children(model):
 
 def measure_one(name, words):
     import torch
-    cfg = parse_flags(words)
+    cfg = parse_flags(split_env(words)[1])
     pid = os.getpid()
     gpu = DEVICE[0] == "cuda"
     if gpu:
@@ -247,7 +265,7 @@ def cmd_measure(a):
             try:
                 r = subprocess.run([sys.executable, os.path.abspath(__file__), "measure", "--configs", a.configs,
                                     "--one", str(i)] + (["--cpu-check"] if a.cpu_check else []),
-                                   capture_output=True, text=True, timeout=a.timeout)
+                                   capture_output=True, text=True, timeout=a.timeout, env=with_env(words))
             except subprocess.TimeoutExpired:
                 r = subprocess.CompletedProcess([], 124, "", f"timed out after {a.timeout:g} s")
             lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
@@ -269,8 +287,8 @@ def cmd_predict(a):
             if a.traces:
                 cmd = [a.colo, "estimate", "--trace", os.path.join(a.traces, name + ".trace"), "--estimator", "trace", "--json"]
             else:
-                cmd = [a.colo, "estimate"] + words + ["--estimator", "trace", "--json"]
-            r = subprocess.run(cmd, capture_output=True, text=True)
+                cmd = [a.colo, "estimate"] + split_env(words)[1] + ["--estimator", "trace", "--json"]
+            r = subprocess.run(cmd, capture_output=True, text=True, env=with_env(words))
             rec = {"name": name}
             if r.returncode == 0:
                 rec.update(json.loads(r.stdout))
@@ -283,9 +301,9 @@ def cmd_predict(a):
 def cmd_trace(a):
     """The probe itself on this machine's PyTorch (e.g. 2.x beside a GPU): DIR/NAME.trace per configuration."""
     os.makedirs(a.dir, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
     for name, words in read_configs(a.configs):
-        args = ["--model" if w == "--probe" else w for w in words]
+        env = dict(with_env(words), PYTHONPATH=os.path.join(ROOT, "python"))
+        args = ["--model" if w == "--probe" else w for w in split_env(words)[1]]
         t0 = time.perf_counter()
         try:
             r = subprocess.run([sys.executable, "-m", "colo_probe", "--out", os.path.join(a.dir, name + ".trace")] + args,

@@ -38,14 +38,15 @@ class GpuValidate(unittest.TestCase):
             tiny-fp16  --probe torchvision:mobilenet_v3_small --input 3x32x32 --num-classes 10 --batch 4 --optimizer sgd-momentum --amp fp16
             incv3      --probe torchvision:inception_v3 --input 3x299x299 --num-classes 10 --batch 4 --optimizer rmsprop
             bert       --probe models/pytorch/bert.py:bert_base --input 16 --batch 4 --optimizer adamw --foreach off
+            env        PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True --probe torchvision:resnet18 --input 3x32x32 --num-classes 10 --batch 2
             missing    --probe torchvision:no_such_net --batch 4
         """)
         r = run("measure", "--cpu-check", "--configs", configs, "--out", self.path("m.jsonl"))
         self.assertEqual(r.returncode, 0, r.stderr)
         with open(self.path("m.jsonl")) as f:
             recs = {x["name"]: x for x in map(json.loads, f)}
-        self.assertEqual(list(recs), ["tiny-bf16", "tiny-fp16", "incv3", "bert", "missing"])
-        for name in ("tiny-bf16", "tiny-fp16", "incv3", "bert"):
+        self.assertEqual(list(recs), ["tiny-bf16", "tiny-fp16", "incv3", "bert", "env", "missing"])
+        for name in ("tiny-bf16", "tiny-fp16", "incv3", "bert", "env"):
             self.assertEqual(recs[name].get("cpu_check"), "ok", recs[name])
             self.assertGreater(recs[name]["loss"], 0)
         # A configuration that cannot run is a record with the reason; the others still run.
@@ -55,7 +56,10 @@ class GpuValidate(unittest.TestCase):
         configs = self.write("bad.configs", "ok --probe torchvision:resnet18 --batch 2\nlonely\n")
         r = run("measure", "--cpu-check", "--configs", configs, "--out", self.path("m.jsonl"))
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn("bad.configs:2: expected a name then colo estimate --probe flags", r.stderr)
+        self.assertIn("bad.configs:2: expected a name, optional NAME=VALUE environment settings, then colo estimate "
+                      "--probe flags", r.stderr)
+        r = run("measure", "--cpu-check", "--configs", self.write("env.configs", "x A=1\n"), "--out", self.path("m.jsonl"))
+        self.assertIn("env.configs:1: expected a name, optional NAME=VALUE", r.stderr)
         r = run("measure", "--configs", self.write("empty.configs", "# nothing\n"), "--out", self.path("m.jsonl"))
         self.assertIn("empty.configs: no configurations", r.stderr)
 
@@ -65,6 +69,7 @@ class GpuValidate(unittest.TestCase):
             self.skipTest(f"no colo binary at {colo} (ctest sets COLO_BIN)")
         configs = self.write("c.configs", """
             r18   --probe torchvision:resnet18 --input 3x64x64 --batch 8 --optimizer adam
+            r18x  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True --probe torchvision:resnet18 --input 3x64x64 --batch 8 --optimizer adam
             nope  --probe torchvision:no_such_net --batch 8
         """)
         r = run("predict", "--configs", configs, "--colo", colo, "--out", self.path("p.jsonl"))
@@ -74,6 +79,9 @@ class GpuValidate(unittest.TestCase):
         self.assertGreater(pred["r18"]["peak_mib"], 0)
         self.assertGreater(pred["r18"]["estimate_mib"], pred["r18"]["peak_mib"])
         self.assertIn("no model 'no_such_net'", pred["nope"]["error"])
+        # A configuration's environment reaches the probe (and, measured, the training process).
+        self.assertIn("PYTORCH_CUDA_ALLOC_CONF expandable_segments:True", pred["r18x"]["explanation"])
+        self.assertNotIn("PYTORCH_CUDA_ALLOC_CONF", pred["r18"]["explanation"])
         # Measured values chosen so that every error is known: reserved 10 % above the prediction.
         peak, est = pred["r18"]["peak_mib"], pred["r18"]["estimate_mib"]
         m = {"name": "r18", "flags": "x", "max_allocated_mib": 100.0, "max_reserved_mib": peak / 0.5,
