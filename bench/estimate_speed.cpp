@@ -34,34 +34,27 @@ void BM_AllocsimResNet50FromFile(benchmark::State& st) {
 }
 BENCHMARK(BM_AllocsimResNet50FromFile)->Unit(benchmark::kMillisecond);
 
-// Replay throughput: the synthesised trace of 3 ResNet-50 training iterations through a fresh
+// Replay throughput: the synthesised trace of N ResNet-50 training iterations through a fresh
 // caching allocator; items = allocator events (malloc or free).
-void BM_CachingAllocatorReplay(benchmark::State& st) {
+void replay_throughput(benchmark::State& st, const AllocatorSettings& settings) {
   const auto g = load_summary(kResNet50);
   TraceOptions o;
   o.batch = 32;
   o.optimizer = Optimizer::Adam;
   o.iterations = static_cast<int>(st.range(0));
   const auto trace = synthesize_training_trace(g, o);
-  for (auto _ : st) benchmark::DoNotOptimize(replay(trace).reserved_peak);
-  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations()) * static_cast<std::int64_t>(trace.size()));
-  st.counters["events"] = static_cast<double>(trace.size());
-}
-BENCHMARK(BM_CachingAllocatorReplay)->Arg(3)->Arg(50);
-
-// The same under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (pages mapped and merged).
-void BM_CachingAllocatorReplayExpandable(benchmark::State& st) {
-  const auto g = load_summary(kResNet50);
-  TraceOptions o;
-  o.batch = 32;
-  o.optimizer = Optimizer::Adam;
-  o.iterations = static_cast<int>(st.range(0));
-  const auto trace = synthesize_training_trace(g, o);
-  const auto settings = parse_allocator_settings("expandable_segments:True");
   for (auto _ : st)
     benchmark::DoNotOptimize(replay(trace, std::numeric_limits<std::uint64_t>::max(), settings).reserved_peak);
   st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations()) * static_cast<std::int64_t>(trace.size()));
   st.counters["events"] = static_cast<double>(trace.size());
+}
+
+void BM_CachingAllocatorReplay(benchmark::State& st) { replay_throughput(st, {}); }
+BENCHMARK(BM_CachingAllocatorReplay)->Arg(3)->Arg(50);
+
+// The same under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (pages mapped and merged).
+void BM_CachingAllocatorReplayExpandable(benchmark::State& st) {
+  replay_throughput(st, parse_allocator_settings("expandable_segments:True"));
 }
 BENCHMARK(BM_CachingAllocatorReplayExpandable)->Arg(3)->Arg(50);
 

@@ -91,18 +91,27 @@ bool has_event(const json& j, const std::string& kind) {
   return false;
 }
 
-TEST(ColodProbe, ProbeRunsAsTheSubmitterAndTheJobPlansWithItsTraceEstimate) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to submit as another user";
-  // The submitter must be able to read the probe package (installed: /usr/share/colo/python); a
-  // checkout under a private home directory is not readable by nobody.
+// Why colod cannot probe as nobody here ("" = it can): submitting as another user needs root, and
+// the submitter must be able to read the probe package (installed: /usr/share/colo/python; a
+// checkout under a private home directory is not readable by nobody).
+std::string cannot_probe_as_nobody() {
+  if (::geteuid() != 0) return "needs root to submit as another user";
   const std::string pkg = estimate::probe_package_dir() + "/colo_probe/__main__.py";
   if (run_process({"/usr/bin/test", "-r", pkg}, 65534, 65534).rc != 0)
-    GTEST_SKIP() << pkg << " is not readable by nobody (uid 65534)";
+    return pkg + " is not readable by nobody (uid 65534)";
+  return "";
+}
+
+TEST(ColodProbe, ProbeRunsAsTheSubmitterAndTheJobPlansWithItsTraceEstimate) {
+  if (const std::string why = cannot_probe_as_nobody(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir;
   const std::string models = write_models(dir.path() + "/models", dir.path());
   ColodProcess d(dir.path(), "1x40GiB");
+  // With the job's own allocator settings: colod's probe has a clean environment, and they must
+  // still reach it (and so the estimate).
   const RunResult sub = d.colo({"submit", "--workdir", models, "--probe", "models.py:not_root", "--input", "64",
-                                "--batch", "32", "--optimizer", "adamw", "--", "/bin/true"},
+                                "--batch", "32", "--optimizer", "adamw", "--env",
+                                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "--", "/bin/true"},
                                65534);
   ASSERT_EQ(sub.rc, 0) << sub.err;
   const std::uint64_t id = std::stoull(sub.out);
@@ -114,6 +123,10 @@ TEST(ColodProbe, ProbeRunsAsTheSubmitterAndTheJobPlansWithItsTraceEstimate) {
   EXPECT_EQ(p.at("status"), "done") << j.dump(2);
   EXPECT_EQ(p.at("runs"), 1);
   EXPECT_EQ(p.at("request").at("optimizer"), "adamw");
+  EXPECT_EQ(p.at("request").at("alloc_conf"), "expandable_segments:True");
+  EXPECT_NE(j.at("need_explanation").get<std::string>().find("PYTORCH_CUDA_ALLOC_CONF expandable_segments:True"),
+            std::string::npos)
+      << j.dump(2);
   EXPECT_EQ(p.at("estimate_mib"), j.at("need_mib"));
   // The CUDA context (about 1.4 GiB in the A100 profile) + a few MiB of a two-layer MLP.
   EXPECT_GT(j.at("need_mib").get<std::int64_t>(), 1000);
@@ -123,36 +136,10 @@ TEST(ColodProbe, ProbeRunsAsTheSubmitterAndTheJobPlansWithItsTraceEstimate) {
   EXPECT_NE(show.out.find("probe      models.py:not_root batch 32 adamw [trace]: done"), std::string::npos) << show.out;
 }
 
-// The job's own allocator settings (--env PYTORCH_CUDA_ALLOC_CONF) reach colod's probe, whose
-// environment is otherwise clean, and so the estimate.
-TEST(ColodProbe, TheJobsAllocatorSettingsReachItsProbe) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to submit as another user";
-  const std::string pkg = estimate::probe_package_dir() + "/colo_probe/__main__.py";
-  if (run_process({"/usr/bin/test", "-r", pkg}, 65534, 65534).rc != 0)
-    GTEST_SKIP() << pkg << " is not readable by nobody (uid 65534)";
-  TempDir dir;
-  const std::string models = write_models(dir.path() + "/models", dir.path());
-  ColodProcess d(dir.path(), "1x40GiB");
-  const RunResult sub = d.colo({"submit", "--workdir", models, "--probe", "models.py:not_root", "--input", "64",
-                                "--batch", "32", "--env", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "--",
-                                "/bin/true"},
-                               65534);
-  ASSERT_EQ(sub.rc, 0) << sub.err;
-  const json j = d.wait_terminal(std::stoull(sub.out), 120s);
-  EXPECT_EQ(j.at("need_source"), "trace") << j.dump(2);
-  EXPECT_EQ(j.at("probe").at("request").at("alloc_conf"), "expandable_segments:True") << j.dump(2);
-  EXPECT_NE(j.at("need_explanation").get<std::string>().find("PYTORCH_CUDA_ALLOC_CONF expandable_segments:True"),
-            std::string::npos)
-      << j.dump(2);
-}
-
 // --probe-script: colod probes the job's own training script (its arguments, its working
 // directory) as the submitter; the job then runs that same script for real.
 TEST(ColodProbe, ProbeScriptRunsTheJobsOwnScriptAsTheSubmitter) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to submit as another user";
-  const std::string pkg = estimate::probe_package_dir() + "/colo_probe/__main__.py";
-  if (run_process({"/usr/bin/test", "-r", pkg}, 65534, 65534).rc != 0)
-    GTEST_SKIP() << pkg << " is not readable by nobody (uid 65534)";
+  if (const std::string why = cannot_probe_as_nobody(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir;
   const std::string work = write_models(dir.path() + "/models", dir.path());
   std::ofstream(work + "/train.py") << R"(import os, sys, torch, torch.nn as nn
