@@ -12,7 +12,7 @@
     L <fraction>                      (v2) the script calls torch.cuda.set_per_process_memory_fraction
     E {json}                          footer: seconds, peak live bytes, counters
 
-The header's "alloc_conf" is PYTORCH_CUDA_ALLOC_CONF (else PYTORCH_ALLOC_CONF) as the process had it
+The header's "alloc_conf" is PYTORCH_ALLOC_CONF (else PYTORCH_CUDA_ALLOC_CONF) as the process had it
 when it first allocated on the GPU, which is when PyTorch reads it, or what a script passed to
 torch.cuda.memory._set_allocator_settings before that; absent when none is set.
 
@@ -48,8 +48,9 @@ class TraceWriter:
     def malloc(self, nbytes, op, stream=None):
         if self.next_id == 0:
             # PyTorch reads its allocator settings when CUDA's allocator starts: the first allocation.
-            conf = (self.alloc_conf_set or os.environ.get("PYTORCH_CUDA_ALLOC_CONF")
-                    or os.environ.get("PYTORCH_ALLOC_CONF"))
+            # Current PyTorch reads PYTORCH_ALLOC_CONF, else the older PYTORCH_CUDA_ALLOC_CONF.
+            conf = (self.alloc_conf_set or os.environ.get("PYTORCH_ALLOC_CONF")
+                    or os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))
             self.alloc_conf = conf if conf else None
         self.next_id += 1
         self.allocs += 1

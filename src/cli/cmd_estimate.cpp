@@ -17,6 +17,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -125,11 +126,7 @@ void run_traced(const Opts& o) {
       throw colo::UserError("estimate: --batch is the script's own choice when a script is probed (pass it in the script's arguments)");
     }
     // The probe records the allocator settings it runs with: refuse bad ones before it runs.
-    for (const char* var : {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"})
-      if (const char* conf = std::getenv(var); conf && *conf) {
-        parse_allocator_settings(conf);
-        break;
-      }
+    if (const auto conf = allocator_conf_from_environment()) parse_allocator_settings(conf->value, conf->name);
     ProbeLimits lim;
     lim.timeout_seconds = o.probe_timeout;
     auto run = run_probe(req, lim);
@@ -171,11 +168,15 @@ void run_single(const Opts& o) {
     if (o.batch <= 0) throw colo::UserError("estimate: --batch must be > 0");
     auto est = make_estimator(o.estimator);
     const ModelGraph g = load_summary(o.summary, o.seq_len);
+    // The job's allocator settings, as its PyTorch would read them from this environment.
+    std::optional<AllocatorSettings> settings;
+    if (const auto conf = allocator_conf_from_environment()) settings = parse_allocator_settings(conf->value, conf->name);
     EstimateRequest req;
     req.gpu = o.gpu;
     req.batch = o.batch;
     req.optimizer = parse_optimizer(o.optimizer);
     req.graph = &g;
+    if (settings) req.allocator = &*settings;
     if (o.stated) req.stated_mib = *o.stated;
     e = est->estimate(req);
     if (o.json) {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -122,6 +123,10 @@ void run(const Opts& o, const std::vector<std::string>& rest) {
   if (!o.gpu_mem.empty() && given > 1) throw colo::UserError("give either --gpu-mem or an estimator, not both");
   check_estimate_flags(o);
 
+  // The job's allocator settings: sbatch exports this environment to the job, whose PyTorch reads them.
+  const auto alloc_conf = colo::estimate::allocator_conf_from_environment();
+  std::optional<colo::estimate::AllocatorSettings> alloc_settings;
+  if (alloc_conf) alloc_settings = colo::estimate::parse_allocator_settings(alloc_conf->value, alloc_conf->name);
   nlohmann::json inputs = nlohmann::json::object();
   slurm::SbatchSizing sizing;
   std::function<void()> estimate;
@@ -141,6 +146,7 @@ void run(const Opts& o, const std::vector<std::string>& rest) {
     colo::estimate::ProbeRequest req = o.probe;
     req.batch = o.batch;
     req.optimizer = o.optimizer;
+    if (alloc_conf) req.alloc_conf = alloc_conf->value;
     req.arguments();  // the probe's own checks, with colo's flag names
     inputs = {{"estimator", est}, {"probe", req.to_json()}};
     estimate = [&sizing, &o, req, est] {
@@ -161,8 +167,9 @@ void run(const Opts& o, const std::vector<std::string>& rest) {
     if (o.batch <= 0) throw colo::UserError("--estimate needs --batch N (N ≥ 1)");
     inputs = {{"estimator", o.estimator}, {"summary", colo::cli::digest_file(o.summary)}, {"batch", o.batch},
               {"optimizer", o.optimizer}, {"seq_len", o.seq_len}};
-    estimate = [&sizing, &o] {
-      const auto e = colo::estimate::estimate_from_summary(o.summary, o.batch, o.optimizer, o.estimator, o.seq_len, o.gpu);
+    estimate = [&sizing, &o, &alloc_settings] {
+      const auto e = colo::estimate::estimate_from_summary(o.summary, o.batch, o.optimizer, o.estimator, o.seq_len, o.gpu,
+                                                           alloc_settings ? &*alloc_settings : nullptr);
       sizing.mem_mib = e.mib;
       sizing.estimator = e.estimator;
       sizing.explanation = e.explanation;
@@ -170,6 +177,8 @@ void run(const Opts& o, const std::vector<std::string>& rest) {
   } else if (!o.summary.empty()) {
     throw colo::UserError("--summary needs --estimate NAME (allocsim, horus, gpumemnet, auto)");
   }
+  // Runs under other allocator settings are other runs for the history (their peaks differ).
+  if (alloc_conf) inputs["alloc_conf"] = alloc_conf->value;
   sizing.fingerprint = fingerprint(args, inputs);
   std::optional<slurm::PeakRecord> seen;
   if (!o.no_history) {

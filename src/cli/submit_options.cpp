@@ -2,8 +2,9 @@
 
 #include <sys/stat.h>
 
-#include <cstring>
 #include <filesystem>
+#include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -37,9 +38,25 @@ namespace {
 
 using namespace colo::daemon;
 
-void apply_estimate(SubmitRequest& r, const EstimateSpec& e) {
-  const estimate::Estimate est =
-      estimate::estimate_from_summary(e.summary, e.batch, e.optimizer, e.estimator, e.seq_len);
+// The job's allocator settings as its PyTorch will read them: --env (the last one given) over the
+// job file's environment. Checked here, so that a value PyTorch would refuse fails the submit.
+std::optional<estimate::AllocatorConfVariable> job_alloc_conf(const SubmitOptions& o, const SubmitRequest& r) {
+  std::map<std::string, std::string> env = r.env;
+  for (const std::string& kv : o.env)
+    if (const size_t eq = kv.find('='); eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  auto conf = estimate::allocator_conf_variable([&env](const char* name) -> const char* {
+    const auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+  if (conf) estimate::parse_allocator_settings(conf->value, conf->name);
+  return conf;
+}
+
+void apply_estimate(SubmitRequest& r, const EstimateSpec& e, const std::optional<estimate::AllocatorConfVariable>& conf) {
+  std::optional<estimate::AllocatorSettings> settings;
+  if (conf) settings = estimate::parse_allocator_settings(conf->value, conf->name);
+  const estimate::Estimate est = estimate::estimate_from_summary(e.summary, e.batch, e.optimizer, e.estimator, e.seq_len,
+                                                                 "a100-40gb", settings ? &*settings : nullptr);
   r.mem_mib = est.mib;
   r.mem_source = est.estimator;
   r.mem_explanation = est.explanation;
@@ -143,11 +160,9 @@ SubmitRequest build_submit_request(const SubmitOptions& o) {
     if (est != "trace" && est != "faketensor")
       throw UserError(fmt::format("--estimate '{}' does not use {} (use trace or faketensor)", est, flag));
     estimate::ProbeRequest p = o.probe;
-    // The job's allocator settings (--env) are what its PyTorch will run with: the probe too.
-    for (const char* key : {"PYTORCH_ALLOC_CONF=", "PYTORCH_CUDA_ALLOC_CONF="})
-      for (const std::string& kv : o.env)
-        if (kv.rfind(key, 0) == 0 && kv.size() > std::strlen(key)) p.alloc_conf = kv.substr(std::strlen(key));
-    if (!p.alloc_conf.empty()) estimate::parse_allocator_settings(p.alloc_conf);
+    // The job's allocator settings are what its PyTorch will run with: the probe too (colod gives it
+    // a clean environment otherwise).
+    if (const auto conf = job_alloc_conf(o, r)) p.alloc_conf = conf->value;
     std::string script_digest;
     if (o.probe_script) {
       // The script and its arguments are the job's own; the GPUs it sees are the job's.
@@ -188,8 +203,9 @@ SubmitRequest build_submit_request(const SubmitOptions& o) {
     r.mem_source = "user";
     estimate.reset();
   }
+  const auto alloc_conf = job_alloc_conf(o, r);
   if (estimate) {
-    apply_estimate(r, *estimate);
+    apply_estimate(r, *estimate, alloc_conf);
     if (!o.smact && !r.smact) apply_smact_prediction(r, *estimate);
   }
   if (o.smact) {
@@ -214,6 +230,8 @@ SubmitRequest build_submit_request(const SubmitOptions& o) {
     check_env_name(kv.substr(0, eq));
     r.env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
+  // Runs under other allocator settings are other runs for the history (their peaks differ).
+  if (alloc_conf) r.fingerprint_inputs["alloc_conf"] = alloc_conf->value;
   // The job creates files as this shell would (colod's own mask is 077). Reading the mask sets it.
   const mode_t mask = ::umask(0);
   ::umask(mask);

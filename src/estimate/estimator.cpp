@@ -28,7 +28,11 @@ class BatchChecked final : public Estimator {
     if (req.batch < 0 || req.batch > limits::kMaxBatch)
       throw UserError(fmt::format("{}: batch size {} is out of range (expected 1..{})", name(), req.batch,
                                   limits::kMaxBatch));
-    return inner_->estimate(req);
+    Estimate e = inner_->estimate(req);
+    // A summary estimator other than allocsim has no allocator to follow the job's settings with.
+    if (req.allocator && !req.allocator->is_default() && !req.trace && e.estimator != "allocsim")
+      e.explanation += fmt::format("; allocator settings {} not modelled by {}", req.allocator->describe(), e.estimator);
+    return e;
   }
 
  private:
@@ -54,7 +58,8 @@ std::unique_ptr<Estimator> make_estimator(const std::string& name) {
 }
 
 Estimate estimate_from_summary(const std::string& summary_path, std::int64_t batch, const std::string& optimizer,
-                               const std::string& estimator, std::int64_t seq_len, const std::string& gpu) {
+                               const std::string& estimator, std::int64_t seq_len, const std::string& gpu,
+                               const AllocatorSettings* allocator) {
   if (batch <= 0 || batch > limits::kMaxBatch)
     throw UserError(fmt::format("batch size {} is out of range (expected 1..{})", batch, limits::kMaxBatch));
   auto est = make_estimator(estimator);
@@ -65,6 +70,7 @@ Estimate estimate_from_summary(const std::string& summary_path, std::int64_t bat
   req.batch = batch;
   req.optimizer = opt;
   req.graph = &g;
+  req.allocator = allocator;
   return est->estimate(req);
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/units.h"
+#include "estimate/allocator/allocator_settings.h"
 #include "estimate/graph/model_graph.h"
 #include "estimate/optimizer.h"
 
@@ -23,6 +24,9 @@ struct EstimateRequest {
   const ModelGraph* graph = nullptr;      // may be null for estimators that need none (oracle)
   std::optional<MiB> stated_mib;          // a figure the user or a trace stated (oracle reads it)
   const ProbeTrace* trace = nullptr;      // the probe's record of two iterations (trace, faketensor)
+  // The job's allocator settings (PYTORCH_ALLOC_CONF) for a summary: allocsim replays with them, the
+  // other summary estimators say they do not model them. A trace carries its own (its header).
+  const AllocatorSettings* allocator = nullptr;
 };
 
 struct Estimate {
@@ -53,6 +57,7 @@ std::vector<std::string> estimator_names();
 // on a missing/malformed file, a bad optimizer or estimator name, or batch <= 0.
 Estimate estimate_from_summary(const std::string& summary_path, std::int64_t batch,
                                const std::string& optimizer, const std::string& estimator,
-                               std::int64_t seq_len = 0, const std::string& gpu = "a100-40gb");
+                               std::int64_t seq_len = 0, const std::string& gpu = "a100-40gb",
+                               const AllocatorSettings* allocator = nullptr);
 
 }  // namespace colo::estimate

@@ -133,6 +133,27 @@ TEST(SubmitOptions, TheJobsAllocatorSettingsGoWithTheProbe) {
   nlohmann::json bad = r.probe->to_json();
   bad["alloc_conf"] = "backend:cudaMallocAsync";
   EXPECT_THROW(estimate::ProbeRequest::from_json(bad, "stored"), UserError);
+  // The newer name wins (as in current PyTorch) and is the one errors name.
+  const auto both = build_submit_request(parse({"--probe", "torchvision:resnet50", "--batch", "8", "--env",
+                                                "PYTORCH_ALLOC_CONF=max_split_size_mb:64", "--env",
+                                                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "--", "x"}));
+  EXPECT_EQ(both.probe->alloc_conf, "max_split_size_mb:64");
+  EXPECT_EQ(request_error({"--env", "PYTORCH_ALLOC_CONF=max_split_size_mb:4", "--", "x"}),
+            "PYTORCH_ALLOC_CONF 'max_split_size_mb:4': max_split_size_mb 4: too small, must be at least 20");
+}
+
+// Any job's allocator settings make it another run for the history (its peaks differ), and a
+// summary estimate follows them (allocsim) or says it does not (the others).
+TEST(SubmitOptions, AllocatorSettingsAreInTheFingerprintAndTheSummaryEstimate) {
+  const auto plain = build_submit_request(parse({"--", "x"}));
+  const auto set = build_submit_request(parse({"--env", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "--", "x"}));
+  EXPECT_FALSE(plain.fingerprint_inputs.contains("alloc_conf"));
+  EXPECT_EQ(set.fingerprint_inputs.at("alloc_conf"), "expandable_segments:True");
+  const std::string summary = std::string(COLO_SOURCE_DIR) + "/data/carma/summaries/resnet50_32.model";
+  const auto est = build_submit_request(parse({"--estimate", "allocsim", "--summary", summary, "--batch", "32", "--env",
+                                               "PYTORCH_ALLOC_CONF=max_split_size_mb:64", "--", "x"}));
+  EXPECT_NE(est.mem_explanation.find("allocator settings max_split_size_mb:64"), std::string::npos) << est.mem_explanation;
+  EXPECT_EQ(est.fingerprint_inputs.at("alloc_conf"), "max_split_size_mb:64");
 }
 
 TEST(SubmitOptions, ProbeConflictsAreNamed) {

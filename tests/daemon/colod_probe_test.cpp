@@ -124,7 +124,7 @@ TEST(ColodProbe, ProbeRunsAsTheSubmitterAndTheJobPlansWithItsTraceEstimate) {
   EXPECT_EQ(p.at("runs"), 1);
   EXPECT_EQ(p.at("request").at("optimizer"), "adamw");
   EXPECT_EQ(p.at("request").at("alloc_conf"), "expandable_segments:True");
-  EXPECT_NE(j.at("need_explanation").get<std::string>().find("PYTORCH_CUDA_ALLOC_CONF expandable_segments:True"),
+  EXPECT_NE(j.at("need_explanation").get<std::string>().find("allocator settings expandable_segments:True"),
             std::string::npos)
       << j.dump(2);
   EXPECT_EQ(p.at("estimate_mib"), j.at("need_mib"));

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "core/error.h"
 
 namespace colo::estimate {
@@ -95,6 +98,31 @@ TEST(AllocatorSettings, RefusesWhatPyTorchRefusesAndWhatColoCannotModel) {
             "'Truemax_split_size_mb': expected True or False");
   EXPECT_EQ(error_of(",expandable_segments:True"),
             "PYTORCH_CUDA_ALLOC_CONF ',expandable_segments:True': ',' where an option's name was expected");
+}
+
+// Where the settings come from: current PyTorch reads PYTORCH_ALLOC_CONF first, the older
+// PYTORCH_CUDA_ALLOC_CONF otherwise; empty counts as unset. Errors name the variable.
+TEST(AllocatorSettings, TheNewerVariableIsReadFirstAndErrorsNameTheVariable) {
+  std::map<std::string, std::string> env;
+  auto lookup = [&env](const char* name) -> const char* {
+    const auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  EXPECT_FALSE(allocator_conf_variable(lookup));
+  env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True";
+  EXPECT_EQ(allocator_conf_variable(lookup)->name, "PYTORCH_CUDA_ALLOC_CONF");
+  env["PYTORCH_ALLOC_CONF"] = "";
+  EXPECT_EQ(allocator_conf_variable(lookup)->name, "PYTORCH_CUDA_ALLOC_CONF");
+  env["PYTORCH_ALLOC_CONF"] = "max_split_size_mb:64";
+  const auto v = allocator_conf_variable(lookup);
+  EXPECT_EQ(v->name, "PYTORCH_ALLOC_CONF");
+  EXPECT_EQ(v->value, "max_split_size_mb:64");
+  try {
+    parse_allocator_settings("bogus:1", "PYTORCH_ALLOC_CONF");
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_STREQ(e.what(), "PYTORCH_ALLOC_CONF 'bogus:1': unknown option 'bogus'");
+  }
 }
 
 }  // namespace

@@ -215,10 +215,10 @@ TEST(TraceReplay, FollowsTheJobsAllocatorSettings) {
 
 TEST(TraceReplay, AllocatorSettingsItCannotFollowAreErrorsNotGuesses) {
   EXPECT_EQ(error_of(trace_with_conf("expandable_segments:yes", "")),
-            "t.trace:2: header field 'alloc_conf': PYTORCH_CUDA_ALLOC_CONF 'expandable_segments:yes': expandable_segments "
+            "t.trace:2: header field 'alloc_conf': allocator settings 'expandable_segments:yes': expandable_segments "
             "'yes': expected True or False");
   EXPECT_EQ(error_of(trace_with_conf("backend:cudaMallocAsync", "")).substr(0, 42),
-            "t.trace:2: header field 'alloc_conf': PYTO");
+            "t.trace:2: header field 'alloc_conf': allo");
   EXPECT_EQ(error_of("colo-probe-trace 1\nH {\"model\":\"t\",\"alloc_conf\":1}\nS 1\nE {}\n"),
             "t.trace:2: header field 'alloc_conf': expected a string");
   // The garbage collector acts only under a memory fraction; that pair is refused, each alone is fine.

@@ -83,7 +83,11 @@ class AllocatorSettings(unittest.TestCase):
             os.environ["PYTORCH_ALLOC_CONF"] = "max_split_size_mb:64"
             _, text = probe(meta_module(lambda: nn.Linear(8, 4)), input_shape=(8,), batch=2)
             self.assertEqual(self.header(text)["alloc_conf"], "max_split_size_mb:64")
+            # Both set: current PyTorch reads PYTORCH_ALLOC_CONF (the older name is deprecated).
             os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+            _, text = probe(meta_module(lambda: nn.Linear(8, 4)), input_shape=(8,), batch=2)
+            self.assertEqual(self.header(text)["alloc_conf"], "max_split_size_mb:64")
+            del os.environ["PYTORCH_ALLOC_CONF"]
             _, text = probe(meta_module(lambda: nn.Linear(8, 4)), input_shape=(8,), batch=2)
             self.assertEqual(self.header(text)["alloc_conf"], "expandable_segments:True")
         finally:

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -200,6 +201,27 @@ TEST(ColoSlurmCli, BadSettingsAreRefusedAndDryRunIsQuoted) {
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("'--comment=colo:mem_mib=8192,est=user,fp="), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" my run; rm -rf x' -J 'a b' "), std::string::npos) << r.out;
+  // The job's allocator settings (exported to it by sbatch) make it another run for the history,
+  // and a value PyTorch would refuse is refused here.
+  auto fp_of = [](const std::string& out) {
+    const auto at = out.find(",fp=");
+    return at == std::string::npos ? std::string() : out.substr(at + 4, out.find_first_of(" '", at) - at - 4);
+  };
+  const std::string plain = "sbatch" + site + "--gpu-mem 8GiB --dry-run --no-history " + d + "/js.sh";
+  ::unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+  ::unsetenv("PYTORCH_ALLOC_CONF");
+  const CliRun defaults = test::run_colo_args(plain + " 2>/dev/null");
+  ::setenv("PYTORCH_ALLOC_CONF", "expandable_segments:True", 1);
+  const CliRun expandable = test::run_colo_args(plain + " 2>/dev/null");
+  ::setenv("PYTORCH_ALLOC_CONF", "expandable_segments:no", 1);
+  r = test::run_colo_args(plain);
+  ::unsetenv("PYTORCH_ALLOC_CONF");
+  ASSERT_EQ(defaults.status, 0) << defaults.out;
+  ASSERT_EQ(expandable.status, 0) << expandable.out;
+  EXPECT_FALSE(fp_of(defaults.out).empty()) << defaults.out;
+  EXPECT_NE(fp_of(defaults.out), fp_of(expandable.out)) << defaults.out << expandable.out;
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("PYTORCH_ALLOC_CONF 'expandable_segments:no'"), std::string::npos) << r.out;
   // What sbatch would also read is checked as the command line is, and flags that nothing reads
   // are refused, not ignored.
   std::ofstream(d + "/gpu.sh") << "#!/bin/sh\n#SBATCH --gpus=2\ntrue\n";

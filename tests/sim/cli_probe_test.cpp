@@ -54,7 +54,7 @@ TEST(CliProbe, TheJobsAllocatorSettingsReachTheReplay) {
   const auto bad = run_colo_args(args);
   ::unsetenv("PYTORCH_CUDA_ALLOC_CONF");
   EXPECT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("PYTORCH_CUDA_ALLOC_CONF expandable_segments:True"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("allocator settings expandable_segments:True"), std::string::npos) << r.out;
   EXPECT_EQ(bad.status, 2) << bad.out;
   EXPECT_EQ(std::count(bad.out.begin(), bad.out.end(), '\n'), 1) << bad.out;
   // Refused before the probe runs.
@@ -78,8 +78,55 @@ TEST(CliProbe, TheJobsAllocatorSettingsReachTheReplay) {
   const auto script = run_colo_args("estimate --script " + dir + "/train.py --estimator trace");
   EXPECT_EQ(script.status, 2) << script.out;
   EXPECT_EQ(script.out, "colo: error: probe of " + dir + "/train.py: trace line 2: header field 'alloc_conf': "
-                        "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:5': max_split_size_mb 5: too small, must be at "
+                        "allocator settings 'max_split_size_mb:5': max_split_size_mb 5: too small, must be at "
                         "least 20\n");
+  // The newer name, PYTORCH_ALLOC_CONF, is read first (as current PyTorch does) and named in errors.
+  ::setenv("PYTORCH_ALLOC_CONF", "max_split_size_mb:4", 1);
+  ::setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1);
+  const auto newer = run_colo_args(args);
+  ::unsetenv("PYTORCH_ALLOC_CONF");
+  ::unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+  EXPECT_EQ(newer.out, "colo: error: PYTORCH_ALLOC_CONF 'max_split_size_mb:4': max_split_size_mb 4: too small, must be "
+                       "at least 20\n");
+}
+
+// The settings reach allocsim's replay of a summary too; the summary estimators without an
+// allocator say they do not model them. The measured data sets' workloads (estimate eval, the
+// simulator) ran with PyTorch's defaults: the user's own settings do not reach their probes.
+TEST(CliProbe, AllocatorSettingsForSummariesAndNotForTheMeasuredWorkloads) {
+  ASSERT_TRUE(have_colo_binary());
+  const std::string summary = "estimate --summary " + std::string(COLO_SOURCE_DIR) +
+                              "/data/carma/summaries/resnet50_32.model --batch 32 --json --estimator ";
+  const auto plain = run_json(summary + "allocsim");
+  ::setenv("PYTORCH_ALLOC_CONF", "max_split_size_mb:64", 1);
+  const auto split = run_json(summary + "allocsim");
+  const auto horus = run_json(summary + "horus");
+  const std::string dir = ::testing::TempDir() + "/alloc_conf_eval";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  // The CSV's summaries are looked up beside it.
+  std::filesystem::create_directory_symlink(std::string(COLO_SOURCE_DIR) + "/data/carma/summaries", dir + "/summaries");
+  {
+    std::ifstream in(std::string(COLO_SOURCE_DIR) + "/data/carma/workloads.csv");
+    std::string header, line;
+    std::getline(in, header);
+    std::ofstream out(dir + "/one.csv");
+    out << header << "\n";
+    while (std::getline(in, line))
+      if (line.rfind("mobilenet_cifar100_20e_1,", 0) == 0) out << line << "\n";
+  }
+  ::setenv("PYTORCH_ALLOC_CONF", "bogus_option:1", 1);
+  const auto eval = run_colo_args("estimate eval --dataset " + dir + "/one.csv --format carma-workloads --estimator trace");
+  ::unsetenv("PYTORCH_ALLOC_CONF");
+  ASSERT_TRUE(plain.is_object() && split.is_object() && horus.is_object());
+  EXPECT_EQ(plain["explanation"].get<std::string>().find("allocator settings"), std::string::npos) << plain.dump();
+  EXPECT_NE(split["explanation"].get<std::string>().find("allocator settings max_split_size_mb:64"), std::string::npos)
+      << split.dump();
+  EXPECT_NE(horus["explanation"].get<std::string>().find("allocator settings max_split_size_mb:64 not modelled by horus"),
+            std::string::npos)
+      << horus.dump();
+  EXPECT_EQ(eval.status, 0) << eval.out;
+  EXPECT_NE(eval.out.find("n=1 "), std::string::npos) << eval.out;
 }
 
 TEST(CliProbe, FaketensorIsTheLiveTensorPeakBelowTheTraceEstimate) {

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
 #include <vector>
 
 #include <fmt/format.h>
@@ -19,7 +20,7 @@ constexpr std::uint64_t kMinSplitMB = 20;  // kLargeBuffer / 1 MiB: PyTorch's lo
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : text_(text) {
+  Parser(std::string_view text, std::string_view source) : text_(text), source_(source) {
     std::string buf;
     for (char c : text) {
       if (c == ',' || c == ':' || c == '[' || c == ']') {
@@ -82,7 +83,7 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw UserError(fmt::format("PYTORCH_CUDA_ALLOC_CONF '{}': {}", text_, what));
+    throw UserError(fmt::format("{} '{}': {}", source_, text_, what));
   }
 
   void expect(char c, const char* where) {
@@ -171,6 +172,7 @@ class Parser {
   }
 
   std::string_view text_;
+  std::string_view source_;
   std::vector<std::string> tokens_;
   std::size_t i_ = 0;
 };
@@ -199,6 +201,18 @@ std::string AllocatorSettings::describe() const {
   return out;
 }
 
-AllocatorSettings parse_allocator_settings(std::string_view text) { return Parser(text).parse(); }
+AllocatorSettings parse_allocator_settings(std::string_view text, std::string_view source) {
+  return Parser(text, source).parse();
+}
+
+std::optional<AllocatorConfVariable> allocator_conf_variable(const std::function<const char*(const char*)>& lookup) {
+  for (const char* name : {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"})
+    if (const char* v = lookup(name); v && *v) return AllocatorConfVariable{name, v};
+  return std::nullopt;
+}
+
+std::optional<AllocatorConfVariable> allocator_conf_from_environment() {
+  return allocator_conf_variable([](const char* name) { return std::getenv(name); });
+}
 
 }  // namespace colo::estimate

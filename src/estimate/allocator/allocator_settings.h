@@ -6,7 +6,9 @@
 // not modelled (backend:cudaMallocAsync) is refused rather than estimated as something else.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -26,7 +28,17 @@ struct AllocatorSettings {
   std::string describe() const;  // the settings that differ from PyTorch's defaults, e.g. "expandable_segments:True"
 };
 
-// Throws UserError "PYTORCH_CUDA_ALLOC_CONF 'TEXT': PROBLEM" naming the offending option.
-AllocatorSettings parse_allocator_settings(std::string_view text);
+// Throws UserError "SOURCE 'TEXT': PROBLEM" naming the offending option; SOURCE is where the text
+// came from (the environment variable's name).
+AllocatorSettings parse_allocator_settings(std::string_view text, std::string_view source = "PYTORCH_CUDA_ALLOC_CONF");
+
+// The settings a job's PyTorch reads from its environment, as current PyTorch 2.x does:
+// PYTORCH_ALLOC_CONF, else PYTORCH_CUDA_ALLOC_CONF (the older name); empty values count as unset.
+// `lookup` returns a variable's value or nullptr. Releases before 2.9 read only the older name.
+struct AllocatorConfVariable {
+  std::string name, value;
+};
+std::optional<AllocatorConfVariable> allocator_conf_variable(const std::function<const char*(const char*)>& lookup);
+std::optional<AllocatorConfVariable> allocator_conf_from_environment();  // this process's
 
 }  // namespace colo::estimate

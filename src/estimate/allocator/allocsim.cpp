@@ -36,7 +36,7 @@ ReplayResult replay(const std::vector<AllocEvent>& trace, std::uint64_t capacity
 }
 
 AllocSimBreakdown simulate_allocsim(const ModelGraph& g, std::int64_t batch, Optimizer opt,
-                                    const CalibrationProfile& profile) {
+                                    const CalibrationProfile& profile, const AllocatorSettings& settings) {
   TraceOptions to;
   to.batch = batch;
   to.optimizer = opt;
@@ -50,7 +50,7 @@ AllocSimBreakdown simulate_allocsim(const ModelGraph& g, std::int64_t batch, Opt
   b.context_mib = profile.context_mib + (cudnn ? profile.cudnn_context_mib : 0.0);
   b.margin = cudnn ? profile.cudnn_safety_margin : profile.safety_margin;
   const double cap_mib = static_cast<double>(profile.gpu_total_mib) - b.context_mib;
-  b.replay = replay(trace, cap_mib > 0 ? static_cast<std::uint64_t>(cap_mib * 1048576.0) : 0);
+  b.replay = replay(trace, cap_mib > 0 ? static_cast<std::uint64_t>(cap_mib * 1048576.0) : 0, settings);
   b.total_mib = static_cast<double>(b.replay.reserved_peak) / 1048576.0 * (1.0 + b.margin) + b.context_mib;
   if (b.replay.out_of_memory) b.total_mib = std::max<double>(b.total_mib, static_cast<double>(profile.gpu_total_mib) + 1);
   return b;
@@ -66,14 +66,17 @@ class AllocSimEstimator final : public Estimator {
     if (req.batch <= 0) throw UserError("allocsim needs a batch size > 0");
     const auto unknown = req.graph->unknown_types();
     const auto profile = load_profile(req.gpu);
-    const auto b = simulate_allocsim(*req.graph, req.batch, req.optimizer, profile);
+    const AllocatorSettings settings = req.allocator ? *req.allocator : AllocatorSettings{};
+    const auto b = simulate_allocsim(*req.graph, req.batch, req.optimizer, profile, settings);
     Estimate e;
     e.estimator = name();
     e.mib = static_cast<MiB>(std::ceil(b.total_mib));
     e.explanation = fmt::format(
         "replayed {} allocator events: peak reserved {:.0f} MiB (allocated {:.0f} MiB) x (1 + margin {:.3f}) + context {:.0f} MiB ({}){}{}",
         b.replay.events, b.replay.reserved_peak / 1048576.0, b.replay.allocated_peak / 1048576.0,
-        b.margin, b.context_mib, profile.name, b.replay.out_of_memory ? "; does not fit the GPU" : "",
+        b.margin, b.context_mib, profile.name,
+        (settings.is_default() ? std::string() : "; allocator settings " + settings.describe()) +
+            (b.replay.out_of_memory ? "; does not fit the GPU" : ""),
         unknown.empty() ? "" : fmt::format("; {} unknown layer type(s) ignored: {}", unknown.size(),
                                            fmt::join(unknown, ",")));
     return e;

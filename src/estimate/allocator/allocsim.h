@@ -35,6 +35,6 @@ struct AllocSimBreakdown {
 
 // The simulation behind the allocsim estimator, with an explicit profile (used by calibration).
 AllocSimBreakdown simulate_allocsim(const ModelGraph& g, std::int64_t batch, Optimizer opt,
-                                    const CalibrationProfile& profile);
+                                    const CalibrationProfile& profile, const AllocatorSettings& settings = {});
 
 }  // namespace colo::estimate

@@ -43,6 +43,7 @@ std::string probe_models_dir() {
 
 std::optional<ProbeRequest> carma_probe_request(const DatasetRow& row, std::string& why) {
   ProbeRequest p;
+  p.default_alloc_conf = true;  // the measured runs used PyTorch's default allocator settings
   p.batch = row.batch;  // the whole batch; DataParallel splits it (data_parallel = the row's GPUs)
   p.data_parallel = row.gpus;
   p.optimizer = row.optimizer ? std::string(to_string(*row.optimizer)) : "adam";

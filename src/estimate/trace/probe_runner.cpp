@@ -287,10 +287,11 @@ ProbeCommand probe_command(const ProbeRequest& req, const std::string& out_path,
     c.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + (who->home.empty() ? std::string("/") : who->home),
              "USER=" + who->user, "LOGNAME=" + who->user, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"};
   } else {
+    const bool own_conf = !req.alloc_conf.empty() || req.default_alloc_conf;
     for (char** e = environ; *e; ++e)
       if (std::strncmp(*e, "PYTHONPATH=", 11) != 0 &&
-          (req.alloc_conf.empty() || (std::strncmp(*e, "PYTORCH_CUDA_ALLOC_CONF=", 24) != 0 &&
-                                      std::strncmp(*e, "PYTORCH_ALLOC_CONF=", 19) != 0)))
+          (!own_conf || (std::strncmp(*e, "PYTORCH_CUDA_ALLOC_CONF=", 24) != 0 &&
+                         std::strncmp(*e, "PYTORCH_ALLOC_CONF=", 19) != 0)))
         c.env.emplace_back(*e);
   }
   if (!req.alloc_conf.empty()) c.env.push_back("PYTORCH_CUDA_ALLOC_CONF=" + req.alloc_conf);

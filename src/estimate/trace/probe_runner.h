@@ -35,6 +35,9 @@ struct ProbeRequest {
   // PYTORCH_CUDA_ALLOC_CONF for the probe ("" = whatever its environment has): colod passes the
   // job's own, as the probe's clean environment would not have it.
   std::string alloc_conf;
+  // PyTorch's default allocator settings whatever the environment has (the measured data sets'
+  // workloads, estimated by `estimate eval` and the simulator, ran with the defaults).
+  bool default_alloc_conf = false;
 
   // What is probed, for messages: the model spec or the script's path.
   std::string subject() const { return script.empty() ? model : script; }

@@ -124,7 +124,7 @@ ProbeTrace parse_probe_trace(std::string_view text, const std::string& source) {
             r.fail(fmt::format("header field '{}': expected a whole number in 0..2^40", key));
         if (j.contains("alloc_conf")) {
           try {
-            t.allocator = parse_allocator_settings(j.at("alloc_conf").get<std::string>());
+            t.allocator = parse_allocator_settings(j.at("alloc_conf").get<std::string>(), "allocator settings");
           } catch (const UserError& e) {
             r.fail(fmt::format("header field 'alloc_conf': {}", e.what()));
           }

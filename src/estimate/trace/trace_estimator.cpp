@@ -59,7 +59,7 @@ class TraceEstimator final : public Estimator {
         r.events, req.trace->steps, r.convs, r.matmuls,
         (r.empty_caches ? fmt::format(", {} empty_cache()", r.empty_caches) : std::string()) +
             (req.trace->allocator.is_default() ? std::string()
-                                               : "; PYTORCH_CUDA_ALLOC_CONF " + req.trace->allocator.describe()),
+                                               : "; allocator settings " + req.trace->allocator.describe()),
         r.reserved_peak / 1048576.0, r.reserved_peak_at.empty() ? "nothing" : r.reserved_peak_at,
         r.allocated_peak / 1048576.0, r.live_peak / 1048576.0, margin, context, profile.name);
     return e;
