@@ -29,8 +29,10 @@ class BatchChecked final : public Estimator {
       throw UserError(fmt::format("{}: batch size {} is out of range (expected 1..{})", name(), req.batch,
                                   limits::kMaxBatch));
     Estimate e = inner_->estimate(req);
-    // A summary estimator other than allocsim has no allocator to follow the job's settings with.
-    if (req.allocator && !req.allocator->is_default() && !req.trace && e.estimator != "allocsim")
+    // A summary estimator other than allocsim has no allocator to follow the job's settings with
+    // ("auto(allocsim)" did follow them; an inner estimator of auto has said so already).
+    if (req.allocator && !req.allocator->is_default() && !req.trace && e.estimator.find("allocsim") == std::string::npos &&
+        e.explanation.find("allocator settings") == std::string::npos)
       e.explanation += fmt::format("; allocator settings {} not modelled by {}", req.allocator->describe(), e.estimator);
     return e;
   }

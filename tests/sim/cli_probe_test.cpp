@@ -101,6 +101,7 @@ TEST(CliProbe, AllocatorSettingsForSummariesAndNotForTheMeasuredWorkloads) {
   ::setenv("PYTORCH_ALLOC_CONF", "max_split_size_mb:64", 1);
   const auto split = run_json(summary + "allocsim");
   const auto horus = run_json(summary + "horus");
+  const auto automatic = run_json(summary + "auto");
   const std::string dir = ::testing::TempDir() + "/alloc_conf_eval";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
@@ -118,7 +119,10 @@ TEST(CliProbe, AllocatorSettingsForSummariesAndNotForTheMeasuredWorkloads) {
   ::setenv("PYTORCH_ALLOC_CONF", "bogus_option:1", 1);
   const auto eval = run_colo_args("estimate eval --dataset " + dir + "/one.csv --format carma-workloads --estimator trace");
   ::unsetenv("PYTORCH_ALLOC_CONF");
-  ASSERT_TRUE(plain.is_object() && split.is_object() && horus.is_object());
+  ASSERT_TRUE(plain.is_object() && split.is_object() && horus.is_object() && automatic.is_object());
+  const std::string auto_why = automatic["explanation"].get<std::string>();
+  EXPECT_NE(auto_why.find("allocator settings max_split_size_mb:64"), std::string::npos) << auto_why;
+  EXPECT_EQ(auto_why.find("not modelled"), std::string::npos) << auto_why;
   EXPECT_EQ(plain["explanation"].get<std::string>().find("allocator settings"), std::string::npos) << plain.dump();
   EXPECT_NE(split["explanation"].get<std::string>().find("allocator settings max_split_size_mb:64"), std::string::npos)
       << split.dump();
