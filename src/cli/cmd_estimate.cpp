@@ -126,7 +126,7 @@ void run_traced(const Opts& o) {
       throw colo::UserError("estimate: --batch is the script's own choice when a script is probed (pass it in the script's arguments)");
     }
     // The probe records the allocator settings it runs with: refuse bad ones before it runs.
-    if (const auto conf = allocator_conf_from_environment()) parse_allocator_settings(conf->value, conf->name);
+    (void)allocator_conf_from_environment();  // parsing throws on a bad value
     ProbeLimits lim;
     lim.timeout_seconds = o.probe_timeout;
     auto run = run_probe(req, lim);
@@ -169,14 +169,13 @@ void run_single(const Opts& o) {
     auto est = make_estimator(o.estimator);
     const ModelGraph g = load_summary(o.summary, o.seq_len);
     // The job's allocator settings, as its PyTorch would read them from this environment.
-    std::optional<AllocatorSettings> settings;
-    if (const auto conf = allocator_conf_from_environment()) settings = parse_allocator_settings(conf->value, conf->name);
+    const auto conf = allocator_conf_from_environment();
     EstimateRequest req;
     req.gpu = o.gpu;
     req.batch = o.batch;
     req.optimizer = parse_optimizer(o.optimizer);
     req.graph = &g;
-    if (settings) req.allocator = &*settings;
+    if (conf) req.allocator = &conf->settings;
     if (o.stated) req.stated_mib = *o.stated;
     e = est->estimate(req);
     if (o.json) {

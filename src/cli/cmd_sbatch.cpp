@@ -125,8 +125,6 @@ void run(const Opts& o, const std::vector<std::string>& rest) {
 
   // The job's allocator settings: sbatch exports this environment to the job, whose PyTorch reads them.
   const auto alloc_conf = colo::estimate::allocator_conf_from_environment();
-  std::optional<colo::estimate::AllocatorSettings> alloc_settings;
-  if (alloc_conf) alloc_settings = colo::estimate::parse_allocator_settings(alloc_conf->value, alloc_conf->name);
   nlohmann::json inputs = nlohmann::json::object();
   slurm::SbatchSizing sizing;
   std::function<void()> estimate;
@@ -167,9 +165,9 @@ void run(const Opts& o, const std::vector<std::string>& rest) {
     if (o.batch <= 0) throw colo::UserError("--estimate needs --batch N (N ≥ 1)");
     inputs = {{"estimator", o.estimator}, {"summary", colo::cli::digest_file(o.summary)}, {"batch", o.batch},
               {"optimizer", o.optimizer}, {"seq_len", o.seq_len}};
-    estimate = [&sizing, &o, &alloc_settings] {
+    estimate = [&sizing, &o, &alloc_conf] {
       const auto e = colo::estimate::estimate_from_summary(o.summary, o.batch, o.optimizer, o.estimator, o.seq_len, o.gpu,
-                                                           alloc_settings ? &*alloc_settings : nullptr);
+                                                           alloc_conf ? &alloc_conf->settings : nullptr);
       sizing.mem_mib = e.mib;
       sizing.estimator = e.estimator;
       sizing.explanation = e.explanation;

@@ -39,24 +39,20 @@ namespace {
 using namespace colo::daemon;
 
 // The job's allocator settings as its PyTorch will read them: --env (the last one given) over the
-// job file's environment. Checked here, so that a value PyTorch would refuse fails the submit.
+// job file's environment. Parsed here, so that a value PyTorch would refuse fails the submit.
 std::optional<estimate::AllocatorConfVariable> job_alloc_conf(const SubmitOptions& o, const SubmitRequest& r) {
   std::map<std::string, std::string> env = r.env;
   for (const std::string& kv : o.env)
     if (const size_t eq = kv.find('='); eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  auto conf = estimate::allocator_conf_variable([&env](const char* name) -> const char* {
+  return estimate::allocator_conf_variable([&env](const char* name) -> const char* {
     const auto it = env.find(name);
     return it == env.end() ? nullptr : it->second.c_str();
   });
-  if (conf) estimate::parse_allocator_settings(conf->value, conf->name);
-  return conf;
 }
 
 void apply_estimate(SubmitRequest& r, const EstimateSpec& e, const std::optional<estimate::AllocatorConfVariable>& conf) {
-  std::optional<estimate::AllocatorSettings> settings;
-  if (conf) settings = estimate::parse_allocator_settings(conf->value, conf->name);
   const estimate::Estimate est = estimate::estimate_from_summary(e.summary, e.batch, e.optimizer, e.estimator, e.seq_len,
-                                                                 "a100-40gb", settings ? &*settings : nullptr);
+                                                                 "a100-40gb", conf ? &conf->settings : nullptr);
   r.mem_mib = est.mib;
   r.mem_source = est.estimator;
   r.mem_explanation = est.explanation;

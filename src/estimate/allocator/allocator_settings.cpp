@@ -207,7 +207,7 @@ AllocatorSettings parse_allocator_settings(std::string_view text, std::string_vi
 
 std::optional<AllocatorConfVariable> allocator_conf_variable(const std::function<const char*(const char*)>& lookup) {
   for (const char* name : {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"})
-    if (const char* v = lookup(name); v && *v) return AllocatorConfVariable{name, v};
+    if (const char* v = lookup(name); v && *v) return AllocatorConfVariable{name, v, parse_allocator_settings(v, name)};
   return std::nullopt;
 }
 

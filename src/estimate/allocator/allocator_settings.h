@@ -35,8 +35,10 @@ AllocatorSettings parse_allocator_settings(std::string_view text, std::string_vi
 // The settings a job's PyTorch reads from its environment, as current PyTorch 2.x does:
 // PYTORCH_ALLOC_CONF, else PYTORCH_CUDA_ALLOC_CONF (the older name); empty values count as unset.
 // `lookup` returns a variable's value or nullptr. Releases before 2.9 read only the older name.
+// The value is parsed: a bad one throws UserError naming the variable.
 struct AllocatorConfVariable {
   std::string name, value;
+  AllocatorSettings settings;
 };
 std::optional<AllocatorConfVariable> allocator_conf_variable(const std::function<const char*(const char*)>& lookup);
 std::optional<AllocatorConfVariable> allocator_conf_from_environment();  // this process's
