@@ -87,17 +87,16 @@ class TraceWriter:
         self.lines.append("E " + json.dumps(info, sort_keys=True))
 
     def write(self):
-        if self.alloc_conf is not None and len(self.lines) > 1 and self.lines[1].startswith("H "):
-            info = json.loads(self.lines[1][2:])
-            info["alloc_conf"] = self.alloc_conf
-            self.lines[1] = "H " + json.dumps(info, sort_keys=True)
+        # What is known only once recording has ended goes into the first line and the header.
         if self.version != 1 and self.lines and self.lines[0] == "colo-probe-trace 1":
             self.lines[0] = f"colo-probe-trace {self.version}"
-            if len(self.lines) > 1 and self.lines[1].startswith("H "):
-                info = json.loads(self.lines[1][2:])
-                if "trace_version" in info:
-                    info["trace_version"] = self.version
-                    self.lines[1] = "H " + json.dumps(info, sort_keys=True)
+        if len(self.lines) > 1 and self.lines[1].startswith("H "):
+            info = json.loads(self.lines[1][2:])
+            if self.alloc_conf is not None:
+                info["alloc_conf"] = self.alloc_conf
+            if "trace_version" in info:
+                info["trace_version"] = self.version
+            self.lines[1] = "H " + json.dumps(info, sort_keys=True)
         text = "\n".join(self.lines) + "\n"
         if self.out == "-":
             import sys
