@@ -130,6 +130,7 @@ nlohmann::json to_json(const sim::SimResult& r) {
           {"smact_avg", r.smact_avg},
           {"mem_util_avg", r.mem_util_avg},
           {"lower_bound_s", r.lower_bound_s},
+          {"energy_lower_bound_mj", r.energy_lower_bound_mj ? nlohmann::json(*r.energy_lower_bound_mj) : nlohmann::json()},
           {"max_jobs_per_gpu", r.max_jobs_per_gpu},
           {"max_wait_s", r.max_wait_s},
           {"max_queued_s", r.max_queued_s},
@@ -168,6 +169,7 @@ sim::ScenarioBase make_base(const SimArgs& a) {
   b.config.nodes = a.nodes;
   b.config.recover_ooms = a.recovery != "none";
   b.config.gpu_memory_mib = a.gpu_memory_mib;
+  b.config.packing_bound = true;  // the lower bound beside every makespan
   b.config.scheduler.recovery = {*rec, a.recovery_step_mib, a.recovery_share};
   b.config.scheduler.backfill = {a.backfill, a.backfill_depth};
   b.config.ramp_s = a.ramp_s;
@@ -207,8 +209,10 @@ void print_one(const SimArgs& a, const sim::SimResult& r) {
                            r.makespan_s / 3600, r.lower_bound_s);
   std::cout << fmt::format("avg wait    {:.0f} s\navg exec    {:.0f} s\navg JCT     {:.0f} s\n", r.avg_wait_s,
                            r.avg_exec_s, r.avg_jct_s);
-  std::cout << fmt::format("energy      {:.2f} MJ\nOOM crashes {}\nSMACT avg   {:.1f} %\nmemory avg  {:.1f} %\n",
-                           r.energy_mj, r.oom_crashes, 100 * r.smact_avg, 100 * r.mem_util_avg);
+  std::cout << fmt::format("energy      {:.2f} MJ{}\nOOM crashes {}\nSMACT avg   {:.1f} %\nmemory avg  {:.1f} %\n",
+                           r.energy_mj,
+                           r.energy_lower_bound_mj ? fmt::format("  (lower bound {:.2f} MJ)", *r.energy_lower_bound_mj) : "",
+                           r.oom_crashes, 100 * r.smact_avg, 100 * r.mem_util_avg);
   std::cout << fmt::format("most jobs on one GPU {}\n", r.max_jobs_per_gpu);
   std::cout << fmt::format("max wait    {:.0f} s (first start; {:.0f} s queued in all)\n", r.max_wait_s, r.max_queued_s);
   std::cout << fmt::format("fairness    {} (Jain's index of solo time / JCT)\n", fixed3(r.jain_index));
@@ -296,7 +300,18 @@ void run_compare(const SimArgs& a, const sim::ScenarioBase& base, const sim::Tra
         signed_pct(r.energy_mj / ex.energy_mj - 1), r.oom_crashes, 100 * r.smact_avg, 100 * r.mem_util_avg,
         r.max_jobs_per_gpu, r.max_wait_s, fixed3(r.jain_index));
   }
-  std::cout << fmt::format("lower bound {:.0f} s\n", rows.front().r.lower_bound_s);
+  // The bounds depend on the sharing model (its slowdown floor), not on the policy: the exclusive
+  // row's, which completes every job that can complete.
+  for (const sim::SharingKind k : {sim::SharingKind::Mps, sim::SharingKind::Streams}) {
+    if (std::none_of(rows.begin(), rows.end(), [&](const Row& row) { return row.sc.sharing == k; })) continue;
+    const auto& ex = exclusive_of(k);
+    std::cout << fmt::format("lower bound {:<7} {:.0f} s ({} vs exclusive)", to_string(k), ex.lower_bound_s,
+                             signed_pct(ex.lower_bound_s / ex.makespan_s - 1));
+    if (ex.energy_lower_bound_mj)
+      std::cout << fmt::format(", energy {:.2f} MJ ({})", *ex.energy_lower_bound_mj,
+                               signed_pct(*ex.energy_lower_bound_mj / ex.energy_mj - 1));
+    std::cout << "\n";
+  }
 }
 
 void run(const SimArgs& a, const CLI::App& cmd) {

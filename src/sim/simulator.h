@@ -29,6 +29,7 @@
 //    it back ate the rest) is followed by another before the job is asked.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -77,6 +78,11 @@ struct SimConfig {
   TimeSlots slots;            // off unless slot_s > 0; every job checkpoints when they are on
   CheckpointParams checkpoint;
   bool eager_decisions = false;  // decide on every event and every tick while jobs wait
+  // Also bound the makespan by the configuration programme (sim/bounds/packing_bound.h): a
+  // linear programme per run (memoised for the same jobs and GPUs), tighter than the closed-form
+  // terms where GPUs are shared. Off unless asked for (`colo sim` does): it costs more than a
+  // small simulation.
+  bool packing_bound = false;
   std::function<void(const AuditView&)> audit;
   // Called every `progress_every` processed events with (jobs finished or failed, jobs).
   std::function<void(std::size_t, std::size_t)> progress;
@@ -118,7 +124,8 @@ struct SimResult {
   int oom_crashes = 0;
   double smact_avg = 0;      // over GPUs and the makespan
   double mem_util_avg = 0;   // true memory in use / capacity, over GPUs and the makespan
-  Seconds lower_bound_s = 0;
+  Seconds lower_bound_s = 0;  // no schedule of the completed jobs ends sooner (sim/bounds/)
+  std::optional<double> energy_lower_bound_mj;  // nor uses less energy (none with MIG)
   int max_jobs_per_gpu = 0;  // most jobs resident on one GPU at once
   std::size_t decisions = 0; // Scheduler::decide calls
   std::size_t events = 0;

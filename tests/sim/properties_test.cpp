@@ -32,6 +32,9 @@ Case random_case(std::uint64_t seed) {
   c.cfg.gpu_memory_mib = pick(2) ? 40960 : 24576;
   c.cfg.ramp_s = 5 + pick(60);
   c.cfg.oom_detect_s = pick(20);
+  // The bounds below must hold with the packing programme too; it costs more than these small
+  // runs (≈ 1 s each under ASan), so one case in ten has it (all 300 pass in a Release build).
+  c.cfg.packing_bound = seed % 10 == 0;
   SyntheticParams p;
   p.jobs = 40 + static_cast<std::size_t>(pick(40));
   p.mean_interarrival_s = 30 + pick(600);
@@ -91,6 +94,9 @@ TEST(SimulatorProperties, InvariantsHoldOnRandomTraces) {
     ooms += r.oom_crashes;
     EXPECT_EQ(r.completed, r.jobs) << c.what;
     EXPECT_LE(r.lower_bound_s, r.makespan_s + 1e-6) << c.what;
+    if (r.energy_lower_bound_mj) {
+      EXPECT_LE(*r.energy_lower_bound_mj, r.energy_mj + 1e-9) << c.what;
+    }
     if (exclusive) {
       EXPECT_EQ(r.max_jobs_per_gpu, 1) << c.what;
       EXPECT_EQ(r.oom_crashes, 0) << c.what;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "sim/lower_bound.h"
+#include "sim/bounds/lower_bound.h"
 #include "sim_fixture.h"
 
 namespace colo::sim {

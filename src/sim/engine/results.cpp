@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "sim/lower_bound.h"
+#include "sim/bounds/lower_bound.h"
+#include "sim/bounds/energy_bound.h"
+#include "sim/bounds/packing_bound.h"
 
 // The timeline for `colo sim --report` and the metrics of SimResult.
 
@@ -94,9 +96,46 @@ SimResult Engine::result() {
   // With MIG a GPU holds its instances' memory, and a job gets at most the largest instance.
   const MiB per_gpu = cfg_.mig.empty() ? cfg_.gpu_memory_mib
                                        : static_cast<MiB>(total_mib_ / std::max(1, cfg_.gpus));
-  r.lower_bound_s =
-      lower_bound(jobs_, cfg_.gpus, cfg_.gpus / std::max(1, cfg_.nodes), per_gpu, cfg_.ramp_s, start, largest_mib_)
-          .value();
+  // The bounds are over the jobs this run completed: a failed job's work need not be done.
+  std::vector<SimJobSpec> done;
+  for (std::size_t j = 0; j < jobs_.size(); ++j)
+    if (out_[j].completed) done.push_back(jobs_[j]);
+  // A relaunch from a checkpoint ramps again: the progress made before a job's memory is
+  // resident is one ramp only if a restore costs at least as much work as a ramp gives.
+  const bool one_ramp = !cfg_.slots.enabled() || cfg_.checkpoint.restore_s >= cfg_.ramp_s;
+  const Seconds memory_free = one_ramp ? cfg_.ramp_s : std::numeric_limits<double>::infinity();
+  LowerBound lb = lower_bound(done, cfg_.gpus, cfg_.gpus / std::max(1, cfg_.nodes), per_gpu, memory_free, start,
+                              largest_mib_);
+  double busy_bound = 0;  // GPU-seconds some job is progressing
+  const std::optional<SlowdownFloor> floor = cfg_.mig.empty() ? model_->slowdown_floor() : std::nullopt;
+  if (floor && one_ramp && cfg_.packing_bound) {
+    PackingBoundSetup ps;
+    ps.gpus = cfg_.gpus;
+    ps.gpus_per_node = cfg_.gpus / std::max(1, cfg_.nodes);
+    ps.gpu_memory_mib = per_gpu;
+    ps.memory_free_s = memory_free;
+    ps.origin_s = start;
+    ps.floor = *floor;
+    if (const auto pb = packing_bound(done, ps)) {
+      lb.packing = pb->value_s;
+      busy_bound = pb->busy_gpu_seconds;
+    }
+  }
+  r.lower_bound_s = lb.value();
+  // Energy: the work term needs every GPU's SM work per second ≤ 1 unclamped, which the sharing
+  // floor gives when no job's demand is below its SM activity.
+  if (floor) {
+    double work = 0;
+    bool unclamped = true;
+    for (const SimJobSpec& j : done) {
+      work += static_cast<double>(j.gpus) * j.smact * j.solo_s;
+      unclamped = unclamped && floor->demand(j.smact, j.busy) >= std::min(1.0, j.smact);
+    }
+    if (unclamped) {
+      if (const auto e = energy_lower_bound(cfg_.power, cfg_.gpus, r.lower_bound_s, busy_bound, work))
+        r.energy_lower_bound_mj = *e / 1e6;
+    }
+  }
   r.outcomes = std::move(out_);
   return r;
 }

@@ -18,6 +18,10 @@ class MpsModel final : public SharingModel {
     for (double& x : slowdown) x = f;  // disjoint SMs, shared in proportion to demand: alike
     return std::min(1.0, demand);
   }
+  std::optional<SlowdownFloor> slowdown_floor() const override {  // the formula itself
+    if (p_.interference < 0) return std::nullopt;
+    return SlowdownFloor{p_.interference, -1.0};
+  }
 
  private:
   MpsParams p_;

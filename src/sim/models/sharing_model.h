@@ -18,6 +18,17 @@ struct ShareOutcome {
   double activity = 0.0;         // GPU SMACT, 0..1
 };
 
+// A floor every co-runner's slowdown respects, whatever the mix — what the packing bound
+// (sim/bounds/packing_bound.h) may rely on:
+//   slowdown ≥ max(1, Σ demand) × (1 + per_corunner × (n − 1))
+struct SlowdownFloor {
+  double per_corunner = 0;
+  // < 0: a job's demand is its solo SM activity (MPS: disjoint SMs). Otherwise (time slicing) it
+  // is the share of wall time the job has work queued: its own when known, else max(solo, busy_floor).
+  double busy_floor = -1;
+  double demand(double solo, double busy) const;
+};
+
 class SharingModel {
  public:
   virtual ~SharingModel() = default;
@@ -28,6 +39,8 @@ class SharingModel {
   // `solo_activity`) and returns the GPU's SM activity. Empty input = idle GPU.
   virtual double share_into(std::span<const double> solo_activity, std::span<const double> busy,
                             std::span<double> slowdown) const = 0;
+  // The floor this model guarantees; none: no bound may assume one.
+  virtual std::optional<SlowdownFloor> slowdown_floor() const { return std::nullopt; }
   // The same, allocating (tests, reports).
   ShareOutcome share(std::span<const double> solo_activity, std::span<const double> busy = {}) const {
     ShareOutcome o;

@@ -33,6 +33,11 @@ class StreamsModel final : public SharingModel {
     }
     return std::min(1.0, sm * overhead);
   }
+  // Each slowdown is base plus a non-negative wait: base = max(1, Σ b) × overhead is the floor.
+  std::optional<SlowdownFloor> slowdown_floor() const override {
+    if (p_.slice_wait < 0 || p_.switch_overhead < 0) return std::nullopt;
+    return SlowdownFloor{p_.switch_overhead, std::max(0.0, p_.busy_floor)};
+  }
 
  private:
   StreamsParams p_;

@@ -1,10 +1,10 @@
-#include "sim/lower_bound.h"
+#include "sim/bounds/lower_bound.h"
 
 #include <algorithm>
 
 namespace colo::sim {
 
-Seconds LowerBound::value() const { return std::max({critical_path, memory, sm_activity}); }
+Seconds LowerBound::value() const { return std::max({critical_path, memory, sm_activity, packing}); }
 
 LowerBound lower_bound(std::span<const SimJobSpec> jobs, int gpus, int gpus_per_node, MiB gpu_memory_mib,
                        Seconds ramp_s, Seconds origin_s, std::optional<MiB> largest_place_mib) {

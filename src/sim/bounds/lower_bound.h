@@ -19,6 +19,7 @@ struct LowerBound {
   Seconds critical_path = 0;  // max submit + solo, from origin_s
   Seconds memory = 0;
   Seconds sm_activity = 0;
+  Seconds packing = 0;  // the configuration programme (packing_bound.h), when the caller ran it
   Seconds value() const;
 };
 
