@@ -47,6 +47,12 @@ TEST(ColoSimCli, DoneWhenCommands) {
   EXPECT_EQ(m["completed"], 90);
   EXPECT_LT(m["makespan_s"].get<double>(), e["makespan_s"].get<double>());
   EXPECT_LE(m["lower_bound_s"].get<double>(), m["makespan_s"].get<double>());
+  // The packing programme binds on this trace (docs/SIMULATOR.md): above the SM-activity term's
+  // 24 570 s, below the makespan; the energy bound below the energy.
+  EXPECT_GT(m["lower_bound_s"].get<double>(), 25000);
+  ASSERT_TRUE(m["energy_lower_bound_mj"].is_number());
+  EXPECT_LE(m["energy_lower_bound_mj"].get<double>(), m["energy_mj"].get<double>());
+  EXPECT_GT(m["energy_lower_bound_mj"].get<double>(), 0.8 * m["energy_mj"].get<double>());
 }
 
 TEST(ColoSimCli, BadFlagsGiveOneLine) {
