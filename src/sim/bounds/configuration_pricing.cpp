@@ -80,8 +80,7 @@ class Search {
     const double here = n > 0 ? y / slowdown_floor_factor(n, demand, a_) : 0.0;
     if (i >= order_.size()) return here;
     const MiB left = capacity_ - mib;
-    const bool capped_by_memory = smallest_[i] > 0;
-    const int most_pieces = capped_by_memory ? static_cast<int>(std::min<MiB>(left / smallest_[i], 1 << 20)) : (1 << 20);
+    const int most_pieces = smallest_[i] > 0 ? static_cast<int>(std::min<MiB>(left / smallest_[i], 1 << 20)) : (1 << 20);
     const int t_max = std::min<int>(most_pieces, static_cast<int>(top_[i].size()) - 1);
     const double x_fit = density_[i] < 1.0 ? static_cast<double>(left) * density_[i] : 1e300;
     const double r = ratio_[i];
@@ -96,7 +95,7 @@ class Search {
     };
     for (int t = 1; t <= t_max; ++t)
       consider(t, top_[i][static_cast<std::size_t>(t)], t * dmin_[i], std::min(t * dmax_[i], x_fit));
-    if (most_pieces > t_max && t_max + 1 <= most_pieces) {
+    if (most_pieces > t_max) {
       // More pieces than the table holds: any number beyond it, prices bounded by ratio only.
       const int t = t_max + 1;
       consider(t, free_[i] ? 1e300 : r * std::min(x_fit, most_pieces * dmax_[i]), t * dmin_[i],

@@ -145,7 +145,6 @@ void group(std::span<const SimJobSpec* const> jobs, const PackingBoundSetup& s, 
 }  // namespace
 
 std::optional<PackingBound> packing_bound(std::span<const SimJobSpec> jobs, const PackingBoundSetup& s) {
-  if (s.gpus < 1 || s.gpu_memory_mib < 1) throw std::invalid_argument("packing bound: no GPUs");
   std::vector<double> key{static_cast<double>(s.gpus), static_cast<double>(s.gpus_per_node),
                           static_cast<double>(s.gpu_memory_mib), s.memory_free_s, s.origin_s,
                           s.floor.per_corunner, s.floor.busy_floor, static_cast<double>(s.cuts)};
