@@ -186,7 +186,18 @@ def checkpoint_children(model):
             child.forward = (lambda *a, _o=orig, **k: cp.checkpoint(_o, *a, use_reentrant=False, **k))
 
 
-def measure_one(name, words):
+def reduced_history(torch):
+    """The memory history as [action, bytes, block] (alloc / free / segment_alloc / segment_free;
+    block: a small integer naming the address), the form scripts/gpu-conv-workspace.py writes."""
+    keep = {"alloc": "alloc", "free_completed": "free", "segment_alloc": "segment_alloc", "segment_free": "segment_free"}
+    blocks, events = {}, []
+    for e in torch.cuda.memory._snapshot()["device_traces"][torch.cuda.current_device()]:
+        if e["action"] in keep:
+            events.append([keep[e["action"]], e["size"], blocks.setdefault(e["addr"], len(blocks))])
+    return events
+
+
+def measure_one(name, words, snapshot_dir=None):
     import torch
     cfg = parse_flags(split_env(words)[1])
     pid = os.getpid()
@@ -197,6 +208,8 @@ def measure_one(name, words):
         torch.empty(1, device="cuda")
         torch.cuda.synchronize()
         context = smi_process_mib(pid)
+        if snapshot_dir:  # every allocation of the run, in order (sizes only: no stacks)
+            torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=2000000)
     else:
         cfg.batch = 2
     t0 = time.perf_counter()
@@ -240,6 +253,12 @@ def measure_one(name, words):
         torch.cuda.synchronize()
         per_step.append({"step": step, "max_reserved_mib": round(torch.cuda.max_memory_reserved() / MIB, 1),
                          "max_allocated_mib": round(torch.cuda.max_memory_allocated() / MIB, 1)})
+        if snapshot_dir:
+            per_step[-1]["history_events"] = len(reduced_history(torch))
+    if gpu and snapshot_dir:
+        import gzip
+        with gzip.open(os.path.join(snapshot_dir, name + ".history.json.gz"), "wt") as f:
+            json.dump(reduced_history(torch), f)
     if not gpu:
         return {"name": name, "flags": " ".join(words), "cpu_check": "ok", "loss": float(live["loss"].detach().float())}
     return {"name": name, "flags": " ".join(words), "torch": torch.__version__,
@@ -256,7 +275,7 @@ def cmd_measure(a):
         DEVICE[0] = "cpu"
     if a.one is not None:  # the child: one configuration, one JSON line on stdout
         name, words = read_configs(a.configs)[a.one]
-        print(json.dumps(measure_one(name, words)), flush=True)
+        print(json.dumps(measure_one(name, words, a.snapshot_dir)), flush=True)
         return
     with open(a.out, "a", encoding="utf-8") as out:
         for i, (name, words) in enumerate(read_configs(a.configs)):
@@ -264,7 +283,8 @@ def cmd_measure(a):
                 continue
             try:
                 r = subprocess.run([sys.executable, os.path.abspath(__file__), "measure", "--configs", a.configs,
-                                    "--one", str(i)] + (["--cpu-check"] if a.cpu_check else []),
+                                    "--one", str(i)] + (["--cpu-check"] if a.cpu_check else [])
+                                   + (["--snapshot-dir", a.snapshot_dir] if a.snapshot_dir else []),
                                    capture_output=True, text=True, timeout=a.timeout, env=with_env(words))
             except subprocess.TimeoutExpired:
                 r = subprocess.CompletedProcess([], 124, "", f"timed out after {a.timeout:g} s")
@@ -288,6 +308,7 @@ def cmd_predict(a):
                 cmd = [a.colo, "estimate", "--trace", os.path.join(a.traces, name + ".trace"), "--estimator", "trace", "--json"]
             else:
                 cmd = [a.colo, "estimate"] + split_env(words)[1] + ["--estimator", "trace", "--json"]
+            cmd += ["--gpu", a.gpu]
             r = subprocess.run(cmd, capture_output=True, text=True, env=with_env(words))
             rec = {"name": name}
             if r.returncode == 0:
@@ -381,10 +402,12 @@ def main():
     m.add_argument("--only", nargs="*", help="configuration names to run")
     m.add_argument("--timeout", type=float, default=300)
     m.add_argument("--cpu-check", action="store_true", help="run each loop on the CPU at batch 2 (checks the script)")
+    m.add_argument("--snapshot-dir", help="also write each run's allocation history to DIR/NAME.history.json.gz")
     p = sub.add_parser("predict")
     p.add_argument("--configs", required=True)
     p.add_argument("--colo", default=os.path.join(ROOT, "build", "colo"))
     p.add_argument("--traces", help="replay the traces DIR/NAME.trace instead of probing here")
+    p.add_argument("--gpu", default="a100-40gb", help="calibration profile (colo estimate --gpu)")
     p.add_argument("--out", required=True)
     tr = sub.add_parser("trace")
     tr.add_argument("--configs", required=True)

@@ -7,4 +7,4 @@ subclass (tensor.py) whose storages carry a token; a token's creation is an allo
 destruction (CPython reference counting: deterministic) the matching free."""
 
 TRACE_VERSION = 1
-__version__ = "1.0"
+__version__ = "1.1"

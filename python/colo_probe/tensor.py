@@ -7,6 +7,7 @@ from torch.utils._mode_utils import no_dispatch
 from torch.utils._pytree import tree_map, tree_flatten
 
 from . import meta_kernels
+from .conv_shape import conv_key
 
 RECORDER = None  # the active TraceWriter (set by run_probe), None once recording has ended
 
@@ -220,7 +221,7 @@ def _hint_conv(name, args, kwargs, out):
         out_bytes = g.numel() * g.element_size() if isinstance(g, torch.Tensor) else 0
     else:
         out_bytes = out.numel() * out.element_size() if isinstance(out, torch.Tensor) else 0
-    RECORDER.conv(name[6:], in_bytes, out_bytes, any(s > 1 for s in stride))
+    RECORDER.conv(name[6:], in_bytes, out_bytes, any(s > 1 for s in stride), conv_key(name, pairs))
 
 
 _SCHEMAS = {

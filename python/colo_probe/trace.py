@@ -5,7 +5,9 @@
     M <id> <bytes> <stream> <phase> <op>   a storage is allocated on the GPU (stream 0 = the default;
                                       a script's own torch.cuda.Stream objects are 1, 2, ...)
     F <id>                            the storage allocated as <id> is freed
-    C <phase> <op> <in_bytes> <out_bytes> <strided 0|1>   a convolution kernel runs (cuDNN workspace)
+    C <phase> <op> <in_bytes> <out_bytes> <strided 0|1> [<key>]   a convolution kernel runs (cuDNN
+                                      workspace); <key> (probe 1.1 and later) is its shape
+                                      (conv_shape.py), which a GPU's measured workspace table is keyed by
     B <phase> <op>                    a cuBLAS matmul runs (cuBLAS workspace on first use)
     S <step>                          an optimizer step has finished (1, 2)
     X <phase>                         (v2) the script calls torch.cuda.empty_cache()
@@ -66,8 +68,9 @@ class TraceWriter:
         self.lines.append(f"F {ident}")
         self.live -= nbytes
 
-    def conv(self, op, in_bytes, out_bytes, strided):
-        self.lines.append(f"C {self.phase} {op} {in_bytes} {out_bytes} {1 if strided else 0}")
+    def conv(self, op, in_bytes, out_bytes, strided, key=None):
+        tail = f" {key}" if key else ""
+        self.lines.append(f"C {self.phase} {op} {in_bytes} {out_bytes} {1 if strided else 0}{tail}")
 
     def matmul(self, op):
         self.lines.append(f"B {self.phase} {op}")

@@ -38,6 +38,7 @@ std::string CalibrationProfile::to_json() const {
   j["trace_context_offset_mib"] = trace_context_offset_mib;
   j["trace_cudnn_context_offset_mib"] = trace_cudnn_context_offset_mib;
   j["trace_fitted_on"] = trace_fitted_on;
+  if (!conv_workspace_table.empty()) j["conv_workspace_table"] = conv_workspace_table;
   j["fitted_on"] = fitted_on;
   j["fit_command"] = fit_command;
   return j.dump(2) + "\n";
@@ -105,6 +106,21 @@ CalibrationProfile CalibrationProfile::from_json(const std::string& text, const 
   offset("trace_context_offset_mib", p.trace_context_offset_mib, p.context_mib);
   offset("trace_cudnn_context_offset_mib", p.trace_cudnn_context_offset_mib, p.context_mib + p.cudnn_context_mib);
   str("trace_fitted_on", p.trace_fitted_on);
+  if (j.contains("conv_workspace_table")) {
+    if (!j["conv_workspace_table"].is_string())
+      throw UserError(source + ":1: field 'conv_workspace_table' is not a string");
+    p.conv_workspace_table = j["conv_workspace_table"].get<std::string>();
+    const auto& f = p.conv_workspace_table;
+    const bool plain = !f.empty() && f.size() <= 100 && f.front() != '.' &&
+                       std::all_of(f.begin(), f.end(), [](char c) {
+                         return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+                       });
+    if (!plain)
+      throw UserError(fmt::format("{}:1: field 'conv_workspace_table' must be a file name beside the profile "
+                                  "(letters, digits, '-', '_', '.'; not starting with '.'), got '{}'",
+                                  source, one_line(f)));
+  }
+  p.source = source;
   return p;
 }
 

@@ -10,6 +10,7 @@
 #include "core/one_line.h"
 #include "core/parse_number.h"
 #include "estimate/input_file.h"
+#include "estimate/trace/conv_workspace_table.h"
 
 namespace colo::estimate {
 
@@ -75,6 +76,13 @@ ProbeTrace parse_probe_trace(std::string_view text, const std::string& source) {
     if (!valid_op(op)) r.fail(fmt::format("bad operator name '{}'", op));
     auto [it, fresh] = op_index.emplace(std::string(op), static_cast<std::uint32_t>(t.ops.size()));
     if (fresh) t.ops.emplace_back(op);
+    return it->second;
+  };
+  std::unordered_map<std::string, std::uint32_t> key_index;
+  auto intern_key = [&](std::string_view key) {
+    if (!valid_conv_key(key)) r.fail(fmt::format("bad convolution key '{}'", key.substr(0, 64)));
+    auto [it, fresh] = key_index.emplace(std::string(key), static_cast<std::uint32_t>(t.conv_keys.size()));
+    if (fresh) t.conv_keys.emplace_back(key);
     return it->second;
   };
   auto number = [&](std::string_view s, std::string_view what, std::uint64_t hi) {
@@ -167,13 +175,14 @@ ProbeTrace parse_probe_trace(std::string_view text, const std::string& source) {
         break;
       }
       case 'C': {
-        if (f.size() != 6) r.fail("C record: expected 'C phase op in_bytes out_bytes strided'");
+        if (f.size() != 6 && f.size() != 7) r.fail("C record: expected 'C phase op in_bytes out_bytes strided [key]'");
         rec.kind = TraceRecord::Kind::Conv;
         rec.phase = parse_phase(f[1], r);
         rec.op = intern(f[2]);
         rec.bytes = number(f[3], "input bytes", kMaxTraceBytes);
         rec.out_bytes = number(f[4], "output bytes", kMaxTraceBytes);
         rec.strided = number(f[5], "strided flag", 1) == 1;
+        if (f.size() == 7) rec.key = intern_key(f[6]);
         break;
       }
       case 'B': {

@@ -26,6 +26,8 @@ struct TraceRecord {
   std::uint16_t stream = 0;    // Malloc
   std::uint32_t op = 0;        // index into ProbeTrace::ops (Malloc, Conv, Matmul)
   std::uint32_t slot = 0;      // Malloc/Free: dense index of the storage (0 .. storages-1)
+  std::uint32_t key = kNoKey;  // Conv: index into ProbeTrace::conv_keys (kNoKey: the trace has none)
+  static constexpr std::uint32_t kNoKey = UINT32_MAX;
   std::uint64_t bytes = 0;     // Malloc: storage bytes; Conv: input bytes; Step: step number
   std::uint64_t out_bytes = 0; // Conv: output bytes
   double fraction = 0;         // MemoryFraction: of the GPU's whole memory, in [0, 1]
@@ -35,6 +37,7 @@ struct ProbeTrace {
   nlohmann::json header;             // the H record
   nlohmann::json footer;             // the E record
   std::vector<std::string> ops;      // interned operator names
+  std::vector<std::string> conv_keys;  // interned convolution shape keys (python/colo_probe/conv_shape.py)
   std::vector<TraceRecord> records;
   std::uint32_t storages = 0;        // Malloc records
   int steps = 0;                     // S records seen

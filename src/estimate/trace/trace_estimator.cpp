@@ -54,9 +54,11 @@ class TraceEstimator final : public Estimator {
       return e;
     }
     e.explanation = fmt::format(
-        "replayed {} probe events ({} steps, {} convs, {} matmuls{}): peak reserved {:.0f} MiB set by {} "
+        "replayed {} probe events ({} steps, {} convs{}, {} matmuls{}): peak reserved {:.0f} MiB set by {} "
         "(allocated {:.0f}, live tensors {:.0f} MiB) x (1 + margin {:.3f}) + context {:.0f} MiB ({})",
-        r.events, req.trace->steps, r.convs, r.matmuls,
+        r.events, req.trace->steps, r.convs,
+        opts.conv_table ? fmt::format(" ({} with workspaces measured on the GPU)", r.convs_measured) : std::string(),
+        r.matmuls,
         (r.empty_caches ? fmt::format(", {} empty_cache()", r.empty_caches) : std::string()) +
             (req.trace->allocator.is_default() ? std::string()
                                                : "; allocator settings " + req.trace->allocator.describe()),

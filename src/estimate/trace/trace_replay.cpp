@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <vector>
 
 #include <fmt/format.h>
@@ -17,6 +18,9 @@ TraceReplayOptions TraceReplayOptions::from_profile(const CalibrationProfile& p)
   o.conv_workspace = static_cast<std::uint64_t>(p.trace_conv_workspace_mib * 1048576.0);
   o.conv_workspace_ratio = p.trace_conv_workspace_ratio;
   o.strided_conv_workspace_ratio = p.trace_strided_conv_workspace_ratio;
+  if (!p.conv_workspace_table.empty())
+    o.conv_table = load_conv_workspace_table(
+        (std::filesystem::path(p.source).parent_path() / p.conv_workspace_table).string());
   return o;
 }
 
@@ -48,10 +52,41 @@ TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o)
   };
   const TraceRecord* cur = nullptr;
   std::uint64_t asking = 0;  // bytes of the allocation being made (what an out-of-memory refused)
+  // A measured convolution in progress: its steps, the next one, the C record, its transients.
+  const std::vector<ConvWorkspaceStep>* conv = nullptr;
+  std::size_t conv_pos = 0;
+  const TraceRecord* conv_rec = nullptr;
+  std::vector<std::pair<CachingAllocator::Handle, std::uint64_t>> transient;
+  // Runs the measured steps up to the next output (the trace's M record), or all that are left
+  // (outputs the probe did not record are skipped).
+  auto conv_steps = [&](bool to_end) {
+    for (; conv && conv_pos < conv->size(); ++conv_pos) {
+      const ConvWorkspaceStep& s = (*conv)[conv_pos];
+      if (s.kind == ConvWorkspaceStep::Kind::Output) {
+        if (!to_end) return;
+      } else if (s.kind == ConvWorkspaceStep::Kind::Alloc) {
+        asking = s.bytes;
+        transient.emplace_back(s.bytes > 0 ? a.malloc(s.bytes) : CachingAllocator::Handle{}, s.bytes);
+        note_reserved(*conv_rec);
+      } else if (transient[s.index].second > 0) {
+        a.free(transient[s.index].first);
+      }
+    }
+    conv = nullptr;
+  };
   try {
     for (const auto& rec : t.records) {
       ++r.events;
       cur = &rec;
+      if (conv) {
+        // The convolution's own output: the measured output step it stands for, then the steps up to the next.
+        if (rec.kind == TraceRecord::Kind::Malloc && rec.op == conv_rec->op &&
+            (*conv)[conv_pos].kind == ConvWorkspaceStep::Kind::Output) {
+          ++conv_pos;
+        } else {
+          conv_steps(true);
+        }
+      }
       switch (rec.kind) {
         case TraceRecord::Kind::Malloc:
           asking = rec.bytes;
@@ -91,6 +126,17 @@ TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o)
           break;
         case TraceRecord::Kind::Conv: {
           ++r.convs;
+          if (o.conv_table && rec.key != TraceRecord::kNoKey) {
+            if (const auto* steps = o.conv_table->find(t.conv_keys[rec.key])) {
+              ++r.convs_measured;
+              conv = steps;
+              conv_pos = 0;
+              conv_rec = &rec;
+              transient.clear();
+              conv_steps(false);
+              break;
+            }
+          }
           const double ratio = rec.strided ? o.strided_conv_workspace_ratio : o.conv_workspace_ratio;
           const double ws = static_cast<double>(o.conv_workspace) +
                             ratio * static_cast<double>(std::max(rec.bytes, rec.out_bytes));
@@ -115,7 +161,9 @@ TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o)
           step = static_cast<int>(rec.bytes) + 1;
           break;
       }
+      if (conv && rec.kind == TraceRecord::Kind::Malloc) conv_steps(false);
     }
+    conv_steps(true);
   } catch (const CachingAllocator::OutOfMemory&) {
     r.out_of_memory = true;
     r.oom_at = cur ? at(*cur) : "";

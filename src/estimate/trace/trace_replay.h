@@ -5,9 +5,11 @@
 // which phase/operator set it; plus the peak of live tensor bytes (the FakeTensor view).
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include "estimate/calibration/calibration_profile.h"
+#include "estimate/trace/conv_workspace_table.h"
 #include "estimate/trace/probe_trace.h"
 
 namespace colo::estimate {
@@ -21,6 +23,10 @@ struct TraceReplayOptions {
   std::uint64_t conv_workspace = 0;     // bytes, around every convolution
   double conv_workspace_ratio = 0;      // + this multiple of the conv's larger activation
   double strided_conv_workspace_ratio = 0;
+  // The GPU's measured workspaces per convolution shape; a convolution whose key it lists replays
+  // what was measured (outputs and transients in their order) instead of the ratios above.
+  std::shared_ptr<const ConvWorkspaceTable> conv_table;
+  // Loads the profile's conv_workspace_table (beside the profile file) when it names one.
   static TraceReplayOptions from_profile(const CalibrationProfile& p);
 };
 
@@ -32,6 +38,7 @@ struct TraceReplay {
   std::string live_peak_at;
   std::uint64_t events = 0;
   std::uint64_t convs = 0, matmuls = 0;
+  std::uint64_t convs_measured = 0;     // convolutions replayed from the measured workspace table
   bool out_of_memory = false;
   std::string oom_at;                   // out of memory: "phase op (step N)" of the request that failed,
   std::uint64_t oom_request = 0;        // its bytes,
