@@ -417,6 +417,42 @@ sweep_alloc_conf() {
   done
 }
 
+# A GPU profile's measured convolution workspace table (calibration/<gpu>.json names it): read by
+# colo estimate --gpu and by colod's estimator.probe_gpu; a profile directory may be any path
+# ($COLO_CALIBRATION_DIR), so a bad table or a bad name in the profile is a one-line error.
+sweep_conv_table() {
+  local s=conv-table d="$work/conv-table" t="$work/keyed.trace" v
+  mkdir -p "$d"
+  printf 'colo-probe-trace 1\nH {"model":"t","batch":1}\nC forward convolution 4 4 0 f:1x1x1x1:1x1x1x1:s1x1:p0x0:d1x1:g1:t0:float32:b0\nM 1 4 0 forward convolution\nS 1\nE {}\n' >"$t"
+  profile() {  # TABLE-FIELD-JSON
+    printf '{"gpu":"gpu-t","gpu_total_mib":81559,"context_mib":742%s}' "$1" >"$d/gpu-t.json"
+  }
+  table() {  # BODY
+    printf 'colo-conv-workspace 1\nH {}\n%b' "$1" >"$d/t.tsv"
+  }
+  profile ',"conv_workspace_table":"t.tsv"'
+  table 'f:1x1x1x1:1x1x1x1:s1x1:p0x0:d1x1:g1:t0:float32:b0\to +1048576 -0\n'
+  baseline $s env COLO_CALIBRATION_DIR="$d" "$colo" estimate --trace "$t" --estimator trace --gpu gpu-t --json
+  for v in 'k\to +5\n' 'k\to -0\n' 'k\t+5 -0 -0\n' 'k\to q\n' 'k\t\n' 'k o\n' 'a$b\to\n' 'k\to\nk\to\n' \
+           'k\t+99999999999999999999 -0\n' 'k\t+-1 -0\n' 'H {}\n' 'H [\n'; do
+    table "$v"
+    run_case $s "table line '$v'" env COLO_CALIBRATION_DIR="$d" "$colo" estimate --trace "$t" --estimator trace --gpu gpu-t --json
+  done
+  printf 'colo-conv-workspace 9\n' >"$d/t.tsv"
+  run_case $s "table version 9" env COLO_CALIBRATION_DIR="$d" "$colo" estimate --trace "$t" --estimator trace --gpu gpu-t --json
+  : >"$d/t.tsv"
+  run_case $s "empty table" env COLO_CALIBRATION_DIR="$d" "$colo" estimate --trace "$t" --estimator trace --gpu gpu-t --json
+  rm -f "$d/t.tsv"
+  run_case $s "missing table" env COLO_CALIBRATION_DIR="$d" "$colo" estimate --trace "$t" --estimator trace --gpu gpu-t --json
+  for v in '"../t.tsv"' '"/etc/passwd"' '""' '7' '".t.tsv"'; do
+    profile ",\"conv_workspace_table\":$v"
+    run_case $s "profile conv_workspace_table $v" env COLO_CALIBRATION_DIR="$d" "$colo" estimate --trace "$t" --estimator trace --gpu gpu-t --json
+  done
+  printf 'colo-probe-trace 1\nH {"model":"t","batch":1}\nC forward convolution 4 4 0 a$b\nS 1\nE {}\n' >"$t"
+  profile ''
+  run_case $s "trace C key 'a\$b'" env COLO_CALIBRATION_DIR="$d" "$colo" estimate --trace "$t" --estimator trace --gpu gpu-t --json
+}
+
 sweep_cli_eval() {
   local s=cli:eval
   prefix=("$colo" estimate eval)
@@ -1122,7 +1158,7 @@ echo "bad-inputs: command: scripts/bad-inputs.sh ${1:-build-test}"
 echo "bad-inputs: cases that are not a clear one-line error (surface, verdict, case, what happened | first message line):"
 
 start_colod
-all_sweeps="sweep_cli_sim sweep_cli_estimate sweep_alloc_conf sweep_cli_eval sweep_cli_gpumemnet sweep_cli_daemon sweep_toml
+all_sweeps="sweep_cli_sim sweep_cli_estimate sweep_alloc_conf sweep_conv_table sweep_cli_eval sweep_cli_gpumemnet sweep_cli_daemon sweep_toml
             sweep_rad sweep_summaries sweep_csv sweep_colod_inputs sweep_api"
 for sweep in ${BAD_INPUTS_ONLY:-$all_sweeps}; do
   "$sweep"

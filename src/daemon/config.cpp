@@ -20,6 +20,7 @@
 #include "daemon/listen_address.h"
 #include "gpu/fake_nvml/fake_spec.h"
 #include "estimate/calibration/calibration_profile.h"
+#include "estimate/trace/trace_replay.h"
 
 namespace colo::daemon {
 
@@ -119,7 +120,9 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
       else if (section == "estimator" && k == "probe_gpu") {
         c.probe_gpu = r.str(n, full);
         try {
-          estimate::load_profile(c.probe_gpu);
+          // The profile and the measured workspace table it names: a bad one is found at start,
+          // not at each job's estimate.
+          estimate::TraceReplayOptions::from_profile(estimate::load_profile(c.probe_gpu));
         } catch (const UserError& e) {
           r.bad(n, fmt::format("'estimator.probe_gpu': {}", e.what()));
         }

@@ -429,3 +429,35 @@ TEST(DaemonConfig, RefusesNanFractionsZeroStepHugeMemoryAndDirectories) {
 
 }  // namespace
 }  // namespace colo::daemon
+
+namespace colo::daemon {
+namespace {
+
+// estimator.probe_gpu names a profile; the measured workspace table it names is read (and checked)
+// when the configuration loads, not at each job's estimate.
+TEST(DaemonConfig, ProbeGpuProfileAndItsWorkspaceTableAreCheckedAtLoad) {
+  const std::string path = (fs::temp_directory_path() / "colod-probe-gpu.toml").string();
+  std::ofstream(path) << "[estimator]\nprobe_gpu = \"h100-80gb\"\n";
+  EXPECT_EQ(load_config(path).probe_gpu, "h100-80gb");
+  const std::string dir = (fs::temp_directory_path() / "colod-probe-gpu-profiles").string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir + "/broken.json") << R"({"gpu":"broken","gpu_total_mib":1000,"context_mib":1,"conv_workspace_table":"broken.tsv"})";
+  std::ofstream(dir + "/broken.tsv") << "colo-conv-workspace 1\nH {}\nk\to +5\n";
+  ::setenv("COLO_CALIBRATION_DIR", dir.c_str(), 1);
+  std::ofstream(path) << "[estimator]\nprobe_gpu = \"broken\"\n";
+  try {
+    load_config(path);
+    ADD_FAILURE();
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ":2: 'estimator.probe_gpu': " + dir +
+                                         "/broken.tsv:3: transient 0 is never freed (an allocation the convolution "
+                                         "keeps is an output: 'o')");
+  }
+  ::unsetenv("COLO_CALIBRATION_DIR");
+  fs::remove_all(dir);
+  fs::remove(path);
+}
+
+}  // namespace
+}  // namespace colo::daemon

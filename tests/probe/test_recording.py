@@ -390,3 +390,37 @@ class CommandLine(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ConvolutionKeys(unittest.TestCase):
+    """Each C record carries the convolution's shape key (conv_shape.py), which a GPU's measured
+    workspace table is keyed by: forward and backward, the dtype it runs in, the output mask."""
+
+    def test_forward_and_backward_keys_name_the_shape(self):
+        from colo_probe.conv_shape import parse_key
+        build = lambda: nn.Sequential(nn.Conv2d(3, 16, 3, stride=2, padding=1, bias=False), nn.ReLU(),  # noqa: E731
+                                      nn.Conv2d(16, 8, 1), nn.Flatten(), nn.Linear(8 * 16 * 16, 10))
+        _, text = probe(meta_module(build), input_shape=(3, 32, 32), batch=4, optimizer="sgd", steps=1)
+        keys = [line.split(" ")[6] for line in text.splitlines() if line.startswith("C ")]
+        self.assertEqual(keys, ["f:4x3x32x32:16x3x3x3:s2x2:p1x1:d1x1:g1:t0:float32:b0",
+                                "f:4x16x16x16:8x16x1x1:s1x1:p0x0:d1x1:g1:t0:float32:b1",
+                                # backward: the second conv needs every gradient, the first none for its input
+                                "b:4x16x16x16:8x16x1x1:s1x1:p0x0:d1x1:g1:t0:float32:m111",
+                                "b:4x3x32x32:16x3x3x3:s2x2:p1x1:d1x1:g1:t0:float32:m010"])
+        k = parse_key(keys[0])
+        self.assertEqual((k["pass"], k["input"], k["weight"], k["stride"], k["padding"], k["groups"], k["bias"]),
+                         ("forward", [4, 3, 32, 32], [16, 3, 3, 3], [2, 2], [1, 1], 1, False))
+        self.assertEqual(parse_key(keys[3])["output_mask"], [False, True, False])
+
+    def test_keys_carry_the_autocast_dtype_and_transposed_convolutions(self):
+        build = lambda: nn.Sequential(nn.ConvTranspose2d(3, 4, 2, stride=2, output_padding=0), nn.Flatten(),  # noqa: E731
+                                      nn.Linear(4 * 16 * 16, 10))
+        _, text = probe(meta_module(build), input_shape=(3, 8, 8), batch=2, optimizer="sgd", amp="bf16", steps=1)
+        keys = [line.split(" ")[6] for line in text.splitlines() if line.startswith("C ")]
+        self.assertEqual(keys[0], "f:2x3x8x8:3x4x2x2:s2x2:p0x0:d1x1:g1:t1o0x0:bfloat16:b1")
+
+    def test_malformed_keys_are_refused(self):
+        from colo_probe.conv_shape import parse_key
+        for bad in ("", "f:1x2", "q:1:2:s1:p0:d1:g1:t0:float32:b0", "f:1x2:3:s1:pX:d1:g1:t0:float32:b0"):
+            with self.assertRaises(ValueError, msg=bad):
+                parse_key(bad)

@@ -42,6 +42,21 @@ TEST(CliProbe, ResNet50Batch128AdamWithinTenPercentOfTheMeasuredA100Peak) {
   EXPECT_LT(j["peak_mib"].get<double>(), est);
 }
 
+// The h100-80gb profile replays the convolution workspaces measured on an H100: the same job used
+// 13 844 MiB there (nvidia-smi; docs/gpu-validation/measured-h100.jsonl, r50-adam), and every one of
+// its convolutions is in the table.
+TEST(CliProbe, ResNet50OnTheH100ProfileWithinThreePercentOfTheMeasuredH100Use) {
+  ASSERT_TRUE(have_colo_binary());
+  const auto j = run_json("estimate --probe torchvision:resnet50 --input 3x224x224 --batch 128 --optimizer adam "
+                          "--estimator trace --gpu h100-80gb --json");
+  ASSERT_TRUE(j.is_object());
+  const double est = j["estimate_mib"].get<double>();
+  EXPECT_GE(est, 13844.0) << j.dump();
+  EXPECT_LT((est - 13844.0) / 13844.0, 0.03) << j.dump();
+  const std::string why = j["explanation"].get<std::string>();
+  EXPECT_NE(why.find("212 convs (212 with workspaces measured on the GPU)"), std::string::npos) << why;
+}
+
 // PYTORCH_CUDA_ALLOC_CONF in the job's environment reaches the replay (the probe records it, as
 // PyTorch reads it, at the first allocation); a value PyTorch would refuse is a one-line error.
 TEST(CliProbe, TheJobsAllocatorSettingsReachTheReplay) {
