@@ -14,6 +14,7 @@ import torch.nn as nn
 
 import probe_util  # noqa: F401  (puts python/ on sys.path)
 from colo_probe import gpumemnet as g
+from colo_probe.conv_shape import parse_key
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DATA = os.path.join(ROOT, "data", "gpumemnet")
@@ -72,7 +73,10 @@ def check_trace(text, where):
             assert len(f) == 2 and f[1] in live, f"{where}:{n}: free of a storage that is not live"
             live.discard(f[1])
         elif kind == "C":
-            assert len(f) == 6 and f[1] in phases and f[3].isdigit() and f[4].isdigit() and f[5] in "01", f"{where}:{n}"
+            # the optional seventh field (probe 1.1): the convolution's shape key
+            assert len(f) in (6, 7) and f[1] in phases and f[3].isdigit() and f[4].isdigit() and f[5] in "01", f"{where}:{n}"
+            if len(f) == 7:
+                parse_key(f[6])
         elif kind == "B":
             assert len(f) == 3 and f[1] in phases, f"{where}:{n}"
         elif kind == "S":
