@@ -44,6 +44,17 @@ std::string CalibrationProfile::to_json() const {
   return j.dump(2) + "\n";
 }
 
+namespace {
+
+// A file name in a calibration directory (a profile, a workspace table): no path, no hidden file.
+bool plain_file_name(const std::string& f) {
+  return !f.empty() && f.size() <= 100 && f.front() != '.' && std::all_of(f.begin(), f.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+         });
+}
+
+}  // namespace
+
 CalibrationProfile CalibrationProfile::from_json(const std::string& text, const std::string& source) {
   nlohmann::json j;
   try {
@@ -111,11 +122,7 @@ CalibrationProfile CalibrationProfile::from_json(const std::string& text, const 
       throw UserError(source + ":1: field 'conv_workspace_table' is not a string");
     p.conv_workspace_table = j["conv_workspace_table"].get<std::string>();
     const auto& f = p.conv_workspace_table;
-    const bool plain = !f.empty() && f.size() <= 100 && f.front() != '.' &&
-                       std::all_of(f.begin(), f.end(), [](char c) {
-                         return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-                       });
-    if (!plain)
+    if (!plain_file_name(f))
       throw UserError(fmt::format("{}:1: field 'conv_workspace_table' must be a file name beside the profile "
                                   "(letters, digits, '-', '_', '.'; not starting with '.'), got '{}'",
                                   source, one_line(f)));
@@ -139,11 +146,7 @@ std::string profile_path(const std::string& gpu) {
 }
 
 void check_profile_name(const std::string& gpu) {
-  const bool ok = !gpu.empty() && gpu.size() <= 100 && gpu.front() != '.' &&
-                  std::all_of(gpu.begin(), gpu.end(), [](char c) {
-                    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-                  });
-  if (!ok)
+  if (!plain_file_name(gpu))
     throw UserError(fmt::format("bad GPU profile name '{}' (letters, digits, '-', '_', '.'; not starting with '.')",
                                 one_line(gpu)));
 }
