@@ -3,7 +3,7 @@
 // probe of a submitted job wrote), so any bytes must end in a UserError or a replay, never a crash.
 // Each trace is replayed twice: with the ratio model, and with a measured workspace table whose
 // keys the dictionary and the seed corpus carry (its steps run between the trace's own records).
-#include "estimate/trace/conv_workspace_table.h"
+#include "estimate/trace/conv/conv_workspace_table.h"
 #include "estimate/trace/probe_trace.h"
 #include "estimate/trace/trace_replay.h"
 #include "fuzz_common.h"

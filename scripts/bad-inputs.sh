@@ -139,6 +139,25 @@ run_case() {
   record "$surface" "$name" "$verdict" "$detail" "$msg"
 }
 
+# run_ok SURFACE CASE COMMAND...: an odd but valid input that must be accepted: exit 0 and no
+# sanitizer report (a refusal is as wrong here as a crash).
+run_ok() {
+  local surface=$1 name=$2 rc
+  shift 2
+  if [[ "${as_baseline:-0}" == 1 ]]; then baseline "$surface" "$@"; return; fi
+  timeout -k 5 "$case_timeout" "$@" >"$work/stdout" 2>"$work/stderr" </dev/null
+  rc=$?
+  msg=$(grep -a -m1 -v '^[[:space:]]*$' "$work/stderr")
+  if grep -aqE "$sanitizer_re" "$work/stderr" "$work/stdout"; then
+    verdict=crash detail="sanitizer report (exit $rc)"
+  elif ((rc != 0)); then
+    verdict=refused detail="exit $rc (must be accepted)"
+  else
+    verdict=clear detail="exit 0"
+  fi
+  record "$surface" "$name" "$verdict" "$detail" "$msg"
+}
+
 # baseline SURFACE COMMAND...: the valid command the cases of a surface deviate from. If it
 # fails, every case would fail for the baseline's reason and prove nothing, so say so loudly.
 baseline() {
@@ -447,6 +466,24 @@ sweep_conv_table() {
   for v in '"../t.tsv"' '"/etc/passwd"' '""' '7' '".t.tsv"'; do
     profile ",\"conv_workspace_table\":$v"
     run_case $s "profile conv_workspace_table $v" env COLO_CALIBRATION_DIR="$d" "$colo" estimate --trace "$t" --estimator trace --gpu gpu-t --json
+  done
+  # Neighbours for shapes the table lacks: a count in [0, 16], and only with a table.
+  table 'f:1x1x1x1:1x1x1x1:s1x1:p0x0:d1x1:g1:t0:float32:b0\to +1048576 -0\n'
+  for v in '-1' '17' '2.5' '"3"' 'true' '18446744073709551615' '1e400'; do
+    profile ",\"conv_workspace_table\":\"t.tsv\",\"trace_conv_workspace_neighbours\":$v"
+    run_case $s "profile trace_conv_workspace_neighbours $v" env COLO_CALIBRATION_DIR="$d" "$colo" estimate --trace "$t" --estimator trace --gpu gpu-t --json
+  done
+  profile ',"trace_conv_workspace_neighbours":3'
+  run_case $s "profile trace_conv_workspace_neighbours without a table" env COLO_CALIBRATION_DIR="$d" "$colo" estimate --trace "$t" --estimator trace --gpu gpu-t --json
+  # A trace key that is no convolution shape, or an impossible one, with neighbours on: the ratios
+  # replace it (what the estimate says), never a crash.
+  profile ',"conv_workspace_table":"t.tsv","trace_conv_workspace_neighbours":3'
+  for v in 'f:1x1' 'f:0x1x1x1:1x1x1x1:s1x1:p0x0:d1x1:g1:t0:float32:b0' \
+           'f:1x1x1x1:1x1x9x9:s1x1:p0x0:d1x1:g1:t0:float32:b0' \
+           'b:1099511627776x1099511627776x1x1:1099511627776x1099511627776x1x1:s1x1:p0x0:d1x1:g1:t0:float64:m111' \
+           'f:1099511627776x1099511627776x1x1:1099511627776x1099511627776x1x1:s1x1:p0x0:d1x1:g1:t0:float32:b0'; do
+    printf 'colo-probe-trace 1\nH {"model":"t","batch":1}\nC forward convolution 4 4 0 %s\nM 1 4 0 forward convolution\nS 1\nE {}\n' "$v" >"$t"
+    run_ok $s "trace C key '$v' with neighbours" env COLO_CALIBRATION_DIR="$d" "$colo" estimate --trace "$t" --estimator trace --gpu gpu-t --json
   done
   printf 'colo-probe-trace 1\nH {"model":"t","batch":1}\nC forward convolution 4 4 0 a$b\nS 1\nE {}\n' >"$t"
   profile ''

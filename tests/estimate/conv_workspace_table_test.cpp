@@ -1,4 +1,4 @@
-// A GPU's measured convolution workspaces (trace/conv_workspace_table.h): the table reader, and the
+// A GPU's measured convolution workspaces (trace/conv/conv_workspace_table.h): the table reader, and the
 // replay taking each convolution's measured outputs and transients in their order. Answers follow
 // from the caching allocator's rules (sizes >= 10 MiB round to 2 MiB, best fit, blocks split).
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "estimate/calibration/calibration_profile.h"
 #include "estimate/estimator.h"
-#include "estimate/trace/conv_workspace_table.h"
+#include "estimate/trace/conv/conv_workspace_table.h"
 #include "estimate/trace/probe_trace.h"
 #include "estimate/trace/trace_replay.h"
 

@@ -39,6 +39,7 @@ std::string CalibrationProfile::to_json() const {
   j["trace_cudnn_context_offset_mib"] = trace_cudnn_context_offset_mib;
   j["trace_fitted_on"] = trace_fitted_on;
   if (!conv_workspace_table.empty()) j["conv_workspace_table"] = conv_workspace_table;
+  if (trace_conv_workspace_neighbours > 0) j["trace_conv_workspace_neighbours"] = trace_conv_workspace_neighbours;
   j["fitted_on"] = fitted_on;
   j["fit_command"] = fit_command;
   return j.dump(2) + "\n";
@@ -79,6 +80,7 @@ CalibrationProfile CalibrationProfile::from_json(const std::string& text, const 
   constexpr double kMaxMiB = 1 << 20;  // 1 TiB: past any GPU's memory
   constexpr double kMaxMargin = 10;    // +1000 %
   constexpr double kMaxRatio = 1000;   // workspace per MiB of activation
+  constexpr int kMaxNeighbours = 16;   // replays per estimate
   auto str = [&](const char* key, std::string& out) {
     if (j.contains(key) && j[key].is_string()) out = j[key].get<std::string>();
   };
@@ -126,6 +128,16 @@ CalibrationProfile CalibrationProfile::from_json(const std::string& text, const 
       throw UserError(fmt::format("{}:1: field 'conv_workspace_table' must be a file name beside the profile "
                                   "(letters, digits, '-', '_', '.'; not starting with '.'), got '{}'",
                                   source, one_line(f)));
+  }
+  if (j.contains("trace_conv_workspace_neighbours")) {
+    const auto& v = j["trace_conv_workspace_neighbours"];
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > kMaxNeighbours)
+      throw UserError(fmt::format("{}:1: field 'trace_conv_workspace_neighbours' must be a whole number in [0, {}]",
+                                  source, kMaxNeighbours));
+    p.trace_conv_workspace_neighbours = static_cast<int>(v.get<std::int64_t>());
+    if (p.trace_conv_workspace_neighbours > 0 && p.conv_workspace_table.empty())
+      throw UserError(source + ":1: field 'trace_conv_workspace_neighbours' needs a 'conv_workspace_table' "
+                               "(the measured shapes the neighbours are taken from)");
   }
   p.source = source;
   return p;

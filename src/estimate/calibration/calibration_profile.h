@@ -38,9 +38,12 @@ struct CalibrationProfile {
   double trace_context_offset_mib = 0;
   double trace_cudnn_context_offset_mib = 0;
   std::string trace_fitted_on;
-  // The GPU's measured convolution workspaces (trace/conv_workspace_table.h): a file name beside
+  // The GPU's measured convolution workspaces (trace/conv/conv_workspace_table.h): a file name beside
   // the profile; "" = none (the trace replay then uses the trace_*conv_workspace* constants).
   std::string conv_workspace_table;
+  // A convolution shape the table lacks: replay its k nearest measured shapes' workspaces, keep the
+  // largest peak (trace/conv/conv_workspace_neighbours.h); 0 = the trace_*conv_workspace* ratios.
+  int trace_conv_workspace_neighbours = 0;
   std::string source;                       // where the profile was read from (resolves the table)
   std::string fitted_on;                    // provenance: data set, split and command
   std::string fit_command;

@@ -10,7 +10,7 @@
 #include "core/one_line.h"
 #include "core/parse_number.h"
 #include "estimate/input_file.h"
-#include "estimate/trace/conv_workspace_table.h"
+#include "estimate/trace/conv/conv_workspace_table.h"
 
 namespace colo::estimate {
 

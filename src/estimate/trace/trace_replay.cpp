@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "estimate/allocator/caching_allocator.h"
+#include "estimate/trace/conv/conv_shape.h"
 
 namespace colo::estimate {
 
@@ -18,9 +19,14 @@ TraceReplayOptions TraceReplayOptions::from_profile(const CalibrationProfile& p)
   o.conv_workspace = static_cast<std::uint64_t>(p.trace_conv_workspace_mib * 1048576.0);
   o.conv_workspace_ratio = p.trace_conv_workspace_ratio;
   o.strided_conv_workspace_ratio = p.trace_strided_conv_workspace_ratio;
-  if (!p.conv_workspace_table.empty())
-    o.conv_table = load_conv_workspace_table(
-        (std::filesystem::path(p.source).parent_path() / p.conv_workspace_table).string());
+  if (!p.conv_workspace_table.empty()) {
+    const auto path = (std::filesystem::path(p.source).parent_path() / p.conv_workspace_table).string();
+    o.conv_table = load_conv_workspace_table(path);
+    if (p.trace_conv_workspace_neighbours > 0) {
+      o.conv_neighbours = load_conv_workspace_neighbours(path);
+      o.conv_neighbour_count = static_cast<std::size_t>(p.trace_conv_workspace_neighbours);
+    }
+  }
   return o;
 }
 
@@ -30,7 +36,13 @@ bool trace_uses_cudnn(const ProbeTrace& t) {
   return false;
 }
 
-TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o) {
+namespace {
+
+// What an unmeasured convolution replays in each of the ensemble's runs: per trace key, the
+// scaled steps of its nearest measured shapes (nearest first); empty when it has none.
+using NeighbourSteps = std::vector<std::vector<std::vector<ConvWorkspaceStep>>>;
+
+TraceReplay replay_once(const ProbeTrace& t, const TraceReplayOptions& o, const NeighbourSteps& near, std::size_t rank) {
   CachingAllocator::Config cfg;
   cfg.device_capacity = o.capacity;
   cfg.settings = t.allocator;
@@ -127,8 +139,15 @@ TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o)
         case TraceRecord::Kind::Conv: {
           ++r.convs;
           if (o.conv_table && rec.key != TraceRecord::kNoKey) {
-            if (const auto* steps = o.conv_table->find(t.conv_keys[rec.key])) {
+            const std::vector<ConvWorkspaceStep>* steps = o.conv_table->find(t.conv_keys[rec.key]);
+            if (steps) {
               ++r.convs_measured;
+            } else if (rec.key < near.size() && !near[rec.key].empty()) {
+              // The run's neighbour, or the farthest there is when the class has fewer shapes.
+              steps = &near[rec.key][std::min(rank, near[rec.key].size() - 1)];
+              ++r.convs_from_neighbours;
+            }
+            if (steps) {
               conv = steps;
               conv_pos = 0;
               conv_rec = &rec;
@@ -173,6 +192,37 @@ TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o)
   r.reserved_peak = std::max(r.reserved_peak, a.stats().reserved_peak);
   r.allocated_peak = a.stats().allocated_peak;
   return r;
+}
+
+}  // namespace
+
+TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o) {
+  NeighbourSteps near;
+  std::size_t runs = 1;
+  if (o.conv_table && o.conv_neighbours && o.conv_neighbour_count > 0) {
+    near.resize(t.conv_keys.size());
+    for (std::size_t k = 0; k < t.conv_keys.size(); ++k) {
+      if (o.conv_table->find(t.conv_keys[k])) continue;
+      const auto shape = parse_conv_shape(t.conv_keys[k]);
+      if (!shape) continue;  // not a shape colo can place: the profile's ratios
+      for (const auto& n : o.conv_neighbours->nearest(*shape, o.conv_neighbour_count))
+        near[k].push_back(ConvWorkspaceNeighbours::scaled_steps(n, kMaxTraceBytes));
+      runs = std::max(runs, near[k].size());
+    }
+  }
+  // The largest peak of the runs (an out of memory beats any peak): which of the near shapes'
+  // workspaces the GPU would pick is unknown, and the scheduler must not place the job short.
+  TraceReplay best;
+  for (std::size_t rank = 0; rank < runs; ++rank) {
+    TraceReplay r = replay_once(t, o, near, rank);
+    r.neighbour_runs = runs;
+    r.worst_run = rank;
+    const bool worse = rank == 0 || (r.out_of_memory && !best.out_of_memory) ||
+                       (r.out_of_memory == best.out_of_memory && r.reserved_peak > best.reserved_peak);
+    if (worse) best = std::move(r);
+    if (best.out_of_memory) break;
+  }
+  return best;
 }
 
 }  // namespace colo::estimate

@@ -9,7 +9,8 @@
 #include <string>
 
 #include "estimate/calibration/calibration_profile.h"
-#include "estimate/trace/conv_workspace_table.h"
+#include "estimate/trace/conv/conv_workspace_neighbours.h"
+#include "estimate/trace/conv/conv_workspace_table.h"
 #include "estimate/trace/probe_trace.h"
 
 namespace colo::estimate {
@@ -26,7 +27,13 @@ struct TraceReplayOptions {
   // The GPU's measured workspaces per convolution shape; a convolution whose key it lists replays
   // what was measured (outputs and transients in their order) instead of the ratios above.
   std::shared_ptr<const ConvWorkspaceTable> conv_table;
-  // Loads the profile's conv_workspace_table (beside the profile file) when it names one.
+  // A keyed convolution the table lacks replays the steps of its nearest measured shapes instead of
+  // the ratios: the replay runs once per neighbour (the i-th run takes each convolution's i-th
+  // nearest) and reports the run with the largest peak. 0 neighbours, or no index: the ratios.
+  std::shared_ptr<const ConvWorkspaceNeighbours> conv_neighbours;
+  std::size_t conv_neighbour_count = 0;
+  // Loads the profile's conv_workspace_table (beside the profile file) when it names one, and its
+  // neighbour index when the profile asks for neighbours (trace_conv_workspace_neighbours).
   static TraceReplayOptions from_profile(const CalibrationProfile& p);
 };
 
@@ -39,6 +46,9 @@ struct TraceReplay {
   std::uint64_t events = 0;
   std::uint64_t convs = 0, matmuls = 0;
   std::uint64_t convs_measured = 0;     // convolutions replayed from the measured workspace table
+  std::uint64_t convs_from_neighbours = 0;  // ... from the nearest measured shapes (in the reported run)
+  std::size_t neighbour_runs = 1;       // replays run (one per neighbour rank)
+  std::size_t worst_run = 0;            // the one reported: the largest peak (0: nearest neighbours)
   bool out_of_memory = false;
   std::string oom_at;                   // out of memory: "phase op (step N)" of the request that failed,
   std::uint64_t oom_request = 0;        // its bytes,

@@ -5,7 +5,8 @@
 // outputs and cuDNN's transient workspaces. With cudnn.benchmark off, PyTorch takes the first engine
 // of cuDNN's heuristic list whose workspace it can allocate, so the workspace is a property of the
 // shape, the GPU and the cuDNN version, not a multiple of the activation; the trace replay looks
-// each convolution up here and falls back to the profile's ratios for shapes not measured.
+// each convolution up here; for shapes not measured it replays the nearest measured shapes'
+// steps (conv_workspace_neighbours.h), or the profile's ratios.
 //
 // File format (version 1), one line per key:
 //   colo-conv-workspace 1
@@ -43,6 +44,11 @@ class ConvWorkspaceTable {
   static ConvWorkspaceTable parse(std::string_view text, const std::string& source);
   const std::vector<ConvWorkspaceStep>* find(std::string_view key) const;
   std::size_t size() const { return steps_.size(); }
+  // Every key and its steps, in no particular order.
+  template <typename F>
+  void for_each(F&& f) const {
+    for (const auto& [key, steps] : steps_) f(key, steps);
+  }
   const nlohmann::json& header() const { return header_; }
   const std::string& source() const { return source_; }
 

@@ -1,4 +1,4 @@
-#include "estimate/trace/conv_workspace_table.h"
+#include "estimate/trace/conv/conv_workspace_table.h"
 
 #include <cctype>
 #include <map>
