@@ -4,12 +4,12 @@ thousands of networks unlike the torchvision ones, each rebuilt from its row
 (python/colo_probe/gpumemnet.py) and trained as the row's generator script did — the torchsummary
 pass at batch 2, then Adam (foreach) with zero_grad(set_to_none=True) — the loop the probe records.
 
-  python3 scripts/gpu-validate-gpumemnet.py measure --csv cnn.csv [--kind cnn|mlp] --rows N --out measured.jsonl [--deadline-s S]
+  python3 scripts/gpu-validate-gpumemnet.py measure --csv cnn.csv [--kind cnn|mlp] [--start S] --rows N --out measured.jsonl [--deadline-s S]
   /usr/bin/python3 scripts/gpu-validate-gpumemnet.py predict --csv cnn.csv [--kind cnn|mlp] --measured measured.jsonl \\
       --gpu h100-80gb --out predicted.jsonl [--colo build/colo]
   python3 scripts/gpu-validate-gpumemnet.py table measured.jsonl predicted.jsonl [--shapes conv-shapes.jsonl] [--families]
 
-measure: the first N rows in the order scripts/conv-shapes.py took them (shuffled with seed 13, so
+measure: N rows (from the START-th) in the order scripts/conv-shapes.py took them (shuffled with seed 13, so
 docs/gpu-validation/conv-shapes.jsonl holds their convolutions), one after the other in one
 process, three iterations each, max_memory_reserved/allocated after each; rows the rebuild refuses
 are listed with the reason. predict: the same rows probed here (CPU) and replayed by `colo estimate --trace
@@ -29,11 +29,11 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 MIB = 1 << 20
 
 
-def rows_in_order(csv_path, kind, n):
+def rows_in_order(csv_path, kind, n, start=0):
     from colo_probe import gpumemnet
     rows = gpumemnet.read_rows(csv_path, kind)
     random.Random(13).shuffle(rows)  # scripts/conv-shapes.py's order
-    return rows[:n]
+    return rows[start:start + n]
 
 
 def measure_row(torch, row):
@@ -83,7 +83,7 @@ def cmd_measure(a):
     with open(a.out, "w") as out:
         out.write(json.dumps({"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
                               "gpu": torch.cuda.get_device_name(0)}) + "\n")
-        for row in rows_in_order(a.csv, a.kind, a.rows):
+        for row in rows_in_order(a.csv, a.kind, a.rows, a.start):
             if time.monotonic() > t_end:
                 break
             if row.oom:
@@ -195,6 +195,7 @@ def main():
     m.add_argument("--csv", required=True)
     m.add_argument("--rows", type=int, default=300)
     m.add_argument("--kind", choices=("cnn", "mlp"), default="cnn")
+    m.add_argument("--start", type=int, default=0, help="skip the first START rows of that order")
     m.add_argument("--out", required=True)
     m.add_argument("--deadline-s", type=float, default=300)
     p = sub.add_parser("predict")
