@@ -388,10 +388,6 @@ class CommandLine(unittest.TestCase):
             os.unlink(path)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class ConvolutionKeys(unittest.TestCase):
     """Each C record carries the convolution's shape key (conv_shape.py), which a GPU's measured
     workspace table is keyed by: forward and backward, the dtype it runs in, the output mask."""
@@ -424,3 +420,7 @@ class ConvolutionKeys(unittest.TestCase):
         for bad in ("", "f:1x2", "q:1:2:s1:p0:d1:g1:t0:float32:b0", "f:1x2:3:s1:pX:d1:g1:t0:float32:b0"):
             with self.assertRaises(ValueError, msg=bad):
                 parse_key(bad)
+
+
+if __name__ == "__main__":
+    unittest.main()
