@@ -71,7 +71,7 @@ cd "$work" || exit 2
 # Bookkeeping
 # ---------------------------------------------------------------------------------------------
 surfaces=()           # in the order first seen
-declare -A n_tried n_clear n_multi n_nomsg n_crash n_silent
+declare -A n_tried n_clear n_multi n_nomsg n_crash n_silent n_accepted n_refused
 failures=()           # one printable line per case that is not "clear"
 
 sanitizer_re='AddressSanitizer|LeakSanitizer|runtime error:'
@@ -82,6 +82,7 @@ record() {
   if [[ -z "${n_tried[$surface]+x}" ]]; then
     surfaces+=("$surface")
     n_tried[$surface]=0 n_clear[$surface]=0 n_multi[$surface]=0 n_nomsg[$surface]=0 n_crash[$surface]=0 n_silent[$surface]=0
+    n_accepted[$surface]=0 n_refused[$surface]=0
   fi
   n_tried[$surface]=$((n_tried[$surface] + 1))
   case "$verdict" in
@@ -90,16 +91,18 @@ record() {
     no-msg) n_nomsg[$surface]=$((n_nomsg[$surface] + 1)) ;;
     crash) n_crash[$surface]=$((n_crash[$surface] + 1)) ;;
     silent) n_silent[$surface]=$((n_silent[$surface] + 1)) ;;
+    accepted) n_accepted[$surface]=$((n_accepted[$surface] + 1)) ;;
+    refused) n_refused[$surface]=$((n_refused[$surface] + 1)) ;;
   esac
   # Control characters (NULs, escapes from binary inputs) would garble the report.
   name=$(printf '%s' "$name" | tr -c '[:print:]' '?' | cut -c1-70)
   msg=$(printf '%s' "$msg" | tr -c '[:print:]' '?' | cut -c1-220)
   local line
   line=$(printf '%-14s %-7s %-44s %s | %s' "$surface" "$verdict" "$name" "$detail" "$msg")
-  if [[ "$verdict" != clear ]]; then
+  if [[ "$verdict" != clear && "$verdict" != accepted ]]; then
     failures+=("$line")
     echo "$line"
-  elif [[ "$verdict" == clear && "$verbose" == 1 ]]; then
+  elif [[ "$verbose" == 1 ]]; then
     echo "$line"
   fi
 }
@@ -153,7 +156,7 @@ run_ok() {
   elif ((rc != 0)); then
     verdict=refused detail="exit $rc (must be accepted)"
   else
-    verdict=clear detail="exit 0"
+    verdict=accepted detail="exit 0"
   fi
   record "$surface" "$name" "$verdict" "$detail" "$msg"
 }
@@ -1209,14 +1212,18 @@ if ! colod_alive || ! "$colo" --socket "$sock" gpus >/dev/null 2>&1; then
 fi
 
 echo
-printf '%-14s %6s %6s %6s %6s %6s %6s\n' surface tried clear multi no-msg crash silent
-t_tried=0 t_clear=0 t_multi=0 t_nomsg=0 t_crash=0 t_silent=0
+# tried = bad inputs (clear ... silent) + odd but valid ones (run_ok: accepted, or wrongly refused).
+printf '%-14s %6s %6s %6s %6s %6s %6s %8s %7s\n' surface tried clear multi no-msg crash silent accepted refused
+t_tried=0 t_clear=0 t_multi=0 t_nomsg=0 t_crash=0 t_silent=0 t_accepted=0 t_refused=0
 for s in "${surfaces[@]}"; do
-  printf '%-14s %6d %6d %6d %6d %6d %6d\n' "$s" "${n_tried[$s]}" "${n_clear[$s]}" "${n_multi[$s]}" "${n_nomsg[$s]}" "${n_crash[$s]}" "${n_silent[$s]}"
+  printf '%-14s %6d %6d %6d %6d %6d %6d %8d %7d\n' "$s" "${n_tried[$s]}" "${n_clear[$s]}" "${n_multi[$s]}" "${n_nomsg[$s]}" \
+    "${n_crash[$s]}" "${n_silent[$s]}" "${n_accepted[$s]}" "${n_refused[$s]}"
   t_tried=$((t_tried + n_tried[$s])) t_clear=$((t_clear + n_clear[$s])) t_multi=$((t_multi + n_multi[$s]))
   t_nomsg=$((t_nomsg + n_nomsg[$s])) t_crash=$((t_crash + n_crash[$s])) t_silent=$((t_silent + n_silent[$s]))
+  t_accepted=$((t_accepted + n_accepted[$s])) t_refused=$((t_refused + n_refused[$s]))
 done
-printf '%-14s %6d %6d %6d %6d %6d %6d\n' total "$t_tried" "$t_clear" "$t_multi" "$t_nomsg" "$t_crash" "$t_silent"
+printf '%-14s %6d %6d %6d %6d %6d %6d %8d %7d\n' total "$t_tried" "$t_clear" "$t_multi" "$t_nomsg" "$t_crash" "$t_silent" "$t_accepted" "$t_refused"
 if ((colod_ok)); then echo "colod: alive after the sweep, answers colo gpus"; else echo "colod: DOWN after the sweep"; fi
-echo "bad-inputs: $t_tried bad inputs: $t_clear clear errors, $t_multi multi-line, $t_nomsg without a message, $t_crash crashes, $t_silent silent acceptances"
-((t_crash == 0 && t_silent == 0 && colod_ok))
+t_bad=$((t_tried - t_accepted - t_refused))
+echo "bad-inputs: $t_bad bad inputs: $t_clear clear errors, $t_multi multi-line, $t_nomsg without a message, $t_crash crashes, $t_silent silent acceptances; $((t_accepted + t_refused)) odd but valid inputs: $t_accepted accepted, $t_refused refused"
+((t_crash == 0 && t_silent == 0 && t_refused == 0 && colod_ok))
