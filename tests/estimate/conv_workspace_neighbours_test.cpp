@@ -176,6 +176,12 @@ TEST_F(ProfileWithNeighbours, TheEstimatorSaysWhereTheWorkspacesCameFrom) {
                                "the largest peak of 2 replays, run 1)"),
             std::string::npos)
       << e.explanation;
+  // One neighbour: one replay, nothing to choose between.
+  write_profile(",\"conv_workspace_table\":\"t.tsv\",\"trace_conv_workspace_neighbours\":1");
+  const auto one = make_estimator("trace")->estimate(req);
+  EXPECT_NE(one.explanation.find("(0 with workspaces measured on the GPU, 1 from the nearest measured shapes)"),
+            std::string::npos)
+      << one.explanation;
 }
 
 TEST_F(ProfileWithNeighbours, BadCountsAreOneLineErrors) {

@@ -58,11 +58,12 @@ class TraceEstimator final : public Estimator {
         "(allocated {:.0f}, live tensors {:.0f} MiB) x (1 + margin {:.3f}) + context {:.0f} MiB ({})",
         r.events, req.trace->steps, r.convs,
         opts.conv_table ? fmt::format(" ({} with workspaces measured on the GPU{})", r.convs_measured,
-                                      r.convs_from_neighbours
-                                          ? fmt::format(", {} from the nearest measured shapes: the largest peak of {} "
+                                      !r.convs_from_neighbours ? std::string()
+                                      : r.neighbour_runs == 1
+                                          ? fmt::format(", {} from the nearest measured shapes", r.convs_from_neighbours)
+                                          : fmt::format(", {} from the nearest measured shapes: the largest peak of {} "
                                                         "replays, run {}", r.convs_from_neighbours, r.neighbour_runs,
-                                                        r.worst_run + 1)
-                                          : std::string())
+                                                        r.worst_run + 1))
                         : std::string(),
         r.matmuls,
         (r.empty_caches ? fmt::format(", {} empty_cache()", r.empty_caches) : std::string()) +
