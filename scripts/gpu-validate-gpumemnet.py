@@ -7,7 +7,7 @@ pass at batch 2, then Adam (foreach) with zero_grad(set_to_none=True) — the lo
   python3 scripts/gpu-validate-gpumemnet.py measure --csv cnn.csv [--kind cnn|mlp] [--start S] --rows N --out measured.jsonl [--deadline-s S]
   /usr/bin/python3 scripts/gpu-validate-gpumemnet.py predict --csv cnn.csv [--kind cnn|mlp] --measured measured.jsonl \\
       --gpu h100-80gb --out predicted.jsonl [--colo build/colo]
-  python3 scripts/gpu-validate-gpumemnet.py table measured.jsonl predicted.jsonl [--shapes conv-shapes.jsonl] [--families]
+  python3 scripts/gpu-validate-gpumemnet.py table measured.jsonl predicted.jsonl [--shapes conv-shapes.jsonl] [--families] [--allocated]
 
 measure: N rows (from the START-th) in the order scripts/conv-shapes.py took them (shuffled with seed 13, so
 docs/gpu-validation/conv-shapes.jsonl holds their convolutions), one after the other in one
@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -154,11 +155,19 @@ def cmd_table(a):
         for r in load(a.shapes):
             sources |= {int(s.split(":")[1]) for s in r["sources"] if s.startswith("gpumemnet-cnn:")}
     groups = {"all rows": []}
+    what = "allocated peak" if a.allocated else "reserved peak"
+
+    def error(p, m):
+        if not a.allocated:
+            return (p["peak_mib"] - m["max_reserved_mib"]) / m["max_reserved_mib"] * 100
+        # The replay's allocated peak is in its explanation ("... (allocated N, live tensors ...").
+        got = re.search(r"\(allocated (\d+)", p.get("explanation", ""))
+        return None if got is None else (float(got.group(1)) - m["max_allocated_mib"]) / m["max_allocated_mib"] * 100
     for p in load(a.predicted):
         m = measured.get(p["row"])
-        if m is None or "peak_mib" not in p:
+        if m is None or "peak_mib" not in p or error(p, m) is None:
             continue
-        e = (p["peak_mib"] - m["max_reserved_mib"]) / m["max_reserved_mib"] * 100
+        e = error(p, m)
         groups["all rows"].append(e)
         if p.get("convs"):
             # Rows whose every convolution the table lists replay measured workspaces only; the others
@@ -176,12 +185,12 @@ def cmd_table(a):
             m = measured.get(p["row"])
             if m is None or "peak_mib" not in p or (a.shapes and p["row"] in sources):
                 continue
-            groups.setdefault(f"  {fam_of.get(p['row'], '?')}", []).append(
-                (p["peak_mib"] - m["max_reserved_mib"]) / m["max_reserved_mib"] * 100)
+            if error(p, m) is not None:
+                groups.setdefault(f"  {fam_of.get(p['row'], '?')}", []).append(error(p, m))
     for name, errs in groups.items():
         errs.sort()
         under = sum(e < 0 for e in errs)
-        print(f"{name}: {len(errs)} rows: reserved peak, predicted vs measured: median |error| "
+        print(f"{name}: {len(errs)} rows: {what}, predicted vs measured: median |error| "
               f"{statistics.median(abs(e) for e in errs):.1f} %, median {statistics.median(errs):+.1f} %, "
               f"p10 {errs[len(errs) // 10]:+.1f} %, p90 {errs[len(errs) * 9 // 10]:+.1f} %, min {errs[0]:+.1f} %, "
               f"max {errs[-1]:+.1f} %; under: {under} ({under / len(errs) * 100:.0f} %), under by > 5 %: "
@@ -208,6 +217,7 @@ def main():
     t = sub.add_parser("table")
     t.add_argument("measured")
     t.add_argument("predicted")
+    t.add_argument("--allocated", action="store_true", help="the allocated peak (max_memory_allocated) instead of the reserved one")
     t.add_argument("--families", action="store_true", help="also one line per architecture family (held-out rows with --shapes)")
     t.add_argument("--shapes", help="the table's conv-shapes.jsonl: also split the rows by whether they were its sources")
     a = ap.parse_args()

@@ -61,6 +61,13 @@ class GpuMemNetValidation(unittest.TestCase):
         self.assertIn("2 rows", lines["every conv in the table"])
         self.assertIn("median +20.0 %", lines["residual"])  # the held-out residual row only
         self.assertIn("median +4.0 %", lines["dense"])
+        # The allocated peak, from the replay's explanation.
+        m2 = self.write("m2.jsonl", [{"row": 0, "status": "ok", "max_reserved_mib": 100.0, "max_allocated_mib": 80.0}])
+        p2 = self.write("p2.jsonl", [{"row": 0, "peak_mib": 90.0,
+                                      "explanation": "peak reserved 90 MiB set by x (allocated 84, live tensors 70 MiB)"}])
+        r = run(VALIDATE, "table", m2, p2, "--allocated")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("all rows: 1 rows: allocated peak, predicted vs measured: median |error| 5.0 %", r.stdout)
         empty = self.write("e.jsonl", [{"row": 5, "peak_mib": 1.0}])
         r = run(VALIDATE, "table", measured, empty)
         self.assertNotEqual(r.returncode, 0)
