@@ -38,11 +38,16 @@ bool trace_uses_cudnn(const ProbeTrace& t) {
 
 namespace {
 
-// What an unmeasured convolution replays in each of the ensemble's runs: per trace key, the
-// scaled steps of its nearest measured shapes (nearest first); empty when it has none.
-using NeighbourSteps = std::vector<std::vector<std::vector<ConvWorkspaceStep>>>;
+// What a trace key's convolutions replay, resolved once for all runs: the table's measured steps,
+// or else the scaled steps of its nearest measured shapes (nearest first; the i-th run takes the
+// i-th); neither: the profile's ratios.
+struct KeySteps {
+  const std::vector<ConvWorkspaceStep>* measured = nullptr;
+  std::vector<std::vector<ConvWorkspaceStep>> near;
+};
 
-TraceReplay replay_once(const ProbeTrace& t, const TraceReplayOptions& o, const NeighbourSteps& near, std::size_t rank) {
+TraceReplay replay_once(const ProbeTrace& t, const TraceReplayOptions& o, const std::vector<KeySteps>& keys,
+                        std::size_t rank) {
   CachingAllocator::Config cfg;
   cfg.device_capacity = o.capacity;
   cfg.settings = t.allocator;
@@ -138,13 +143,14 @@ TraceReplay replay_once(const ProbeTrace& t, const TraceReplayOptions& o, const 
           break;
         case TraceRecord::Kind::Conv: {
           ++r.convs;
-          if (o.conv_table && rec.key != TraceRecord::kNoKey) {
-            const std::vector<ConvWorkspaceStep>* steps = o.conv_table->find(t.conv_keys[rec.key]);
+          if (rec.key < keys.size()) {  // a keyed convolution, with a table
+            const KeySteps& k = keys[rec.key];
+            const std::vector<ConvWorkspaceStep>* steps = k.measured;
             if (steps) {
               ++r.convs_measured;
-            } else if (rec.key < near.size() && !near[rec.key].empty()) {
+            } else if (!k.near.empty()) {
               // The run's neighbour, or the farthest there is when the class has fewer shapes.
-              steps = &near[rec.key][std::min(rank, near[rec.key].size() - 1)];
+              steps = &k.near[std::min(rank, k.near.size() - 1)];
               ++r.convs_from_neighbours;
             }
             if (steps) {
@@ -197,24 +203,26 @@ TraceReplay replay_once(const ProbeTrace& t, const TraceReplayOptions& o, const 
 }  // namespace
 
 TraceReplay replay_probe_trace(const ProbeTrace& t, const TraceReplayOptions& o) {
-  NeighbourSteps near;
+  std::vector<KeySteps> keys;
   std::size_t runs = 1;
-  if (o.conv_table && o.conv_neighbours && o.conv_neighbour_count > 0) {
-    near.resize(t.conv_keys.size());
+  if (o.conv_table) {
+    keys.resize(t.conv_keys.size());
+    const bool neighbours = o.conv_neighbours && o.conv_neighbour_count > 0;
     for (std::size_t k = 0; k < t.conv_keys.size(); ++k) {
-      if (o.conv_table->find(t.conv_keys[k])) continue;
+      keys[k].measured = o.conv_table->find(t.conv_keys[k]);
+      if (keys[k].measured || !neighbours) continue;
       const auto shape = parse_conv_shape(t.conv_keys[k]);
       if (!shape) continue;  // not a shape colo can place: the profile's ratios
       for (const auto& n : o.conv_neighbours->nearest(*shape, o.conv_neighbour_count))
-        near[k].push_back(ConvWorkspaceNeighbours::scaled_steps(n, kMaxTraceBytes));
-      runs = std::max(runs, near[k].size());
+        keys[k].near.push_back(ConvWorkspaceNeighbours::scaled_steps(n, kMaxTraceBytes));
+      runs = std::max(runs, keys[k].near.size());
     }
   }
   // The largest peak of the runs (an out of memory beats any peak): which of the near shapes'
   // workspaces the GPU would pick is unknown, and the scheduler must not place the job short.
   TraceReplay best;
   for (std::size_t rank = 0; rank < runs; ++rank) {
-    TraceReplay r = replay_once(t, o, near, rank);
+    TraceReplay r = replay_once(t, o, keys, rank);
     r.neighbour_runs = runs;
     r.worst_run = rank;
     const bool worse = rank == 0 || (r.out_of_memory && !best.out_of_memory) ||
