@@ -5,7 +5,7 @@ a probe tensor with a recorded storage; one asked for on the CPU stays on the CP
 counters, Python-side bookkeeping)."""
 import torch
 from torch.overrides import TorchFunctionMode
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_flatten, tree_map
 
 from . import tensor as pt
 
@@ -33,14 +33,61 @@ def _is_gpu(device):
     return d.type in ("cuda", "meta")
 
 
+# With MetaInit(small_real=True), construction-time tensors up to this many elements are made for
+# real, on the CPU: for code that reads values while building (RegNet's block widths:
+# arange(...).tolist()), which cannot run on the meta device. Larger ones (the weights) stay there.
+SMALL_NUMEL = 1 << 16
+
+
+def _meta_if_mixed(args, kwargs):
+    """A meta and a CPU tensor in one call (a small real buffer beside a meta weight): the CPU one goes
+    to the meta device too, as it would have been made there. 0-dim CPU tensors mix with any device."""
+    flat, _ = tree_flatten((args, kwargs))
+    if not any(isinstance(x, torch.Tensor) and x.device.type == "meta" for x in flat):
+        return args, kwargs
+
+    def to_meta(x):
+        if isinstance(x, torch.Tensor) and x.device.type == "cpu" and x.dim() > 0:
+            return x.to("meta")
+        return x
+    return tree_map(to_meta, args), tree_map(to_meta, kwargs)
+
+
 class MetaInit(TorchFunctionMode):
-    """Module construction: every factory call lands on the meta device."""
+    """Module construction: every factory call lands on the meta device (with small_real, only the
+    large ones; see SMALL_NUMEL)."""
+
+    def __init__(self, small_real=False):
+        super().__init__()
+        self.small_real = small_real
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         if func in FACTORIES:
             kwargs["device"] = "meta"
+            out = func(*args, **kwargs)
+            if self.small_real and isinstance(out, torch.Tensor) and out.numel() <= SMALL_NUMEL:
+                kwargs["device"] = "cpu"
+                return func(*args, **kwargs)
+            return out
+        if self.small_real:
+            args, kwargs = _meta_if_mixed(args, kwargs)
         return func(*args, **kwargs)
+
+
+def construct(build):
+    """build() under MetaInit. Construction code that reads tensor values fails on the meta device;
+    it is then run once more with the smallest tensors real (MetaInit(small_real=True)). If that
+    fails too, the first error is the one raised: it is what the user's code did."""
+    try:
+        with torch.no_grad(), MetaInit():
+            return build()
+    except Exception as first:
+        try:
+            with torch.no_grad(), MetaInit(small_real=True):
+                return build()
+        except Exception:
+            raise first from None
 
 
 def _wrap_plain_meta(x):

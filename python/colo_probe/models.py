@@ -1,12 +1,13 @@
 """Loads the model to probe: `torchvision:NAME` or `path/to/file.py:function`. Parameters are created
-on the meta device (no memory, no initialisation cost) and put on the probe's GPU afterwards."""
+on the meta device (no memory, no initialisation cost; factories.construct) and put on the probe's
+GPU afterwards."""
 import importlib.util
 import os
 import sys
 
 import torch
 
-from .factories import MetaInit
+from .factories import construct
 
 class ProbeSpecError(ValueError):
     pass
@@ -38,8 +39,7 @@ def load(spec, num_classes=None):
     fn = getattr(user, fn_name, None)
     if not callable(fn):
         raise ProbeSpecError(f"{path} has no function '{fn_name}'")
-    with torch.no_grad(), MetaInit():
-        module = fn()
+    module = construct(fn)
     if not isinstance(module, torch.nn.Module):
         raise ProbeSpecError(f"{path}:{fn_name}() returned {type(module).__name__}, not a torch.nn.Module")
     return ModelSpec(module, getattr(user, "input_fn", None), getattr(user, "loss_fn", None), spec)
@@ -62,8 +62,7 @@ def _torchvision(name, num_classes):
         kwargs["num_classes"] = num_classes
     if name.startswith("inception"):
         kwargs["init_weights"] = False
-    with torch.no_grad(), MetaInit():
-        module = ctor(**kwargs)
+    module = construct(lambda: ctor(**kwargs))
     if not isinstance(module, torch.nn.Module):
         raise ProbeSpecError(f"torchvision:{name} is not a model (it returned {type(module).__name__})")
     return ModelSpec(module, source="torchvision:" + name)

@@ -354,6 +354,52 @@ class UserFiles(unittest.TestCase):
         self.assertEqual(sum(p.numel() for p in spec.module.parameters()), 8 * 2 + 2)
 
 
+class ConstructorsThatReadValues(unittest.TestCase):
+    """A constructor that reads tensor values cannot run on the meta device; the model is built again
+    with its smallest tensors real (factories.construct), and probes with exact parameter bytes."""
+
+    def test_regnet_builds_and_its_parameter_bytes_are_exact(self):
+        import torchvision
+        spec = models.load("torchvision:regnet_x_400mf", 10)  # widths: arange(...).tolist() at construction
+        real = torchvision.models.regnet_x_400mf(num_classes=10)
+        self.assertEqual(sum(p.numel() for p in spec.module.parameters()), sum(p.numel() for p in real.parameters()))
+        self.assertTrue(any(p.device.type == "meta" for p in spec.module.parameters()), "the weights stay on meta")
+        t, _ = probe(spec=spec, input_shape=(3, 32, 32), batch=2)
+        self.assertEqual(sum(a[0] for _, a in t.by_op("param")), sum(p.numel() * 4 for p in real.parameters()))
+        self.assertEqual(sum(a[0] for _, a in t.by_op("buffer")),
+                         sum(b.numel() * b.element_size() for b in real.buffers()))
+
+    def test_a_model_file_that_reads_values_and_mixes_devices(self):
+        d = UserFiles.model_files(self, {"widths.py": """
+            import torch, torch.nn as nn
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    widths = (torch.arange(1, 4) * 16).tolist()      # needs data: [16, 32, 48]
+                    self.layers = nn.Sequential(*[nn.Linear(a, b) for a, b in zip([8] + widths, widths)])
+                    self.big = nn.Linear(48, 4096)                    # stays on meta (> SMALL_NUMEL)
+                    with torch.no_grad():                              # a small real tensor times a meta one
+                        self.big.weight.mul_(torch.ones(4096, 1))
+                def forward(self, x):
+                    return self.big(self.layers(x))
+            def build():
+                return Net()
+            """})
+        spec = models.load(os.path.join(d, "widths.py") + ":build")
+        t, _ = probe(spec=spec, input_shape=(8,), batch=2, optimizer="sgd")
+        n = (8 * 16 + 16) + (16 * 32 + 32) + (32 * 48 + 48) + (48 * 4096 + 4096)
+        self.assertEqual(sum(a[0] for _, a in t.by_op("param")), n * 4)
+
+    def test_a_constructor_that_fails_either_way_reports_its_own_error(self):
+        d = UserFiles.model_files(self, {"broken.py": """
+            import torch.nn as nn
+            def build():
+                raise ValueError("width must be positive")
+            """})
+        with self.assertRaisesRegex(ValueError, "width must be positive"):
+            models.load(os.path.join(d, "broken.py") + ":build")
+
+
 class CommandLine(unittest.TestCase):
     def run_probe(self, *args):
         env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
