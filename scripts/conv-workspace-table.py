@@ -2,12 +2,13 @@
 """Turns what scripts/gpu-conv-workspace.py measured on a GPU into the workspace table the trace
 replay reads (src/estimate/trace/conv_workspace_table.h documents the format):
 
-  python3 scripts/conv-workspace-table.py MEASURED.jsonl[.gz] --out calibration/NAME.conv-workspace.tsv
+  python3 scripts/conv-workspace-table.py MEASURED.jsonl[.gz] [MORE.jsonl[.gz] ...] --out calibration/NAME.conv-workspace.tsv
 
 Each key's events become steps: an allocation freed within the call is a transient (+BYTES, and
 -I where it is freed), one still held when the call returns is an output (o). Allocations and
 frees are paired by address, in order (an address is reused once freed). Keys that failed to
-measure are left out and counted."""
+measure are left out and counted. Several measured files (one software stack: the same cuDNN,
+PyTorch and CUDA) make one table; a key in more than one keeps the first file's measurement."""
 import argparse
 import gzip
 import json
@@ -40,28 +41,58 @@ def steps(events):
     return out
 
 
+def read_measured(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    lines, n = [], 0
+    try:
+        with opener(path, "rt") as f:
+            for n, line in enumerate(f, 1):
+                if line.strip():
+                    lines.append(json.loads(line))
+    except (OSError, EOFError, UnicodeDecodeError) as e:
+        sys.exit(f"conv-workspace-table: cannot read {path}: {e}")
+    except json.JSONDecodeError:
+        sys.exit(f"conv-workspace-table: {path}:{n}: not a JSON line")
+    if not lines or not isinstance(lines[0], dict) or "keys" not in lines[0]:
+        sys.exit(f"conv-workspace-table: {path}: the first line is not gpu-conv-workspace.py's header")
+    return lines[0], lines[1:]
+
+
 def main():
     ap = argparse.ArgumentParser(description="measured convolution allocations -> colo's workspace table")
-    ap.add_argument("measured")
+    ap.add_argument("measured", nargs="+", help="gpu-conv-workspace.py outputs; a key in several keeps the first's")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    opener = gzip.open if a.measured.endswith(".gz") else open
-    with opener(a.measured, "rt") as f:
-        lines = [json.loads(line) for line in f if line.strip()]
-    head, rows = lines[0], lines[1:]
-    failed = 0
+    files = [(path, *read_measured(path)) for path in a.measured]
+    head = files[0][1]
+    # One table is one cuDNN and PyTorch: their algorithms and workspaces differ between versions.
+    for path, h, _ in files[1:]:
+        for field in ("cudnn", "torch", "cuda"):
+            if h.get(field) != head.get(field):
+                sys.exit(f"conv-workspace-table: {path}: {field} {h.get(field)} differs from {a.measured[0]}'s "
+                         f"{head.get(field)}; one table is one software stack")
+    seen, failed, repeated = set(), 0, 0
     with open(a.out, "w") as out:
         out.write("colo-conv-workspace 1\n")
-        out.write("H " + json.dumps({"gpu": head.get("gpu"), "cudnn": head.get("cudnn"), "torch": head.get("torch"),
-                                     "cuda": head.get("cuda"), "measured": a.measured.split("/")[-1],
-                                     "command": "scripts/gpu-conv-workspace.py, then scripts/conv-workspace-table.py"})
-                  + "\n")
-        for r in rows:
-            if "error" in r or not r.get("events"):
-                failed += 1
-                continue
-            out.write(f"{r['key']}\t{' '.join(steps(r['events']))}\n")
-    print(f"conv-workspace-table: {len(rows) - failed} keys, {failed} not measured -> {a.out}", file=sys.stderr)
+        gpus = list(dict.fromkeys(h.get("gpu") for _, h, _ in files))
+        header = {"gpu": head.get("gpu"), "cudnn": head.get("cudnn"), "torch": head.get("torch"),
+                  "cuda": head.get("cuda"), "measured": " + ".join(p.split("/")[-1] for p in a.measured),
+                  "command": "scripts/gpu-conv-workspace.py, then scripts/conv-workspace-table.py"}
+        if len(gpus) > 1:
+            header["gpus"] = " + ".join(str(g) for g in gpus)
+        out.write("H " + json.dumps(header) + "\n")
+        for path, _, rows in files:
+            for r in rows:
+                if "error" in r or not r.get("events"):
+                    failed += 1
+                    continue
+                if r["key"] in seen:
+                    repeated += 1
+                    continue
+                seen.add(r["key"])
+                out.write(f"{r['key']}\t{' '.join(steps(r['events']))}\n")
+    print(f"conv-workspace-table: {len(seen)} keys, {failed} not measured"
+          + (f", {repeated} measured again (the first kept)" if repeated else "") + f" -> {a.out}", file=sys.stderr)
 
 
 if __name__ == "__main__":
