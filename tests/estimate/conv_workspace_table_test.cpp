@@ -205,13 +205,16 @@ TEST_F(ProfileWithTable, BadTableNamesAndFilesAreOneLineErrors) {
   }
 }
 
-// The shipped H100 profile's table reads, and lists what its header says was measured.
+// The shipped H100 profile's table reads, and lists what its header says was measured where.
 TEST(ConvWorkspaceTable, TheShippedH100TableReads) {
   const auto o = TraceReplayOptions::from_profile(load_profile("h100-80gb"));
   ASSERT_NE(o.conv_table, nullptr);
   EXPECT_GT(o.conv_table->size(), 10000u);
   EXPECT_EQ(o.conv_table->header()["gpu"], "NVIDIA H100 80GB HBM3");
   EXPECT_NE(o.conv_table->find("f:128x3x224x224:64x3x7x7:s2x2:p3x3:d1x1:g1:t0:float32:b0"), nullptr);
+  // The shapes of docs/GPU-VALIDATION.md §9, measured on an H200, are in it too and named as such.
+  EXPECT_EQ(o.conv_table->header()["gpus"], "NVIDIA H100 80GB HBM3 + NVIDIA H200");
+  EXPECT_NE(o.conv_table->find("f:32x3x224x224:64x3x7x7:s2x2:p3x3:d1x1:g1:t0:float16:b0"), nullptr);
 }
 
 }  // namespace
