@@ -11,8 +11,10 @@ these replacements, active only while probing, take the CUDA branch instead:
 - multi_head_attention_forward (nn.MultiheadAttention, nn.Transformer*Layer, torchvision's ViT) with
   need_weights=False: PyTorch 2 projects q, k, v and calls scaled_dot_product_attention (so the
   fused kernel above); PyTorch 1.13 computes the explicit [batch x heads, seq, seq] softmax and its
-  dropout. On 1.13 the probe takes PyTorch 2's path (on 2.x the native function already calls the
-  SDPA above). need_weights=True returns the weights, which only the explicit path has: unchanged.
+  dropout. The probe takes PyTorch 2's path on every version: on 2.x the native function first
+  hands itself to the probe's torch-function mode, which runs it with the mode switched off, so
+  what the fused kernel keeps (made inside it) went unrecorded (on 2.11: no log-sum-exp).
+  need_weights=True returns the weights, which only the explicit path has: unchanged.
 - mish: the CUDA kernel saves its input and its backward writes one gradient tensor; PyTorch 1.13's
   meta path decomposes mish_backward into softplus, tanh, sigmoid and products, all full size."""
 import contextlib
@@ -127,8 +129,7 @@ def _mha_as_pytorch2(real):
 def target_gpu_kernels():
     saved = {name: getattr(F, name, None)
              for name in ("dropout", "scaled_dot_product_attention", "mish", "multi_head_attention_forward")}
-    if saved["scaled_dot_product_attention"] is None:  # PyTorch 1.13: its MHA has no SDPA path
-        F.multi_head_attention_forward = _mha_as_pytorch2(saved["multi_head_attention_forward"])
+    F.multi_head_attention_forward = _mha_as_pytorch2(saved["multi_head_attention_forward"])
     F.dropout = _dropout
     F.scaled_dot_product_attention = _sdpa
     F.mish = _mish
