@@ -1,0 +1,52 @@
+"""scripts/policy-sweep.py (docs/SIMULATOR.md, "Against the published numbers"): a small grid through
+this build's colo sim; the best setting per trace and for all traces are the runs' own minima."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+SCRIPT = os.path.join(ROOT, "scripts", "policy-sweep.py")
+COLO = os.environ.get("COLO_BIN", os.path.join(ROOT, "build", "colo"))
+
+
+def run(*args):
+    return subprocess.run([sys.executable, SCRIPT, "--colo", COLO, *args], capture_output=True, text=True, timeout=600)
+
+
+class PolicySweep(unittest.TestCase):
+    def test_the_best_settings_are_the_runs_minima(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "runs.json")
+            r = run("--policies", "magm,lug", "--caps", "80,100", "--backfill", "0,10", "--json", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                runs = json.load(f)
+        self.assertEqual(len(runs), 2 * 2 * 2 * 2)
+        for trace in ("philly_mix_90_tasks.csv", "philly_heavy_60_tasks.csv"):
+            mine = [x for x in runs if x["trace"] == trace]
+            best = min(mine, key=lambda x: x["makespan_s"])
+            self.assertIn(f"{trace}: best {best['policy']} cap {best['smact_cap']} % backfill {best['backfill']}: "
+                          f"{best['makespan_s']:.0f} s", r.stdout)
+            self.assertTrue(all(x["completed"] == x["jobs"] for x in mine))
+        worst = {}
+        for x in runs:
+            key = (x["policy"], x["smact_cap"], x["backfill"])
+            worst[key] = max(worst.get(key, -1), x["above_bound"])
+        joint = min(worst, key=lambda k: (worst[k], k))
+        self.assertIn(f"one setting for all: {joint[0]} cap {joint[1]} % backfill {joint[2]}:", r.stdout)
+
+    def test_bad_arguments_are_one_line_errors(self):
+        for args, want in ((["--caps", "8x"], "--caps '8x': expected comma-separated integers"),
+                           (["--estimator", "oracle"], "knows each job's true memory"),
+                           (["--policies", "nope", "--caps", "80", "--backfill", "0"], "--policy must be")):
+            r = run(*args)
+            self.assertEqual(r.returncode, 1, (args, r.stderr))
+            self.assertIn(want, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
