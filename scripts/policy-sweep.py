@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Searches colo's policy settings for the one closest to each trace's lower bound (docs/SIMULATOR.md,
-"Against the published numbers"): every combination of --policy, --smact-cap and --backfill,
+"Against the published numbers"): every combination of --policy, --smact-cap, --backfill,
+--margin-mib and --floor,
 replayed by `colo sim --json` with a non-oracle estimator on each trace. Prints each trace's best
 setting and the setting whose worse trace is closest to its bound (one setting for all traces,
 so nothing is tuned to one trace).
 
   python3 scripts/policy-sweep.py [--colo build/colo] [--estimator allocsim] \\
       [--trace data/carma/traces/philly_mix_90_tasks.csv ...] [--policies magm,lug,...] \\
-      [--caps 80,90,100] [--backfill 0,10,100] [--json OUT]
+      [--caps 80,90,100] [--backfill 0,10,100] [--margins 2048] [--floors unknown] [--json OUT]
 """
 import argparse
 import itertools
@@ -38,21 +39,26 @@ def main():
     ap.add_argument("--policies", default="magm,lug,first-fit,best-fit,round-robin")
     ap.add_argument("--caps", default="80,90,100")
     ap.add_argument("--backfill", default="0,10,100")
+    ap.add_argument("--margins", default="2048", help="--margin-mib values (MiB)")
+    ap.add_argument("--floors", default="unknown", help="--floor values: unknown, always")
     ap.add_argument("--json", help="write every run here")
     a = ap.parse_args()
     if a.estimator == "oracle":
         sys.exit("policy-sweep: --estimator oracle knows each job's true memory; the comparison needs a real estimator")
-    grid = list(itertools.product(a.policies.split(","), int_list(a.caps, "caps"), int_list(a.backfill, "backfill")))
+    grid = list(itertools.product(a.policies.split(","), int_list(a.caps, "caps"), int_list(a.backfill, "backfill"),
+                                  int_list(a.margins, "margins"), a.floors.split(",")))
 
     def run(job):
-        trace, (policy, cap, backfill) = job
+        trace, (policy, cap, backfill, margin, floor) = job
         args = [a.colo, "sim", "--trace", trace, "--policy", policy, "--estimator", a.estimator,
-                "--smact-cap", str(cap), "--backfill", str(backfill), "--json"]
+                "--smact-cap", str(cap), "--backfill", str(backfill), "--margin-mib", str(margin), "--floor", floor,
+                "--json"]
         r = subprocess.run(args, capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"policy-sweep: {' '.join(args[1:])}: {r.stderr.strip()}")
         d = json.loads(r.stdout)
         return {"trace": os.path.basename(trace), "policy": policy, "smact_cap": cap, "backfill": backfill,
+                "margin_mib": margin, "floor": floor,
                 "makespan_s": d["makespan_s"], "lower_bound_s": d["lower_bound_s"], "oom_crashes": d["oom_crashes"],
                 "energy_mj": d["energy_mj"], "completed": d["completed"], "jobs": d["jobs"],
                 "above_bound": d["makespan_s"] / d["lower_bound_s"] - 1}
@@ -61,19 +67,24 @@ def main():
         runs = list(ex.map(run, jobs))
     traces = [os.path.basename(t) for t in a.trace]
     print(f"{len(grid)} settings x {len(traces)} traces, estimator {a.estimator}, MPS")
-    def short(r):  # a run that did not complete every job cannot be the best, whatever its makespan
-        return r["completed"] < r["jobs"]
+    def describe(r):
+        return (f"{r['policy']} cap {r['smact_cap']} % backfill {r['backfill']}"
+                + (f" margin {r['margin_mib']} MiB" if len(int_list(a.margins, "margins")) > 1 else "")
+                + (f" floor {r['floor']}" if len(a.floors.split(",")) > 1 else ""))
+
+    def short(r):  # a run that lost a job or crashed one cannot be the best, whatever its makespan
+        return r["completed"] < r["jobs"] or r["oom_crashes"] > 0
     for t in traces:
-        best = min((r for r in runs if r["trace"] == t), key=lambda r: (short(r), r["makespan_s"], r["oom_crashes"]))
-        print(f"{t}: best {best['policy']} cap {best['smact_cap']} % backfill {best['backfill']}: "
+        best = min((r for r in runs if r["trace"] == t), key=lambda r: (short(r), r["makespan_s"]))
+        print(f"{t}: best {describe(best)}: "
               f"{best['makespan_s']:.0f} s, {best['above_bound'] * 100:+.1f} % from the bound {best['lower_bound_s']:.0f} s, "
               f"{best['oom_crashes']} OOM, {best['completed']}/{best['jobs']} done")
     by_setting = {}
     for r in runs:
-        by_setting.setdefault((r["policy"], r["smact_cap"], r["backfill"]), []).append(r)
+        by_setting.setdefault((r["policy"], r["smact_cap"], r["backfill"], r["margin_mib"], r["floor"]), []).append(r)
     joint = min(by_setting.items(), key=lambda kv: (any(short(r) for r in kv[1]),
                                                     max(r["above_bound"] for r in kv[1]), kv[0]))
-    print(f"one setting for all: {joint[0][0]} cap {joint[0][1]} % backfill {joint[0][2]}: "
+    print(f"one setting for all: {describe(joint[1][0])}: "
           + ", ".join(f"{r['trace']} {r['makespan_s']:.0f} s ({r['above_bound'] * 100:+.1f} %, {r['oom_crashes']} OOM)"
                       for r in joint[1]))
     if a.json:
