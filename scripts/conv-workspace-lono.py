@@ -18,8 +18,6 @@ import importlib.util
 import json
 import os
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -85,11 +83,8 @@ def main():
         traces = {}
         for label in runs:  # the probe once per configuration (Debian's PyTorch)
             name, words, _ = configs[label]
-            env = dict(gv.with_env(words), PYTHONPATH=os.path.join(ROOT, "python"))
-            args = ["--model" if w == "--probe" else w for w in gv.split_env(words)[1]]
             out = os.path.join(work, name + ".trace")
-            r = subprocess.run([sys.executable, "-m", "colo_probe", "--out", out] + args, capture_output=True,
-                               text=True, env=env, timeout=600)
+            r = gv.run_probe(words, out, 600)
             if r.returncode != 0:
                 sys.exit(f"conv-workspace-lono: probe of {name} failed: {r.stderr.strip().splitlines()[-1:]}")
             traces[label] = out
@@ -101,23 +96,11 @@ def main():
             keep = {key: steps for key, steps in table.items()
                     if not (sources.get(key) and sources[key] <= own)}
             d = os.path.join(work, f"net{i}")
-            os.makedirs(d)
-            with open(os.path.join(d, "t.tsv"), "w") as out:
-                out.write("\n".join(head) + "\n")
-                out.writelines(f"{key}\t{steps}\n" for key, steps in keep.items())
-            for k in range(a.max_k + 1):
-                with open(os.path.join(d, f"lono{k}.json"), "w") as out:
-                    json.dump(dict(profile, gpu=f"lono{k}", conv_workspace_table="t.tsv",
-                                   trace_conv_workspace_neighbours=k), out)
+            cv.write_fold(d, head, keep, profile, a.max_k, "lono")
 
             def estimate(job, d=d):
                 label, k = job
-                r = subprocess.run([a.colo, "estimate", "--trace", traces[label], "--estimator", "trace", "--gpu",
-                                    f"lono{k}", "--json"], capture_output=True, text=True,
-                                   env=dict(os.environ, COLO_CALIBRATION_DIR=d))
-                if r.returncode != 0:
-                    sys.exit(f"conv-workspace-lono: {label}: {r.stderr.strip()}")
-                return label, k, json.loads(r.stdout)["peak_mib"]
+                return label, k, cv.estimate_peak(a.colo, traces[label], f"lono{k}", d, label)
             jobs = [(label, k) for label in sorted(own & set(runs)) for k in range(a.max_k + 1)]
             with ThreadPoolExecutor(os.cpu_count() or 2) as ex:
                 for label, k, peak in ex.map(estimate, jobs):

@@ -45,6 +45,27 @@ def read_table(path):
     return head, rows
 
 
+def write_fold(d, head, keep, profile, max_k, prefix):
+    """DIR/t.tsv: the table's `keep` keys; DIR/PREFIXk.json: the profile naming it with k = 0..max_k."""
+    os.makedirs(d)
+    with open(os.path.join(d, "t.tsv"), "w") as out:
+        out.write("\n".join(head) + "\n")
+        out.writelines(f"{key}\t{steps}\n" for key, steps in keep.items())
+    for k in range(max_k + 1):
+        with open(os.path.join(d, f"{prefix}{k}.json"), "w") as out:
+            json.dump(dict(profile, gpu=f"{prefix}{k}", conv_workspace_table="t.tsv",
+                           trace_conv_workspace_neighbours=k), out)
+
+
+def estimate_peak(colo, trace, gpu, d, what):
+    """colo's replayed peak (MiB) of `trace` with profile `gpu` of directory `d`; exits naming `what`."""
+    r = subprocess.run([colo, "estimate", "--trace", trace, "--estimator", "trace", "--gpu", gpu, "--json"],
+                       capture_output=True, text=True, env=dict(os.environ, COLO_CALIBRATION_DIR=d))
+    if r.returncode != 0:
+        sys.exit(f"{os.path.basename(sys.argv[0]).removesuffix('.py')}: {what}: {r.stderr.strip()}")
+    return json.loads(r.stdout)["peak_mib"]
+
+
 def summary(errs):
     errs = sorted(errs)
     n = len(errs)
@@ -108,23 +129,11 @@ def main():
                     if not (sources.get(key) and all(s.startswith(SOURCE) and int(s[len(SOURCE):]) in held
                                                      for s in sources[key]))}
             d = os.path.join(work, f"fold{fold}")
-            os.makedirs(d)
-            with open(os.path.join(d, "t.tsv"), "w") as out:
-                out.write("\n".join(head) + "\n")
-                for key, steps in keep.items():
-                    out.write(f"{key}\t{steps}\n")
-            for k in range(a.max_k + 1):
-                p = dict(profile, gpu=f"cv{k}", conv_workspace_table="t.tsv", trace_conv_workspace_neighbours=k)
-                with open(os.path.join(d, f"cv{k}.json"), "w") as out:
-                    json.dump(p, out)
+            write_fold(d, head, keep, profile, a.max_k, "cv")
 
-            def estimate(job):
+            def estimate(job, d=d):
                 row, k = job
-                r = subprocess.run([a.colo, "estimate", "--trace", traces[row], "--estimator", "trace", "--gpu", f"cv{k}",
-                                    "--json"], capture_output=True, text=True, env=dict(os.environ, COLO_CALIBRATION_DIR=d))
-                if r.returncode != 0:
-                    sys.exit(f"conv-workspace-neighbours-cv: row {row}: {r.stderr.strip()}")
-                return row, k, json.loads(r.stdout)["peak_mib"]
+                return row, k, estimate_peak(a.colo, traces[row], f"cv{k}", d, f"row {row}")
             jobs = [(row, k) for row in sorted(held) for k in range(a.max_k + 1)]
             with ThreadPoolExecutor(os.cpu_count() or 2) as ex:
                 for row, k, peak in ex.map(estimate, jobs):

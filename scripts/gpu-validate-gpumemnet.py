@@ -165,9 +165,9 @@ def cmd_table(a):
         return None if got is None else (float(got.group(1)) - m["max_allocated_mib"]) / m["max_allocated_mib"] * 100
     for p in load(a.predicted):
         m = measured.get(p["row"])
-        if m is None or "peak_mib" not in p or error(p, m) is None:
+        e = None if m is None or "peak_mib" not in p else error(p, m)
+        if e is None:
             continue
-        e = error(p, m)
         groups["all rows"].append(e)
         if p.get("convs"):
             # Rows whose every convolution the table lists replay measured workspaces only; the others
@@ -185,8 +185,9 @@ def cmd_table(a):
             m = measured.get(p["row"])
             if m is None or "peak_mib" not in p or (a.shapes and p["row"] in sources):
                 continue
-            if error(p, m) is not None:
-                groups.setdefault(f"  {fam_of.get(p['row'], '?')}", []).append(error(p, m))
+            e = error(p, m)
+            if e is not None:
+                groups.setdefault(f"  {fam_of.get(p['row'], '?')}", []).append(e)
     for name, errs in groups.items():
         errs.sort()
         under = sum(e < 0 for e in errs)

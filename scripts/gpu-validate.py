@@ -319,16 +319,21 @@ def cmd_predict(a):
             print(name, rec.get("peak_mib"), rec.get("estimate_mib"), rec.get("error", ""), flush=True)
 
 
+def run_probe(words, out, timeout):
+    """The probe (python -m colo_probe) on one configuration, its trace written to `out`."""
+    env = dict(with_env(words), PYTHONPATH=os.path.join(ROOT, "python"))
+    args = ["--model" if w == "--probe" else w for w in split_env(words)[1]]
+    return subprocess.run([sys.executable, "-m", "colo_probe", "--out", out] + args,
+                          capture_output=True, text=True, env=env, timeout=timeout)
+
+
 def cmd_trace(a):
     """The probe itself on this machine's PyTorch (e.g. 2.x beside a GPU): DIR/NAME.trace per configuration."""
     os.makedirs(a.dir, exist_ok=True)
     for name, words in read_configs(a.configs):
-        env = dict(with_env(words), PYTHONPATH=os.path.join(ROOT, "python"))
-        args = ["--model" if w == "--probe" else w for w in split_env(words)[1]]
         t0 = time.perf_counter()
         try:
-            r = subprocess.run([sys.executable, "-m", "colo_probe", "--out", os.path.join(a.dir, name + ".trace")] + args,
-                               capture_output=True, text=True, env=env, timeout=a.timeout)
+            r = run_probe(words, os.path.join(a.dir, name + ".trace"), a.timeout)
         except subprocess.TimeoutExpired:
             r = subprocess.CompletedProcess([], 124, "", f"timed out after {a.timeout:g} s")
         print(name, "ok" if r.returncode == 0 else "FAILED " + r.stderr.strip()[-400:],

@@ -67,10 +67,12 @@ def main():
         runs = list(ex.map(run, jobs))
     traces = [os.path.basename(t) for t in a.trace]
     print(f"{len(grid)} settings x {len(traces)} traces, estimator {a.estimator}, MPS")
+    several_margins, several_floors = len({g[3] for g in grid}) > 1, len({g[4] for g in grid}) > 1
+
     def describe(r):
         return (f"{r['policy']} cap {r['smact_cap']} % backfill {r['backfill']}"
-                + (f" margin {r['margin_mib']} MiB" if len(int_list(a.margins, "margins")) > 1 else "")
-                + (f" floor {r['floor']}" if len(a.floors.split(",")) > 1 else ""))
+                + (f" margin {r['margin_mib']} MiB" if several_margins else "")
+                + (f" floor {r['floor']}" if several_floors else ""))
 
     def short(r):  # a run that lost a job or crashed one cannot be the best, whatever its makespan
         return r["completed"] < r["jobs"] or r["oom_crashes"] > 0
