@@ -3,15 +3,17 @@ the probe, stopped once it has taken `steps` optimizer steps.
 
 What the script sees (TargetGpu): torch.cuda.is_available() is True; device_count,
 get_device_name, get_device_properties (total_memory, compute capability, SMs), mem_get_info
-and the memory statistics (memory_allocated, max_memory_allocated, memory_reserved: the live
-and peak bytes recorded so far) answer as the target GPU would; a probe tensor's .device is
-cuda:0 and .is_cuda is True. Whatever the script puts on "cuda" (model.to(device), .cuda(),
+and the memory statistics (memory_allocated, max_memory_allocated, memory_reserved,
+memory_stats: the live and peak bytes recorded so far) answer as the target GPU would, and so
+does PyTorch 2's device-generic torch.accelerator (with .memory), which current scripts (PyTorch's
+own examples) choose their device with; on a PyTorch without it (1.13) the probe provides it, so a
+script written for 2.x probes there too. A probe tensor's .device is cuda:0 and .is_cuda is True. Whatever the script puts on "cuda" (model.to(device), .cuda(),
 device="cuda" factories, batches) is a probe tensor and recorded, with everything its training
 step makes from it; what it keeps alive between steps (the last logits, a list of losses that
 still hold their graphs, DataParallel's gathered outputs) is in the trace because it is really kept.
 
-Replaced while the script runs, as they would behave on the GPU: torch.cuda.amp.autocast and
-torch.autocast("cuda") (amp.Autocast), torch.cuda.amp.GradScaler (ScriptGradScaler),
+Replaced while the script runs, as they would behave on the GPU: torch.cuda.amp.autocast,
+torch.autocast("cuda") and torch.amp.autocast("cuda") (amp.Autocast), torch.cuda.amp.GradScaler (ScriptGradScaler),
 torch.nn.DataParallel (train.DataParallel over the target's GPUs; the trace is GPU 0's),
 Tensor.pin_memory (a no-op), torch.compile (eager: the trace is the eager step's), CUDA
 streams and events (no-ops). An optimizer built with foreach=None gets foreach=True, PyTorch 2's
@@ -23,7 +25,9 @@ Tensor.backward / torch.autograd.backward; optimizer in zero_grad, between backw
 (gradient clipping, unscaling) and in step. The run stops after the `steps`-th step of every
 optimizer the script built (a GAN's two optimizers each step twice); the trace is written at that
 moment, with recording off, so what the script frees while it unwinds (its `finally` blocks run)
-is not in it; the probe then exits without running the script's exit handlers."""
+is not in it; the probe then exits without running the script's exit handlers. A script that takes
+its steps without putting anything on the GPU (it chose the CPU) is refused: its trace would
+estimate nothing but the context."""
 import contextlib
 import os
 import runpy
@@ -196,6 +200,15 @@ def _checkpoint_factory(real):
     return checkpoint
 
 
+def _memory_stats(rec):
+    """torch.cuda.memory_stats()'s usual keys, from the bytes recorded so far (live and peak)."""
+    stats = {"num_alloc_retries": 0, "num_ooms": 0}
+    for kind in ("allocated_bytes", "reserved_bytes", "active_bytes"):
+        stats[f"{kind}.all.current"] = rec.live
+        stats[f"{kind}.all.peak"] = rec.peak
+    return stats
+
+
 def _cuda_autocast(enabled=True, dtype=torch.float16, cache_enabled=True):
     if not enabled:
         return contextlib.nullcontext()
@@ -213,9 +226,19 @@ class _Patches:
                            getattr(owner, name, _MISSING)))
         setattr(owner, name, value)
 
+    def set_module(self, name, module):
+        """A module importable by `name` (`import torch.accelerator`) while the script runs."""
+        self.saved.append((_SysModules, name, sys.modules.get(name, _MISSING)))
+        sys.modules[name] = module
+
     def undo(self):
         for owner, name, old in reversed(self.saved):
-            if old is _MISSING:
+            if owner is _SysModules:
+                if old is _MISSING:
+                    sys.modules.pop(name, None)
+                else:
+                    sys.modules[name] = old
+            elif old is _MISSING:
                 try:
                     delattr(owner, name)
                 except AttributeError:
@@ -228,6 +251,10 @@ class _Patches:
 _MISSING = object()
 
 
+class _SysModules:
+    """_Patches' owner for sys.modules entries."""
+
+
 class ScriptRun:
     """The state of one probed script: the recorder, the optimizers it built and their steps."""
 
@@ -236,6 +263,8 @@ class ScriptRun:
         self.steps = steps
         self.gpu = gpu
         self.optimizers = []   # [optimizer, steps taken]
+        self.backwards = 0     # backward passes while no optimizer was built (hand-written updates)
+        self.in_backward = False
         self.recorded = 0      # the last S record written
         self.done = False
         self.patches = _Patches()
@@ -361,6 +390,7 @@ class ScriptRun:
             if hasattr(cuda, name):
                 p.set(cuda, name, fn)
         p.set(cuda, "mem_get_info", lambda device=None: (max(0, gpu.total - rec.live), gpu.total))
+        p.set(cuda, "memory_stats", lambda device=None: _memory_stats(rec))
         p.set(cuda, "memory_summary", lambda *a, **k: f"colo probe: {rec.live >> 20} MiB live, peak {rec.peak >> 20} MiB")
         p.set(cuda, "Event", _Event)
         p.set(cuda, "Stream", _Stream)
@@ -391,6 +421,9 @@ class ScriptRun:
         p.set(cuda.amp, "autocast", _cuda_autocast)
         p.set(cuda.amp, "GradScaler", ScriptGradScaler)
         p.set(torch, "autocast", _autocast_factory(torch.autocast))
+        if hasattr(torch, "amp") and hasattr(torch.amp, "autocast"):  # the same class as torch.autocast
+            p.set(torch.amp, "autocast", _autocast_factory(torch.amp.autocast))
+        self._install_accelerator(device_index, stream)
         # A checkpoint saved within the first two steps (an "initial" one): not written.
         p.set(torch, "save", _skip_save)
         import torch.utils.checkpoint as checkpoint_module
@@ -440,8 +473,9 @@ class ScriptRun:
         p.set(torch.nn.Module, "_apply", apply_and_rebind)
         for owner in (torch.optim.Optimizer, torch.nn.Module):
             p.set(owner, "zero_grad", self._in_phase(owner.zero_grad, "optimizer", after="forward"))
-        p.set(torch.Tensor, "backward", self._in_phase(torch.Tensor.backward, "backward", after="optimizer"))
-        p.set(torch.autograd, "backward", self._in_phase(torch.autograd.backward, "backward", after="optimizer"))
+        p.set(torch.Tensor, "backward", self._counted(self._in_phase(torch.Tensor.backward, "backward", after="optimizer")))
+        p.set(torch.autograd, "backward",
+              self._counted(self._in_phase(torch.autograd.backward, "backward", after="optimizer")))
         for name in ("clip_grad_norm_", "clip_grad_value_"):
             fn = getattr(torch.nn.utils, name)
             p.set(torch.nn.utils, name, self._in_phase(fn, "optimizer", after=None))
@@ -451,6 +485,80 @@ class ScriptRun:
             if rec.phase in ("load", "optimizer"):
                 rec.phase = "forward"
         self.hook = hooks.register_module_forward_pre_hook(forward_pre_hook)
+
+    def _install_accelerator(self, device_index, stream):
+        """torch.accelerator (PyTorch 2.6+; .memory from 2.8) as the target GPU answers it: patched
+        where PyTorch has it, provided where it does not."""
+        p, gpu, rec = self.patches, self.gpu, self.rec
+        acc = getattr(torch, "accelerator", None)
+        if acc is None:
+            acc = types.ModuleType("torch.accelerator")
+            p.set(torch, "accelerator", acc)
+            p.set_module("torch.accelerator", acc)
+        memory = getattr(acc, "memory", None)
+        if memory is None:
+            memory = types.ModuleType("torch.accelerator.memory")
+            p.set(acc, "memory", memory)
+            p.set_module("torch.accelerator.memory", memory)
+
+        def set_device_index(device):
+            device_index(device)
+
+        @contextlib.contextmanager
+        def device_index_context(device):
+            if device is not None:
+                device_index(device)
+            yield
+
+        def set_stream(s):
+            rec.stream = s.stream_id if s is not None else 0
+        for name, fn in (("device_count", lambda: gpu.count),
+                         ("is_available", lambda: True),
+                         ("current_accelerator", lambda check_available=False: torch.device("cuda")),
+                         ("set_device_index", set_device_index), ("set_device_idx", set_device_index),
+                         ("current_device_index", lambda: 0), ("current_device_idx", lambda: 0),
+                         ("set_stream", set_stream),
+                         ("current_stream", lambda device=None: _Stream(stream_id=rec.stream)),
+                         ("synchronize", lambda device=None: None),
+                         ("device_index", device_index_context)):
+            p.set(acc, name, fn)
+        live = lambda device=None: rec.live  # noqa: E731
+        peak = lambda device=None: rec.peak  # noqa: E731
+        for name, fn in (("memory_allocated", live), ("memory_reserved", live),
+                         ("max_memory_allocated", peak), ("max_memory_reserved", peak),
+                         ("memory_stats", lambda device=None: _memory_stats(rec)),
+                         ("empty_cache", lambda: rec.empty_cache()),
+                         ("get_memory_info", lambda device=None: (max(0, gpu.total - rec.live), gpu.total)),
+                         ("reset_peak_memory_stats", lambda device=None: None),
+                         ("reset_accumulated_memory_stats", lambda device=None: None)):
+            p.set(memory, name, fn)
+
+    def _counted(self, backward):
+        """A script that updates its weights by hand (`p.data.add_(p.grad, alpha=-lr)`, PyTorch's
+        word_language_model) builds no optimizer to count. Until it builds one, each backward pass
+        after the first closes an iteration, and the run stops as the (steps + 1)-th begins: the
+        `steps` iterations before it, updates included, are in the trace."""
+        run = self
+
+        def counted(*args, **kwargs):
+            if run.in_backward:  # Tensor.backward calls torch.autograd.backward: one pass
+                return backward(*args, **kwargs)
+            if not run.optimizers and not run.done:
+                run.backwards += 1
+                if run.backwards > 1:
+                    run.recorded = run.backwards - 1
+                    run.rec.step(run.recorded)
+                    if run.recorded >= run.steps:
+                        run.finish()
+                        raise ProbeStop()
+            run.in_backward = True
+            try:
+                return backward(*args, **kwargs)
+            finally:
+                run.in_backward = False
+        counted.__wrapped__ = backward
+        counted.__name__ = getattr(backward, "__name__", "backward")
+        return counted
 
     def _in_phase(self, fn, phase, after):
         rec = self.rec
@@ -518,6 +626,9 @@ def run_script(path, args, rec, steps, gpu):
         failure = f"the script finished {_progress(run)}"
     if failure is not None:
         raise ScriptError(f"{failure}; the probe needs {steps} optimizer steps")
+    if rec.next_id == 0:
+        raise ScriptError(f"the script took {steps} optimizer steps without putting anything on the GPU: it trained on "
+                          "the CPU (does it choose its device by a flag, or by an API the probe does not answer?)")
     return run
 
 

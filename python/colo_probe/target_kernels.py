@@ -39,12 +39,15 @@ class _FusedAttention(torch.autograd.Function):
     def forward(ctx, q, k, v):
         # The CUDA kernels write [batch, seq, heads, dim] and return it viewed as [batch, heads, seq,
         # dim], so the model's usual transpose(1, 2).reshape(...) afterwards is free (no copy).
+        # new_empty / empty_like, not factories with device=: they reach the probe through its
+        # tensors, on any thread (a backward may run on the autograd engine's device thread, where
+        # the probe's torch-function mode is not active).
         shape = q.shape[:-1] + (v.shape[-1],)
         if q.dim() == 4:
-            out = torch.empty((shape[0], shape[2], shape[1], shape[3]), dtype=q.dtype, device=q.device).transpose(1, 2)
+            out = q.new_empty((shape[0], shape[2], shape[1], shape[3])).transpose(1, 2)
         else:
-            out = torch.empty(shape, dtype=q.dtype, device=q.device)
-        lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
+            out = q.new_empty(shape)
+        lse = q.new_empty(q.shape[:-1], dtype=torch.float32)
         ctx.save_for_backward(q, k, v, out, lse)
         return out
 
@@ -52,7 +55,7 @@ class _FusedAttention(torch.autograd.Function):
     def backward(ctx, grad_out):
         q, k, v, out, lse = ctx.saved_tensors
         # The backward kernels also take a float32 [.., seq] scratch (delta = rowsum(dO * O)).
-        _delta = torch.empty(lse.shape, dtype=torch.float32, device=lse.device)
+        _delta = torch.empty_like(lse)
         return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 

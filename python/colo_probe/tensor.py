@@ -57,6 +57,13 @@ class ProbeTensor(torch.Tensor):
     def __repr__(self):
         return f"ProbeTensor({tuple(self.shape)}, {self.dtype})"
 
+    def __format__(self, format_spec):
+        # f"{loss:.3f}" on a 0-d GPU tensor: PyTorch formats its .item(), a host read (assumed
+        # value, counted). Its own check (`type(self) is Tensor`, not meta) turns subclasses away.
+        if self.dim() == 0:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
     __torch_function__ = torch._C._disabled_torch_function_impl
 
     @classmethod
@@ -65,8 +72,11 @@ class ProbeTensor(torch.Tensor):
         schema = func._schema
         name = schema.name
         if name in ("aten::_to_copy", "aten::to") and _to_cpu(kwargs):
-            # .cpu() / .item(): a host copy, not GPU memory. Its value is meaningless on meta.
-            return tree_map(_materialise_cpu, args[0])
+            # .cpu() / .item(): a host copy, not GPU memory. Its value is meaningless on meta. A copy
+            # that also converts (`.to("cpu", torch.uint8)`, as image savers do) has the new dtype.
+            host = tree_map(_materialise_cpu, args[0])
+            dtype = kwargs.get("dtype")
+            return host.to(dtype) if dtype is not None and isinstance(host, torch.Tensor) else host
         if name in ("aten::_local_scalar_dense", "aten::is_nonzero", "aten::item") and isinstance(args[0], ProbeTensor):
             # bool(t), t.item(), `if t:`: the same assumed values as a host copy.
             return _materialise_cpu(args[0]).reshape(-1)[0].item() if args[0].numel() else False

@@ -442,3 +442,130 @@ class Script(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ScriptsAsWrittenToday(unittest.TestCase):
+    """Idioms of current training scripts (PyTorch's own examples, its AMP recipe) that a probe
+    answering only torch.cuda got silently wrong: each ran, and recorded the wrong thing."""
+
+    AMP = """
+        import torch, torch.nn as nn
+        model = nn.Sequential(nn.Linear(512, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 10)).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        while True:
+            x = torch.randn(256, 512, device="cuda"); y = torch.randint(0, 10, (256,), device="cuda")
+            with {ctx}:
+                loss = nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad(); loss.backward(); opt.step()
+    """
+
+    def test_torch_amp_autocast_is_recorded_in_half_precision_like_torch_autocast(self):
+        peaks = {}
+        for name, ctx in (("amp", 'torch.amp.autocast("cuda", dtype=torch.bfloat16)'),
+                          ("autocast", 'torch.autocast("cuda", dtype=torch.bfloat16)'),
+                          ("fp32", 'torch.autocast("cuda", enabled=False)')):
+            rc, text, err, _ = run_probe(self.AMP.format(ctx=ctx))
+            self.assertEqual(rc, 0, err)
+            peaks[name] = footer(text)["peak_live_bytes"]
+            casts = [a for a in Trace(text).allocs.values() if a[2] == "_to_copy" and a[0] == 4096 * 4096 * 2]
+            self.assertEqual(bool(casts), name != "fp32", f"{name}: the 4096 x 4096 weight cast to bfloat16")
+        # torch.amp.autocast is PyTorch 2's recommended spelling (torch.cuda.amp.autocast is deprecated);
+        # it used to run as the CPU build's autocast, which turns itself off for "cuda": fp32 recorded.
+        self.assertEqual(peaks["amp"], peaks["autocast"])
+        self.assertNotEqual(peaks["amp"], peaks["fp32"])
+
+    def test_the_device_generic_accelerator_api_answers_as_the_target(self):
+        # As pytorch/examples' imagenet/main.py chooses its device (PyTorch 2.6+); on a PyTorch
+        # without torch.accelerator (1.13) the probe provides it.
+        rc, text, err, d = run_probe("""
+            import json, torch, torch.accelerator
+            import torchvision
+            use_accel = torch.accelerator.is_available()
+            device = torch.accelerator.current_accelerator() if use_accel else torch.device("cpu")
+            torch.accelerator.set_device_index(1)
+            try:
+                torch.accelerator.set_device_index(2)
+                refused = False
+            except RuntimeError:
+                refused = True
+            model = torchvision.models.resnet18(num_classes=10).to(device)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            seen = {"available": use_accel, "type": device.type, "count": torch.accelerator.device_count(),
+                    "index": torch.accelerator.current_device_index(), "refused": refused}
+            with torch.accelerator.device_index(0):
+                torch.accelerator.synchronize()
+            for i in range(5):
+                x = torch.randn(16, 3, 64, 64).to(device); y = torch.randint(0, 10, (16,)).to(device)
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                opt.zero_grad(); loss.backward(); opt.step()
+                seen["allocated"] = torch.accelerator.memory.memory_allocated()
+                seen["peak"] = torch.accelerator.memory.max_memory_allocated()
+                seen["free"], seen["total"] = torch.accelerator.memory.get_memory_info()
+                seen["stats"] = torch.cuda.memory_stats()["allocated_bytes.all.peak"]
+                json.dump(seen, open("seen.json", "w"))
+        """, probe_args=["--gpus", "2", "--gpu-memory-mib", "81559"])
+        self.assertEqual(rc, 0, err)
+        seen = json.loads(_read(os.path.join(d, "seen.json")))
+        self.assertEqual({k: seen[k] for k in ("available", "type", "count", "index", "refused", "total")},
+                         {"available": True, "type": "cuda", "count": 2, "index": 0, "refused": True,
+                          "total": 81559 << 20})
+        self.assertGreater(seen["allocated"], 11_000_000 * 4, "ResNet-18's weights are on the GPU")
+        self.assertEqual(seen["stats"], seen["peak"])
+        self.assertEqual(seen["free"], (81559 << 20) - seen["allocated"])
+        self.assertEqual([line for line in text.splitlines() if line.startswith("S ")], ["S 1", "S 2"])
+
+    def test_a_script_that_trains_on_the_cpu_is_refused_not_estimated_as_empty(self):
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            model = nn.Linear(64, 10)  # never moved: the script trains on the CPU
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for _ in range(5):
+                loss = model(torch.randn(8, 64)).sum(); opt.zero_grad(); loss.backward(); opt.step()
+        """)
+        self.assertNotEqual(rc, 0)
+        self.assertIsNone(text)
+        self.assertIn("without putting anything on the GPU", err.strip().splitlines()[-1])
+
+    def test_hand_written_updates_stop_after_two_iterations(self):
+        # pytorch/examples' word_language_model updates its weights by hand; no optimizer to count.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            model = nn.LSTM(256, 512, 2).cuda()
+            head = nn.Linear(512, 100).cuda()
+            for it in range(50):
+                x = torch.randn(20, 32, 256, device="cuda")
+                out, _ = model(x)
+                loss = nn.functional.cross_entropy(head(out).view(-1, 100), torch.zeros(640, dtype=torch.long, device="cuda"))
+                model.zero_grad(); head.zero_grad()
+                loss.backward()
+                for p in list(model.parameters()) + list(head.parameters()):
+                    p.data.add_(p.grad, alpha=-0.1)
+                print(f"iteration {it} loss {loss:.3f}")
+        """)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual([line for line in text.splitlines() if line.startswith("S ")], ["S 1", "S 2"])
+        self.assertIn("iteration 1 loss 0.000", err, "f-string formatting of a GPU scalar reads an assumed value")
+        self.assertNotIn("iteration 2 ", err, "stopped as the third backward pass began")
+        t = Trace(text)
+        self.assertTrue([a for a in t.allocs.values() if a[1] == "backward" and a[3] == 2], "both backward passes are in")
+        self.assertGreater(footer(text)["value_reads"], 0)
+
+    def test_host_copies_convert_and_attention_backward_runs_off_the_main_thread(self):
+        # torchvision.utils.save_image does .to("cpu", torch.uint8); the fused attention's backward
+        # runs on the autograd engine's device thread (nn.TransformerEncoder with a causal mask).
+        rc, text, err, d = run_probe("""
+            import torch, torch.nn as nn
+            layer = nn.TransformerEncoderLayer(128, 4, 256, dropout=0.1)
+            model = nn.TransformerEncoder(layer, 2).cuda()
+            mask = torch.log(torch.tril(torch.ones(32, 32))).to(next(model.parameters()).device)
+            opt = torch.optim.Adam(model.parameters())
+            for _ in range(5):
+                x = torch.randn(32, 8, 128, device="cuda")
+                out = model(x, mask=mask)
+                host = out.detach().to("cpu", torch.uint8)
+                assert host.dtype == torch.uint8 and host.device.type == "cpu", (host.dtype, host.device)
+                loss = out.float().pow(2).mean()
+                opt.zero_grad(); loss.backward(); opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(Trace(text).by_op("empty_like"), "the attention backward's scratch is recorded")
