@@ -185,8 +185,8 @@ def main(argv=None):
     finally:
         sys.stdout = saved_stdout
     if spec.input_fn is None and args.input is None:
-        if args.model.startswith("torchvision:"):
-            args.input = (3, 299, 299) if "inception" in args.model else (3, 224, 224)
+        if spec.default_input is not None:
+            args.input = spec.default_input
         else:
             _fail(2, f"{args.model}: the file has no input_fn(batch); give --input (e.g. 3x224x224)")
     dtype = getattr(torch, args.dtype)

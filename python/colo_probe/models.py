@@ -14,13 +14,26 @@ class ProbeSpecError(ValueError):
 
 
 class ModelSpec:
-    """What the model file provides: the module, and optionally input_fn(batch) and loss_fn(output, batch)."""
+    """What the model file provides: the module, and optionally input_fn(batch) and loss_fn(output, batch).
+    default_input: the per-sample shape a torchvision model trains on when --input is not given."""
 
-    def __init__(self, module, input_fn=None, loss_fn=None, source=""):
+    def __init__(self, module, input_fn=None, loss_fn=None, source="", default_input=None):
         self.module = module
         self.input_fn = input_fn
         self.loss_fn = loss_fn
         self.source = source
+        self.default_input = default_input
+
+
+# torchvision's families the probe trains as they come (images or clips in, logits out), with the
+# per-sample input of torchvision's reference training recipes (references/{classification,video,
+# segmentation}: 224 crops, 299 for Inception; 16-frame clips of 112, 224 for S3D and MViT; 480
+# crops for segmentation). Detection and optical flow take per-image targets or image pairs: a
+# model file with input_fn and loss_fn says what a job feeds them. Quantized models are for inference.
+_FAMILIES = (("", None), ("video", (3, 16, 112, 112)), ("segmentation", (3, 480, 480)))
+_OTHER_FAMILIES = {"detection": "a detection model: its training step takes per-image targets (boxes, labels)",
+                   "optical_flow": "an optical-flow model: its training step takes image pairs and flow targets",
+                   "quantization": "a quantized model, built for inference"}
 
 
 def load(spec, num_classes=None):
@@ -50,14 +63,10 @@ def _torchvision(name, num_classes):
         import torchvision.models as tvm
     except ImportError as e:
         raise ProbeSpecError(f"torchvision is not installed ({e})")
-    ctor = getattr(tvm, name, None)
-    # Only model builders: torchvision's registry where it has one (0.14+), else no helpers
-    # (get_model, list_models, get_weight take other arguments and return other things).
-    known = set(tvm.list_models()) if hasattr(tvm, "list_models") else None
-    if (ctor is None or not callable(ctor) or name.startswith("_") or isinstance(ctor, type)
-            or (known is not None and name not in known) or name.startswith(("get_", "list_"))):
-        raise ProbeSpecError(f"torchvision has no model '{name}'")
+    ctor, default_input, family = _torchvision_builder(tvm, name)
     kwargs = {}
+    if family == "segmentation":
+        kwargs["weights_backbone"] = None  # its default downloads ImageNet weights; memory does not depend on them
     if num_classes is not None:
         kwargs["num_classes"] = num_classes
     if name.startswith("inception"):
@@ -65,4 +74,35 @@ def _torchvision(name, num_classes):
     module = construct(lambda: ctor(**kwargs))
     if not isinstance(module, torch.nn.Module):
         raise ProbeSpecError(f"torchvision:{name} is not a model (it returned {type(module).__name__})")
-    return ModelSpec(module, source="torchvision:" + name)
+    return ModelSpec(module, source="torchvision:" + name, default_input=default_input)
+
+
+def _torchvision_builder(tvm, name):
+    """(builder, default per-sample input, family) of torchvision's model `name`, or a ProbeSpecError."""
+    full = name
+    if name.startswith(("_", "get_", "list_")):
+        raise ProbeSpecError(f"torchvision has no model '{name}'")
+    registry = hasattr(tvm, "list_models")  # torchvision 0.14+: which names are model builders
+    for family, shape in _FAMILIES:
+        owner = getattr(tvm, family) if family else tvm
+        ctor = getattr(owner, name, None)
+        # Only model builders: torchvision's registry where it has one, else no classes or helpers.
+        if ctor is None or not callable(ctor) or isinstance(ctor, type):
+            continue
+        if registry and name not in tvm.list_models(module=owner):
+            continue
+        if shape is None:
+            shape = (3, 299, 299) if name.startswith("inception") else (3, 224, 224)
+        elif family == "video" and name.startswith(("s3d", "mvit")):
+            shape = (3, 16, 224, 224)
+        return ctor, shape, family
+    if name.startswith("quantized_"):
+        name = name[len("quantized_"):]  # the registry's name of torchvision.models.quantization.NAME
+    for family, what in _OTHER_FAMILIES.items():
+        owner = getattr(tvm, family, None)
+        if owner is not None and callable(getattr(owner, name, None)) and not isinstance(getattr(owner, name), type):
+            if family == "quantization":
+                raise ProbeSpecError(f"torchvision:{full} is {what}; its float version trains: torchvision:{name}")
+            raise ProbeSpecError(f"torchvision:{full} is {what}; probe it through a model file "
+                                 "(path/to/file.py:function with input_fn and loss_fn)")
+    raise ProbeSpecError(f"torchvision has no model '{name}'")

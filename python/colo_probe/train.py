@@ -125,7 +125,8 @@ def _tensors(output):
 
 
 def default_loss(output, batch):
-    """Cross-entropy of every logits tensor the model returns (Inception: main + 0.4 x auxiliary)."""
+    """Cross-entropy of every logits tensor the model returns (Inception: main + 0.4 x auxiliary;
+    segmentation: per pixel, over dimension 1 of [batch, classes, height, width])."""
     target = batch[1] if isinstance(batch, (list, tuple)) and len(batch) > 1 else None
     logits = _tensors(output)
     if not logits:
@@ -135,10 +136,15 @@ def default_loss(output, batch):
         if t.dim() == 0 or not t.is_floating_point():
             raise ValueError(f"the model returned a {'0-dim' if t.dim() == 0 else str(t.dtype)} tensor, not logits to "
                              "take a cross-entropy of; give the file a loss_fn(output, batch)")
-        flat = t.reshape(-1, t.shape[-1])
-        y = target if target is not None and target.numel() == flat.shape[0] else \
-            torch.empty((flat.shape[0],), dtype=torch.long, device=t.device)
-        term = F.cross_entropy(flat, y)
+        if t.dim() >= 4:
+            # Dense logits [batch, classes, *spatial] (segmentation): one class per pixel.
+            y = torch.empty((t.shape[0],) + tuple(t.shape[2:]), dtype=torch.long, device=t.device)
+            term = F.cross_entropy(t, y)
+        else:
+            flat = t.reshape(-1, t.shape[-1])
+            y = target if target is not None and target.numel() == flat.shape[0] else \
+                torch.empty((flat.shape[0],), dtype=torch.long, device=t.device)
+            term = F.cross_entropy(flat, y)
         loss = term if loss is None else loss + 0.4 * term
     return loss
 

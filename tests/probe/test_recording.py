@@ -470,3 +470,53 @@ class ConvolutionKeys(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TorchvisionFamilies(unittest.TestCase):
+    """torchvision:NAME covers the video and segmentation builders too, trained on their reference
+    recipes' inputs; detection, optical flow and quantized models are refused with the reason."""
+
+    def run_probe(self, *args):
+        env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+        return subprocess.run([sys.executable, "-m", "colo_probe", *args], capture_output=True, text=True, env=env,
+                              timeout=600)
+
+    def test_a_video_model_trains_on_clips(self):
+        import torchvision
+        spec = models.load("torchvision:r3d_18")
+        self.assertEqual(spec.default_input, (3, 16, 112, 112))
+        meta = sum(p.numel() for p in spec.module.parameters())
+        self.assertEqual(meta, sum(p.numel() for p in torchvision.models.video.r3d_18().parameters()))
+        self.assertEqual(models.load("torchvision:mvit_v2_s").default_input, (3, 16, 224, 224))
+        with tempfile.NamedTemporaryFile("r", suffix=".trace") as f:
+            r = self.run_probe("--model", "torchvision:r3d_18", "--batch", "2", "--out", f.name)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            text = f.read()
+        self.assertIn('"input": [3, 16, 112, 112]', text)
+        self.assertTrue(Trace(text).by_op("convolution"))
+
+    def test_a_segmentation_model_builds_offline_and_takes_a_per_pixel_loss(self):
+        # Its builder's default fetches ImageNet backbone weights over the network: the probe asks for none.
+        with tempfile.NamedTemporaryFile("r", suffix=".trace") as f:
+            r = self.run_probe("--model", "torchvision:lraspp_mobilenet_v3_large", "--num-classes", "5",
+                               "--batch", "2", "--out", f.name)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            text = f.read()
+        self.assertIn('"input": [3, 480, 480]', text)
+        t = Trace(text)
+        # The target is one class per pixel ([2, 480, 480] int64), not one per row of flattened logits.
+        targets = [a[0] for a in t.allocs.values() if a[1] == "forward" and a[2] == "empty"]
+        self.assertEqual(targets, [2 * 480 * 480 * 8] * 2, "one per-pixel target per step, not one per logits row")
+
+    def test_families_the_probe_cannot_train_say_why(self):
+        for name, needle in (("fasterrcnn_resnet50_fpn", "a detection model: its training step takes per-image targets"),
+                             ("raft_small", "an optical-flow model"),
+                             ("quantized_resnet18", "its float version trains: torchvision:resnet18"),
+                             ("get_model", "torchvision has no model 'get_model'"),
+                             ("ResNet", "torchvision has no model 'ResNet'"),
+                             ("no_such_net", "torchvision has no model 'no_such_net'")):
+            with self.subTest(name=name):
+                r = self.run_probe("--model", "torchvision:" + name, "--batch", "2")
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+                self.assertIn(needle, r.stderr)
