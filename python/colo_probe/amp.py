@@ -4,6 +4,8 @@ dispatch keys act on CUDA/CPU tensors only). Source of the op lists: PyTorch's a
 code calls through torch.nn.functional and torch. Like autocast, casts of leaf tensors (the
 parameters) are cached for the duration of the autocast region, so each weight is cast once per
 forward and the fp16 copy stays alive (saved for backward) until the region ends."""
+import functools
+
 import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
@@ -44,6 +46,16 @@ class Autocast(TorchFunctionMode):
         self.cache.clear()
         Autocast._active.pop()
         return super().__exit__(*exc)
+
+    def __call__(self, fn):
+        """`@torch.autocast("cuda")` on a function or a forward: a region of its own per call."""
+        amp = self.amp
+
+        @functools.wraps(fn)
+        def decorated(*args, **kwargs):
+            with Autocast(amp):
+                return fn(*args, **kwargs)
+        return decorated
 
     @classmethod
     def current(cls):

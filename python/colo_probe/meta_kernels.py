@@ -22,8 +22,16 @@ def _same_as_self(grad_output, self, *rest):
     return torch.empty_like(self, memory_format=torch.contiguous_format)
 
 
+def _nll_loss2d_forward(self, target, weight, reduction, ignore_index):
+    # The per-pixel loss of a segmentation network's cross-entropy: one value per pixel without
+    # reduction (0), else a scalar; total_weight is always a scalar.
+    out = torch.empty(tuple(target.shape) if reduction == 0 else (), dtype=self.dtype, device=self.device)
+    return out, torch.empty((), dtype=self.dtype, device=self.device)
+
+
 KERNELS = {
     "convolution_backward": _conv_backward,
+    "nll_loss2d_forward": _nll_loss2d_forward,
     "_adaptive_avg_pool2d_backward": _same_as_self,
     "_adaptive_avg_pool3d_backward": _same_as_self,
 }

@@ -179,7 +179,7 @@ def _autocast_factory(real):
         if device_type != "cuda":
             return real(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
         if not enabled:
-            return contextlib.nullcontext()
+            return _NoAutocast()
         return Autocast("bf16" if dtype == torch.bfloat16 else "fp16")
     return autocast
 
@@ -209,9 +209,19 @@ def _memory_stats(rec):
     return stats
 
 
+class _NoAutocast(contextlib.ContextDecorator):
+    """autocast(enabled=False): nothing, as a `with` block or as a decorator."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 def _cuda_autocast(enabled=True, dtype=torch.float16, cache_enabled=True):
     if not enabled:
-        return contextlib.nullcontext()
+        return _NoAutocast()
     return Autocast("bf16" if dtype == torch.bfloat16 else "fp16")
 
 

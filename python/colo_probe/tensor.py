@@ -2,6 +2,8 @@
 below autograd (what would really run on the GPU), and every storage has a token whose lifetime is
 the storage's: views, in-place results and autograd's saved copies (detach) share their source's
 token; everything else an operator returns is a fresh storage = one allocation in the trace."""
+import copy
+
 import torch
 from torch.utils._mode_utils import no_dispatch
 from torch.utils._pytree import tree_map, tree_flatten
@@ -65,6 +67,33 @@ class ProbeTensor(torch.Tensor):
         return object.__format__(self, format_spec)
 
     __torch_function__ = torch._C._disabled_torch_function_impl
+
+    # `param.data = new` (Module._apply for .half(), .double(), .to(dtype) on a module already on
+    # the GPU) swaps the wrapper's metadata in C++; the meta tensor inside and the storage token must
+    # follow, or the wrapper says float16 while its operators run on the old float32 tensor, and the
+    # old storage would stay alive in the trace.
+    def _set_data(self, new):
+        torch._C._TensorBase.data.__set__(self, new)
+        if isinstance(new, ProbeTensor):
+            self.elem = new.elem
+            self.storage_token = new.storage_token
+
+    data = property(torch._C._TensorBase.data.__get__, _set_data)
+
+    def __deepcopy__(self, memo):
+        # copy.deepcopy(model) (EMA models, AveragedModel): a storage of its own, as on the GPU.
+        # Tensor.__deepcopy__ would copy the slots too, giving the copy the original's storage token.
+        if id(self) in memo:
+            return memo[id(self)]
+        with torch.no_grad():
+            new = self.clone()
+        memo[id(self)] = new
+        if self.requires_grad:
+            new.requires_grad_(True)
+        if self.grad is not None:
+            new.grad = copy.deepcopy(self.grad, memo)
+        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return new
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):

@@ -69,6 +69,19 @@ class AdaptivePoolBackward(unittest.TestCase):
              torch.ops.aten._adaptive_avg_pool3d_backward(meta_like(y), meta_like(x)))
 
 
+class NllLoss2d(unittest.TestCase):
+    def test_matches_cpu(self):
+        x = torch.randn(2, 5, 6, 7).log_softmax(1)
+        target = torch.randint(0, 5, (2, 6, 7))
+        for reduction in (0, 1, 2):  # none, mean, sum
+            for weight in (None, torch.rand(5)):
+                with self.subTest(reduction=reduction, weight=weight is not None):
+                    real = torch.ops.aten.nll_loss2d_forward(x, target, weight, reduction, -100)
+                    meta = torch.ops.aten.nll_loss2d_forward(meta_like(x), meta_like(target), meta_like(weight),
+                                                             reduction, -100)
+                    same(self, real, meta)
+
+
 class Foreach(unittest.TestCase):
     """meta_kernels.foreach stands in for every torch._foreach_* operator: out-of-place ones allocate
     one tensor per input tensor, in-place ones nothing."""

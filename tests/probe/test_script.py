@@ -569,3 +569,75 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         """)
         self.assertEqual(rc, 0, err)
         self.assertTrue(Trace(text).by_op("empty_like"), "the attention backward's scratch is recorded")
+
+    def test_autocast_as_a_decorator_is_the_same_region_as_a_with_block(self):
+        body = """
+            import torch, torch.nn as nn
+            class M(nn.Module):
+                def __init__(self):
+                    super().__init__(); self.l = nn.Linear(1024, 4096); self.o = nn.Linear(4096, 10)
+                {deco}
+                def forward(self, x):
+                    {with_}
+                        return self.o(torch.relu(self.l(x)))
+            model = M().cuda()
+            opt = torch.optim.Adam(model.parameters())
+            for i in range(5):
+                x = torch.randn(512, 1024, device="cuda"); y = torch.randint(0, 10, (512,), device="cuda")
+                loss = nn.functional.cross_entropy(model(x).float(), y)
+                opt.zero_grad(); loss.backward(); opt.step()
+        """
+        ctx = 'torch.autocast("cuda", dtype=torch.bfloat16)'
+        texts = {}
+        for name, deco, with_ in (("with", "", f"with {ctx}:"), ("decorator", "@" + ctx, "if True:"),
+                                  ("cuda.amp", "@torch.cuda.amp.autocast(dtype=torch.bfloat16)", "if True:"),
+                                  ("disabled", '@torch.autocast("cuda", enabled=False)', "if True:")):
+            rc, text, err, _ = run_probe(body.format(deco=deco, with_=with_))
+            self.assertEqual(rc, 0, f"{name}: {err}")
+            texts[name] = text
+        peak = {k: footer(t)["peak_live_bytes"] for k, t in texts.items()}
+        self.assertEqual(peak["decorator"], peak["with"])
+        self.assertEqual(peak["cuda.amp"], peak["with"])
+        self.assertNotEqual(peak["disabled"], peak["with"])
+        self.assertTrue([a for a in Trace(texts["decorator"]).allocs.values() if a[0] == 4096 * 1024 * 2],
+                        "the weight cast to bfloat16")
+
+    def test_an_ema_copy_of_the_model_stays_on_the_gpu(self):
+        rc, text, err, _ = run_probe("""
+            import copy, torch, torch.nn as nn
+            model = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10)).cuda()
+            ema = torch.optim.swa_utils.AveragedModel(model)
+            shadow = copy.deepcopy(model)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for i in range(5):
+                x = torch.randn(8, 1024, device="cuda"); y = torch.randint(0, 10, (8,), device="cuda")
+                loss = nn.functional.cross_entropy(model(x), y)
+                opt.zero_grad(); loss.backward(); opt.step(); ema.update_parameters(model)
+                with torch.no_grad():
+                    for s, p in zip(shadow.parameters(), model.parameters()):
+                        s.mul_(0.99).add_(p, alpha=0.01)
+        """)
+        self.assertEqual(rc, 0, err)
+        t = Trace(text)
+        weights = (1024 * 1024 + 1024 + 10 * 1024 + 10) * 4
+        copies = [i for i, a in t.allocs.items() if a[1] == "load" and a[2] == "clone"]
+        self.assertEqual(sum(t.allocs[i][0] for i in copies), 2 * weights, "AveragedModel's and deepcopy's weights")
+        self.assertFalse([i for i in copies if i in t.frees], "the copies live as long as the script keeps them")
+
+    def test_half_after_cuda_converts_the_weights_in_place_of_the_old_ones(self):
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            model = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10)).cuda().half()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for i in range(5):
+                x = torch.randn(8, 1024, device="cuda").half(); y = torch.randint(0, 10, (8,), device="cuda")
+                loss = nn.functional.cross_entropy(model(x), y)
+                opt.zero_grad(); loss.backward(); opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        t = Trace(text)
+        fp32 = [i for i, a in t.allocs.items() if a[2] == "to_cuda" and a[0] == 1024 * 1024 * 4]
+        fp16 = [i for i, a in t.allocs.items() if a[1] == "load" and a[2] == "_to_copy" and a[0] == 1024 * 1024 * 2]
+        self.assertEqual((len(fp32), len(fp16)), (1, 1))
+        self.assertEqual(t.frees.get(fp32[0], (None,))[0], "load", "the float32 weight is freed by .half()")
+        self.assertNotIn(fp16[0], t.frees)
