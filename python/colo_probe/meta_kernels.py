@@ -64,8 +64,8 @@ CPU_FALLBACK_MAX_ELEMENTS = 1 << 27
 
 
 def cpu_fallback(func, args, kwargs):
-    """Runs an operator that has no meta kernel on zero-filled CPU tensors of the same shapes and
-    returns meta tensors shaped like its outputs."""
+    """Runs an operator that has no meta kernel on filled CPU tensors of the same shapes and returns
+    meta tensors shaped like its outputs."""
     total = [0]
 
     def count(x):
@@ -80,7 +80,14 @@ def cpu_fallback(func, args, kwargs):
 
     def to_cpu(x):
         if isinstance(x, torch.Tensor) and x.device.type == "meta":
-            return torch.zeros(x.shape, dtype=x.dtype)
+            if x.layout != torch.strided:
+                raise NotImplementedError(
+                    f"colo_probe: {func._schema.name} on a {str(x.layout).replace('torch.', '')} tensor: the probe "
+                    "records dense tensors only (a sparse gradient: nn.Embedding(sparse=True) with SparseAdam)")
+            # Floating inputs are ones, integers zeros (valid indices): a sampling operator such as
+            # multinomial refuses all-zero probabilities, and the shapes do not depend on the values.
+            fill = torch.ones if x.is_floating_point() or x.is_complex() else torch.zeros
+            return fill(x.shape, dtype=x.dtype)
         return x
 
     def to_meta(x):

@@ -115,6 +115,18 @@ class CpuFallback(unittest.TestCase):
         meta = meta_kernels.cpu_fallback(torch.ops.aten.max_pool2d_with_indices.default, (meta_like(x), [2, 2]), {})
         same(self, list(real), list(meta))
 
+    def test_a_sampling_op_gets_inputs_it_accepts(self):
+        # torch.distributions.Categorical(...).sample(): multinomial refuses all-zero probabilities.
+        probs = torch.rand(4, 6)
+        real = torch.ops.aten.multinomial(probs, 1)
+        meta = meta_kernels.cpu_fallback(torch.ops.aten.multinomial.default, (meta_like(probs), 1), {})
+        same(self, real, meta)
+
+    def test_sparse_tensors_are_refused_with_the_reason(self):
+        grad = torch.sparse_coo_tensor(torch.zeros((1, 3), dtype=torch.long), torch.ones(3, 4), (10, 4))
+        with self.assertRaisesRegex(NotImplementedError, "sparse_coo tensor: the probe records dense tensors only"):
+            meta_kernels.cpu_fallback(torch.ops.aten._coalesce.default, (grad.to("meta"),), {})
+
     def test_refuses_huge_inputs(self):
         big = torch.empty((1 << 28,), device="meta")
         with self.assertRaises(NotImplementedError):
