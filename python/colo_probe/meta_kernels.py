@@ -84,9 +84,11 @@ def cpu_fallback(func, args, kwargs):
                 raise NotImplementedError(
                     f"colo_probe: {func._schema.name} on a {str(x.layout).replace('torch.', '')} tensor: the probe "
                     "records dense tensors only (a sparse gradient: nn.Embedding(sparse=True) with SparseAdam)")
-            # Floating inputs are ones, integers zeros (valid indices): a sampling operator such as
-            # multinomial refuses all-zero probabilities, and the shapes do not depend on the values.
-            fill = torch.ones if x.is_floating_point() or x.is_complex() else torch.zeros
+            # Floating and boolean inputs are ones, integers zeros (valid indices): a sampling operator
+            # such as multinomial refuses all-zero probabilities, and a data-dependent one (nonzero,
+            # masked_select) then keeps every element, the most it could (booleans read True, as host
+            # reads do). Other operators' shapes do not depend on the values.
+            fill = torch.ones if x.is_floating_point() or x.is_complex() or x.dtype == torch.bool else torch.zeros
             return fill(x.shape, dtype=x.dtype)
         return x
 

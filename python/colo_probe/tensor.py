@@ -44,6 +44,9 @@ def storage_bytes(t):
     return (t.storage_offset() + span) * t.element_size()
 
 
+_DATA = torch.Tensor.data  # the C base's descriptor (its class is renamed across PyTorch versions)
+
+
 class ProbeTensor(torch.Tensor):
     __slots__ = ("elem", "storage_token")
 
@@ -73,12 +76,12 @@ class ProbeTensor(torch.Tensor):
     # follow, or the wrapper says float16 while its operators run on the old float32 tensor, and the
     # old storage would stay alive in the trace.
     def _set_data(self, new):
-        torch._C._TensorBase.data.__set__(self, new)
+        _DATA.__set__(self, new)
         if isinstance(new, ProbeTensor):
             self.elem = new.elem
             self.storage_token = new.storage_token
 
-    data = property(torch._C._TensorBase.data.__get__, _set_data)
+    data = property(lambda self: _DATA.__get__(self), _set_data)
 
     def __deepcopy__(self, memo):
         # copy.deepcopy(model) (EMA models, AveragedModel): a storage of its own, as on the GPU.

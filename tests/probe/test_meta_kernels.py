@@ -122,6 +122,12 @@ class CpuFallback(unittest.TestCase):
         meta = meta_kernels.cpu_fallback(torch.ops.aten.multinomial.default, (meta_like(probs), 1), {})
         same(self, real, meta)
 
+    def test_a_data_dependent_op_keeps_every_element(self):
+        # Unknown values: the most nonzero could return (booleans read True, as host reads do).
+        mask = torch.empty((5, 7), dtype=torch.bool, device="meta")
+        meta = meta_kernels.cpu_fallback(torch.ops.aten.nonzero.default, (mask,), {})
+        self.assertEqual(tuple(meta.shape), (35, 2))
+
     def test_sparse_tensors_are_refused_with_the_reason(self):
         grad = torch.sparse_coo_tensor(torch.zeros((1, 3), dtype=torch.long), torch.ones(3, 4), (10, 4))
         with self.assertRaisesRegex(NotImplementedError, "sparse_coo tensor: the probe records dense tensors only"):
