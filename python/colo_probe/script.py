@@ -438,10 +438,11 @@ class ScriptRun:
         p.set(torch, "save", _skip_save)
         import torch.utils.checkpoint as checkpoint_module
         p.set(checkpoint_module, "checkpoint", _checkpoint_factory(checkpoint_module.checkpoint))
-        if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+        # PyTorch 2's spellings (torch.amp.GradScaler from 2.3, torch.compile from 2.0) exist under the
+        # probe on 1.13 too, as torch.accelerator does: colod's probe Python may be older than the job's.
+        if hasattr(torch, "amp"):
             p.set(torch.amp, "GradScaler", lambda device="cuda", *a, **k: ScriptGradScaler(*a, **k))
-        if hasattr(torch, "compile"):
-            p.set(torch, "compile", lambda model=None, *a, **k: model if model is not None else (lambda m: m))
+        p.set(torch, "compile", lambda model=None, *a, **k: model if model is not None else (lambda m: m))
         # Host-side pinned buffers need a CUDA driver; they are not GPU memory.
         p.set(torch.Tensor, "pin_memory", lambda self, *a, **k: self)
         p.set(torch.Tensor, "is_pinned", lambda self, *a, **k: False)

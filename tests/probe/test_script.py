@@ -475,8 +475,8 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         self.assertNotEqual(peaks["amp"], peaks["fp32"])
 
     def test_the_device_generic_accelerator_api_answers_as_the_target(self):
-        # As pytorch/examples' imagenet/main.py chooses its device (PyTorch 2.6+); on a PyTorch
-        # without torch.accelerator (1.13) the probe provides it.
+        # As pytorch/examples' imagenet/main.py chooses its device (PyTorch 2.6+), with PyTorch 2's
+        # GradScaler and compile; on a PyTorch without them (1.13) the probe provides them.
         rc, text, err, d = run_probe("""
             import json, torch, torch.accelerator
             import torchvision
@@ -488,16 +488,18 @@ class ScriptsAsWrittenToday(unittest.TestCase):
                 refused = False
             except RuntimeError:
                 refused = True
-            model = torchvision.models.resnet18(num_classes=10).to(device)
+            model = torch.compile(torchvision.models.resnet18(num_classes=10).to(device))  # 2.0+: eager here
             opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            scaler = torch.amp.GradScaler("cuda")  # 2.3+
             seen = {"available": use_accel, "type": device.type, "count": torch.accelerator.device_count(),
                     "index": torch.accelerator.current_device_index(), "refused": refused}
             with torch.accelerator.device_index(0):
                 torch.accelerator.synchronize()
             for i in range(5):
                 x = torch.randn(16, 3, 64, 64).to(device); y = torch.randint(0, 10, (16,)).to(device)
-                loss = torch.nn.functional.cross_entropy(model(x), y)
-                opt.zero_grad(); loss.backward(); opt.step()
+                with torch.amp.autocast(device.type, dtype=torch.float16):
+                    loss = torch.nn.functional.cross_entropy(model(x), y)
+                opt.zero_grad(); scaler.scale(loss).backward(); scaler.step(opt); scaler.update()
                 seen["allocated"] = torch.accelerator.memory.memory_allocated()
                 seen["peak"] = torch.accelerator.memory.max_memory_allocated()
                 seen["free"], seen["total"] = torch.accelerator.memory.get_memory_info()
