@@ -212,7 +212,34 @@ TEST(PackingBound, CutsAtReleaseTimes) {
   EXPECT_NEAR(b->value_s, 350, 1e-6);
   PackingBoundSetup one_cut = mps_setup(1);
   one_cut.cuts = 1;
+  one_cut.progress_cuts = 0;
   EXPECT_NEAR(packing_bound(jobs, one_cut)->value_s, 310, 1e-6);
+}
+
+// Two GPUs; a 100 s full-GPU job at 0, two more at 50. The best schedule ends at 200 (the third
+// job waits for a GPU). Total work / 2 = 150, and dropping the first job at the 50 s release cut
+// gives 50 + 100 = 150 as well. Before 50 s only the first job can progress, 50 s of it, so the
+// other GPU idles: at least 50 + (300 − 50) / 2 = 175.
+TEST(PackingBound, ProgressCutsSeeGpusTheFirstJobsCannotFill) {
+  const std::vector<SimJobSpec> jobs{job(0, 1000, 100, 1.0), job(50, 1000, 100, 1.0), job(50, 1000, 100, 1.0)};
+  PackingBoundSetup s = mps_setup(2);
+  s.progress_cuts = 0;
+  EXPECT_NEAR(bound(jobs, s), 150, 1e-6);
+  s.progress_cuts = 16;
+  EXPECT_NEAR(bound(jobs, s), 175, 1e-6);
+  s.cuts = 1;  // the progress cuts alone
+  EXPECT_NEAR(bound(jobs, s), 175, 1e-6);
+  // With a 20 s ramp the first job's resident progress before 50 s is 30 s, and the work is
+  // 3 × 80 s: 50 + (240 − 30) / 2 = 155.
+  s.memory_free_s = 20;
+  EXPECT_NEAR(bound(jobs, s), 155, 1e-6);
+  // The simulator's run of it stays above.
+  SimConfig cfg = test::config(PolicyKind::Magm, 2);
+  cfg.ramp_s = 0;
+  cfg.packing_bound = true;
+  const SimResult r = simulate(cfg, jobs);
+  EXPECT_NEAR(r.lower_bound_s, 175, 1e-6);
+  EXPECT_GE(r.makespan_s, r.lower_bound_s);
 }
 
 TEST(PackingBound, LeavesOutJobsThatCannotComplete) {

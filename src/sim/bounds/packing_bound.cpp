@@ -27,28 +27,51 @@ constexpr std::size_t kDemandBands = 4, kMemoryBands = 8;  // clusters beyond it
 constexpr std::size_t kMemo = 8;  // bounds kept
 
 struct Solved {
-  double gpu_seconds = 0;
+  double gpu_seconds = 0;  // certified: ≤ the programme's optimum
+  double feasible_gpu_seconds = std::numeric_limits<double>::infinity();  // a covering's cost: ≥ the optimum
   int columns = 0;
   int rounds = 0;
   double gap = 0;
 };
 
-// The programme for the given pieces: certified GPU-seconds.
+// The cost of a covering made from the solver's answer x: scaled up until every row is covered
+// exactly as written (whatever the solver's tolerances), it is feasible, so its cost is at least the
+// programme's optimum. Infinite when a row is left uncovered.
+double feasible_cost(const std::vector<double>& x, const std::vector<std::vector<std::pair<int, double>>>& columns,
+                     const std::vector<double>& work) {
+  std::vector<double> cover(work.size(), 0.0);
+  double total = 0;
+  for (std::size_t c = 0; c < columns.size() && c < x.size(); ++c) {
+    total += x[c];
+    for (const auto& [row, a] : columns[c]) cover[static_cast<std::size_t>(row)] += a * x[c];
+  }
+  double scale = 1;
+  for (std::size_t r = 0; r < work.size(); ++r) {
+    if (!(cover[r] > 0)) return std::numeric_limits<double>::infinity();
+    scale = std::max(scale, work[r] / cover[r]);
+  }
+  return total * scale;
+}
+
+// The programme for the given pieces: certified GPU-seconds, and the cost of a feasible covering.
 Solved solve(const std::vector<PieceType>& types, const std::vector<double>& work, const PackingBoundSetup& s,
              std::int64_t& nodes_left) {
   Solved out;
   CoveringLp lp(work);
   std::set<std::vector<int>> seen;
+  std::vector<std::vector<std::pair<int, double>>> columns;  // as given to the LP (for the feasible cost)
   for (std::size_t k = 0; k < types.size(); ++k) {  // each type alone: always feasible
     std::vector<int> count(types.size(), 0);
     count[k] = 1;
     seen.insert(count);
     const std::pair<int, double> e{static_cast<int>(k), 1.0 / slowdown_floor_factor(1, types[k].demand, s.floor.per_corunner)};
     lp.add_column({&e, 1});
+    columns.push_back({e});
   }
   out.gap = 0;
   for (int round = 0; round < kMaxRounds; ++round) {
     const CoveringLp::Solution sol = lp.solve();
+    out.feasible_gpu_seconds = std::min(out.feasible_gpu_seconds, feasible_cost(sol.x, columns, work));
     // A small search finds columns; when it finds none, a large one certifies (or finds more).
     auto price = [&](std::int64_t budget) {
       Pricing p = price_configurations(types, sol.dual, s.gpu_memory_mib, s.floor.per_corunner,
@@ -83,6 +106,7 @@ Solved solve(const std::vector<PieceType>& types, const std::vector<double>& wor
       for (std::size_t k = 0; k < types.size(); ++k)
         if (c.count[k] > 0) entries.emplace_back(static_cast<int>(k), c.count[k] / f);
       lp.add_column(entries);
+      columns.push_back(std::move(entries));
       ++added;
     }
     if (added == 0 || nodes_left <= 0) break;  // the certified figure stands
@@ -98,16 +122,19 @@ Solved solve(const std::vector<PieceType>& types, const std::vector<double>& wor
 // that needs less memory and demand is never slower to schedule, so the programme of the
 // clusters is still a bound, only a looser one.
 void group(std::span<const SimJobSpec* const> jobs, const PackingBoundSetup& s, std::vector<PieceType>& types,
-           std::vector<double>& work) {
+           std::vector<double>& work, std::vector<int>* type_of = nullptr) {
   struct Piece {
     MiB mib;
     double demand, work;
+    std::size_t job;
   };
   std::vector<Piece> pieces;
-  for (const SimJobSpec* j : jobs) {
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const SimJobSpec* j = jobs[i];
     const double w = static_cast<double>(j->gpus) * (j->solo_s - std::min(s.memory_free_s, j->solo_s));
-    if (w > 0) pieces.push_back({j->true_mib, s.floor.demand(j->smact, j->busy), w});
+    if (w > 0) pieces.push_back({j->true_mib, s.floor.demand(j->smact, j->busy), w, i});
   }
+  if (type_of) type_of->assign(jobs.size(), -1);
   std::map<std::pair<MiB, double>, std::size_t> index;
   auto add = [&](MiB mib, double demand, double w, int count) {
     auto [it, fresh] = index.try_emplace({mib, demand}, types.size());
@@ -117,8 +144,12 @@ void group(std::span<const SimJobSpec* const> jobs, const PackingBoundSetup& s, 
     }
     types[it->second].max_count += count;
     work[it->second] += w;
+    return static_cast<int>(it->second);
   };
-  for (const Piece& p : pieces) add(p.mib, p.demand, p.work, 1);
+  for (const Piece& p : pieces) {
+    const int k = add(p.mib, p.demand, p.work, 1);
+    if (type_of) (*type_of)[p.job] = k;
+  }
   if (types.size() <= kMaxTypes) return;
   types.clear();
   work.clear();
@@ -137,8 +168,71 @@ void group(std::span<const SimJobSpec* const> jobs, const PackingBoundSetup& s, 
         demand = std::min(demand, band[i].demand);
         w += band[i].work;
       }
-      add(mib, demand, w, static_cast<int>(to - from));
+      const int k = add(mib, demand, w, static_cast<int>(to - from));
+      if (type_of)
+        for (std::size_t i = from; i < to; ++i) (*type_of)[band[i].job] = k;
     }
+  }
+}
+
+// Progress cuts. Before a time t only the jobs submitted earlier progress, each piece at most
+// t − submit − ramp with its memory resident (D̄, each job's most). Whatever a schedule does before
+// t is a covering of its progress D ≤ D̄ there, and what it does after t a covering of the rest
+// R = W − D, so programme(W) ≤ programme(D̄) + programme(R) (coverings add; the programme only
+// grows with the work) and the makespan is at least (t − origin) + (programme(W) − programme(D̄)) /
+// gpus. programme(W) is the certified figure (from below), programme(D̄) the cost of a feasible
+// covering (from above), both on the same types, with the early jobs' counts. It helps where the
+// first hours cannot keep every GPU busy, which the release-time cuts above (they drop the early
+// jobs altogether) cannot see.
+void progress_cuts(std::span<const SimJobSpec* const> live, const PackingBoundSetup& s, PackingBound& out,
+                   std::int64_t& nodes_left) {
+  if (s.progress_cuts < 2 || !(out.busy_gpu_seconds > 0) || nodes_left <= 0 ||
+      !(s.memory_free_s < std::numeric_limits<double>::infinity()))
+    return;
+  std::vector<PieceType> types;
+  std::vector<double> work;
+  std::vector<int> type_of;
+  group(live, s, types, work, &type_of);  // the origin cut's types: the same programme
+  // Cut times: submit-time quantiles and an even grid up to the last submission (progress_cuts in all).
+  std::vector<Seconds> times;
+  const Seconds last = live.back()->submit_s;
+  const std::size_t half = static_cast<std::size_t>(s.progress_cuts) / 2;
+  for (std::size_t i = 1; i <= half; ++i) {
+    times.push_back(live[live.size() * i / (half + 1)]->submit_s);
+    times.push_back(s.origin_s + (last - s.origin_s) * static_cast<double>(i) / static_cast<double>(half));
+  }
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  const double gpus = static_cast<double>(s.gpus);
+  for (const Seconds t : times) {
+    if (t <= s.origin_s || nodes_left <= 0) continue;
+    std::vector<double> early(types.size(), 0.0);
+    std::vector<int> count(types.size(), 0);
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      const SimJobSpec* j = live[i];
+      const int k = type_of[i];
+      if (k < 0 || j->submit_s >= t) continue;
+      const double ramp = std::min(s.memory_free_s, j->solo_s);
+      const double most = std::clamp(t - j->submit_s - ramp, 0.0, j->solo_s - ramp);
+      early[static_cast<std::size_t>(k)] += static_cast<double>(j->gpus) * most;
+      count[static_cast<std::size_t>(k)] += 1;
+    }
+    std::vector<PieceType> rtypes;
+    std::vector<double> rwork;
+    for (std::size_t k = 0; k < types.size(); ++k)
+      if (early[k] > 0) {
+        rtypes.push_back({types[k].mib, types[k].demand, count[k]});
+        rwork.push_back(early[k]);
+      }
+    double covered = 0;  // programme(D̄), from above
+    if (!rtypes.empty()) {
+      const Solved r = solve(rtypes, rwork, s, nodes_left);
+      out.columns += r.columns;
+      out.rounds += r.rounds;
+      if (!std::isfinite(r.feasible_gpu_seconds)) continue;
+      covered = r.feasible_gpu_seconds;
+    }
+    out.value_s = std::max(out.value_s, t - s.origin_s + std::max(0.0, out.busy_gpu_seconds - covered) / gpus);
   }
 }
 
@@ -147,7 +241,8 @@ void group(std::span<const SimJobSpec* const> jobs, const PackingBoundSetup& s, 
 std::optional<PackingBound> packing_bound(std::span<const SimJobSpec> jobs, const PackingBoundSetup& s) {
   std::vector<double> key{static_cast<double>(s.gpus), static_cast<double>(s.gpus_per_node),
                           static_cast<double>(s.gpu_memory_mib), s.memory_free_s, s.origin_s,
-                          s.floor.per_corunner, s.floor.busy_floor, static_cast<double>(s.cuts)};
+                          s.floor.per_corunner, s.floor.busy_floor, static_cast<double>(s.cuts),
+                          static_cast<double>(s.progress_cuts)};
   for (const SimJobSpec& j : jobs)
     key.insert(key.end(), {j.submit_s, static_cast<double>(j.gpus), static_cast<double>(j.true_mib), j.solo_s, j.smact, j.busy});
   static std::mutex memo_mutex;
@@ -204,6 +299,7 @@ std::optional<PackingBound> compute_packing_bound(std::span<const SimJobSpec> jo
       out.gap = r.gap;
     }
   }
+  progress_cuts(live, s, out, nodes_left);
   return out;
 }
 

@@ -17,7 +17,9 @@
 // duality), so it stays a bound even when the column generation stops early.
 //
 // Release times: jobs submitted after a cut time c cannot start before it, so the bound is the
-// most, over cuts, of (c − origin) + the programme for those jobs alone.
+// most, over cuts, of (c − origin) + the programme for those jobs alone. Progress cuts: before a
+// time t the earlier jobs progress at most t − submit − ramp each, so the makespan is at least
+// (t − origin) + (the programme for all − the programme for that progress) / gpus (packing_bound.cpp).
 #include <optional>
 #include <span>
 
@@ -34,10 +36,11 @@ struct PackingBoundSetup {
   Seconds origin_s = 0;            // the first submission: the bound is measured from it
   SlowdownFloor floor;
   int cuts = 8;                    // release-time cuts tried (the origin and submit-time quantiles)
+  int progress_cuts = 16;          // progress cuts tried (submit-time quantiles and an even grid; 0 = none)
 };
 
 struct PackingBound {
-  Seconds value_s = 0;   // max over cuts of (cut − origin) + programme / gpus
+  Seconds value_s = 0;   // max over release and progress cuts (see above)
   Seconds work_s = 0;    // the programme for every job / gpus (the cut at the origin)
   double busy_gpu_seconds = 0;  // the programme itself at the origin cut: GPU-seconds with a job progressing
   int types = 0;         // distinct (memory, demand) pieces
