@@ -45,6 +45,8 @@ def main():
     a = ap.parse_args()
     if a.estimator == "oracle":
         sys.exit("policy-sweep: --estimator oracle knows each job's true memory; the comparison needs a real estimator")
+    if not os.access(a.colo, os.X_OK):
+        sys.exit(f"policy-sweep: --colo {a.colo}: no such program (build colo first, README)")
     grid = list(itertools.product(a.policies.split(","), int_list(a.caps, "caps"), int_list(a.backfill, "backfill"),
                                   int_list(a.margins, "margins"), a.floors.split(",")))
 
