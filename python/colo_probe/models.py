@@ -28,10 +28,12 @@ class ModelSpec:
 # torchvision's families the probe trains as they come (images or clips in, logits out), with the
 # per-sample input of torchvision's reference training recipes (references/{classification,video,
 # segmentation}: 224 crops, 299 for Inception; 16-frame clips of 112, 224 for S3D and MViT; 480
-# crops for segmentation). Detection and optical flow take per-image targets or image pairs: a
-# model file with input_fn and loss_fn says what a job feeds them. Quantized models are for inference.
+# crops for segmentation). Optical flow takes image pairs: a model file with input_fn and loss_fn
+# says what a job feeds it. Detection checks its targets' values, which the probe does not have.
+# Quantized models are for inference.
 _FAMILIES = (("", None), ("video", (3, 16, 112, 112)), ("segmentation", (3, 480, 480)))
-_OTHER_FAMILIES = {"detection": "a detection model: its training step takes per-image targets (boxes, labels)",
+_OTHER_FAMILIES = {"detection": "a detection model: its training step checks its target boxes' values, which the "
+                                 "probe does not have (docs/ESTIMATION.md, Values)",
                    "optical_flow": "an optical-flow model: its training step takes image pairs and flow targets",
                    "quantization": "a quantized model, built for inference"}
 
@@ -103,6 +105,8 @@ def _torchvision_builder(tvm, name):
         if owner is not None and callable(getattr(owner, name, None)) and not isinstance(getattr(owner, name), type):
             if family == "quantization":
                 raise ProbeSpecError(f"torchvision:{full} is {what}; its float version trains: torchvision:{name}")
+            if family == "detection":
+                raise ProbeSpecError(f"torchvision:{full} is {what}")
             raise ProbeSpecError(f"torchvision:{full} is {what}; probe it through a model file "
                                  "(path/to/file.py:function with input_fn and loss_fn)")
     raise ProbeSpecError(f"torchvision has no model '{name}'")

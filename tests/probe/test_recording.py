@@ -509,7 +509,7 @@ class TorchvisionFamilies(unittest.TestCase):
         self.assertEqual(targets, [2 * 480 * 480 * 8] * 2, "one per-pixel target per step, not one per logits row")
 
     def test_families_the_probe_cannot_train_say_why(self):
-        for name, needle in (("fasterrcnn_resnet50_fpn", "a detection model: its training step takes per-image targets"),
+        for name, needle in (("fasterrcnn_resnet50_fpn", "a detection model: its training step checks its target boxes' values"),
                              ("raft_small", "an optical-flow model"),
                              ("quantized_resnet18", "its float version trains: torchvision:resnet18"),
                              ("get_model", "torchvision has no model 'get_model'"),
