@@ -7,14 +7,14 @@ and the memory statistics (memory_allocated, max_memory_allocated, memory_reserv
 memory_stats: the live and peak bytes recorded so far) answer as the target GPU would, and so
 does PyTorch 2's device-generic torch.accelerator (with .memory), which current scripts (PyTorch's
 own examples) choose their device with; on a PyTorch without it (1.13) the probe provides it, so a
-script written for 2.x probes there too. A probe tensor's .device is cuda:0 and .is_cuda is True. Whatever the script puts on "cuda" (model.to(device), .cuda(),
-device="cuda" factories, batches) is a probe tensor and recorded, with everything its training
+script written for 2.x probes there too. A probe tensor's .device is cuda:0 and .is_cuda is True.
+Whatever the script puts on "cuda" (model.to(device), .cuda(), device="cuda" factories, batches) is a probe tensor and recorded, with everything its training
 step makes from it; what it keeps alive between steps (the last logits, a list of losses that
 still hold their graphs, DataParallel's gathered outputs) is in the trace because it is really kept.
 
 Replaced while the script runs, as they would behave on the GPU: torch.cuda.amp.autocast,
-torch.autocast("cuda") and torch.amp.autocast("cuda") (amp.Autocast), torch.cuda.amp.GradScaler (ScriptGradScaler),
-torch.nn.DataParallel (train.DataParallel over the target's GPUs; the trace is GPU 0's),
+torch.autocast("cuda") and torch.amp.autocast("cuda") (amp.Autocast), torch.cuda.amp.GradScaler
+(ScriptGradScaler), torch.nn.DataParallel (train.DataParallel over the target's GPUs; the trace is GPU 0's),
 Tensor.pin_memory (a no-op), torch.compile (eager: the trace is the eager step's), CUDA
 streams and events (no-ops). An optimizer built with foreach=None gets foreach=True, PyTorch 2's
 choice for CUDA tensors. Not supported: DistributedDataParallel / torch.distributed (one process
@@ -433,7 +433,7 @@ class ScriptRun:
         p.set(torch, "autocast", _autocast_factory(torch.autocast))
         if hasattr(torch, "amp") and hasattr(torch.amp, "autocast"):  # the same class as torch.autocast
             p.set(torch.amp, "autocast", _autocast_factory(torch.amp.autocast))
-        self._install_accelerator(device_index, stream)
+        self._install_accelerator(device_index)
         # A checkpoint saved within the first two steps (an "initial" one): not written.
         p.set(torch, "save", _skip_save)
         import torch.utils.checkpoint as checkpoint_module
@@ -497,7 +497,7 @@ class ScriptRun:
                 rec.phase = "forward"
         self.hook = hooks.register_module_forward_pre_hook(forward_pre_hook)
 
-    def _install_accelerator(self, device_index, stream):
+    def _install_accelerator(self, device_index):
         """torch.accelerator (PyTorch 2.6+; .memory from 2.8) as the target GPU answers it: patched
         where PyTorch has it, provided where it does not."""
         p, gpu, rec = self.patches, self.gpu, self.rec
