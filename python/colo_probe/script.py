@@ -8,14 +8,15 @@ memory_stats: the live and peak bytes recorded so far) answer as the target GPU 
 does PyTorch 2's device-generic torch.accelerator (with .memory), which current scripts (PyTorch's
 own examples) choose their device with; on a PyTorch without it (1.13) the probe provides it, so a
 script written for 2.x probes there too. A probe tensor's .device is cuda:0 and .is_cuda is True.
-Whatever the script puts on "cuda" (model.to(device), .cuda(), device="cuda" factories, batches) is a probe tensor and recorded, with everything its training
-step makes from it; what it keeps alive between steps (the last logits, a list of losses that
-still hold their graphs, DataParallel's gathered outputs) is in the trace because it is really kept.
+Whatever the script puts on "cuda" (model.to(device), .cuda(), device="cuda" factories, batches)
+is a probe tensor and recorded, with everything its training step makes from it; what it keeps
+alive between steps (the last logits, a list of losses that still hold their graphs, DataParallel's
+gathered outputs) is in the trace because it is really kept.
 
 Replaced while the script runs, as they would behave on the GPU: torch.cuda.amp.autocast,
 torch.autocast("cuda") and torch.amp.autocast("cuda") (amp.Autocast), torch.cuda.amp.GradScaler
-(ScriptGradScaler), torch.nn.DataParallel (train.DataParallel over the target's GPUs; the trace is GPU 0's),
-Tensor.pin_memory (a no-op), torch.compile (eager: the trace is the eager step's), CUDA
+(ScriptGradScaler), torch.nn.DataParallel (train.DataParallel over the target's GPUs; the trace is
+GPU 0's), Tensor.pin_memory (a no-op), torch.compile (eager: the trace is the eager step's), CUDA
 streams and events (no-ops). An optimizer built with foreach=None gets foreach=True, PyTorch 2's
 choice for CUDA tensors. Not supported: DistributedDataParallel / torch.distributed (one process
 per GPU: probe one rank's script with its own batch), CUDA graphs, custom CUDA extensions.
@@ -198,15 +199,6 @@ def _checkpoint_factory(real):
     def checkpoint(function, *args, **kwargs):
         return real(recompute_under_same_autocast(function), *args, **kwargs)
     return checkpoint
-
-
-def _memory_stats(rec):
-    """torch.cuda.memory_stats()'s usual keys, from the bytes recorded so far (live and peak)."""
-    stats = {"num_alloc_retries": 0, "num_ooms": 0}
-    for kind in ("allocated_bytes", "reserved_bytes", "active_bytes"):
-        stats[f"{kind}.all.current"] = rec.live
-        stats[f"{kind}.all.peak"] = rec.peak
-    return stats
 
 
 class _NoAutocast(contextlib.ContextDecorator):
@@ -393,14 +385,13 @@ class ScriptRun:
             rec.alloc_conf_set = str(settings)
         if hasattr(torch.cuda, "memory") and hasattr(torch.cuda.memory, "_set_allocator_settings"):
             p.set(torch.cuda.memory, "_set_allocator_settings", set_allocator_settings)
-        live = lambda device=None: rec.live  # noqa: E731
-        peak = lambda device=None: rec.peak  # noqa: E731
-        for name, fn in (("memory_allocated", live), ("memory_reserved", live), ("memory_cached", live),
-                         ("max_memory_allocated", peak), ("max_memory_reserved", peak), ("max_memory_cached", peak)):
+        for name, fn in (("memory_allocated", self._live), ("memory_reserved", self._live),
+                         ("memory_cached", self._live), ("max_memory_allocated", self._peak),
+                         ("max_memory_reserved", self._peak), ("max_memory_cached", self._peak)):
             if hasattr(cuda, name):
                 p.set(cuda, name, fn)
-        p.set(cuda, "mem_get_info", lambda device=None: (max(0, gpu.total - rec.live), gpu.total))
-        p.set(cuda, "memory_stats", lambda device=None: _memory_stats(rec))
+        p.set(cuda, "mem_get_info", self._free_and_total)
+        p.set(cuda, "memory_stats", self._memory_stats)
         p.set(cuda, "memory_summary", lambda *a, **k: f"colo probe: {rec.live >> 20} MiB live, peak {rec.peak >> 20} MiB")
         p.set(cuda, "Event", _Event)
         p.set(cuda, "Stream", _Stream)
@@ -424,15 +415,16 @@ class ScriptRun:
         # event-deferred free changes nothing in a step replayed in order).
         p.set(torch.Tensor, "record_stream", lambda self, s: None)
         if hasattr(cuda, "set_stream"):
-            p.set(cuda, "set_stream", lambda s: setattr(rec, "stream", s.stream_id if s is not None else 0))
+            p.set(cuda, "set_stream", self._set_stream)
         p.set(cuda, "get_rng_state", lambda device="cuda": torch.zeros(16, dtype=torch.uint8))
         p.set(cuda, "set_rng_state", lambda *a, **k: None)
         # Autocast and the gradient scaler, as CUDA runs them.
         p.set(cuda.amp, "autocast", _cuda_autocast)
         p.set(cuda.amp, "GradScaler", ScriptGradScaler)
-        p.set(torch, "autocast", _autocast_factory(torch.autocast))
+        autocast = _autocast_factory(torch.autocast)
+        p.set(torch, "autocast", autocast)
         if hasattr(torch, "amp") and hasattr(torch.amp, "autocast"):  # the same class as torch.autocast
-            p.set(torch.amp, "autocast", _autocast_factory(torch.amp.autocast))
+            p.set(torch.amp, "autocast", autocast)
         self._install_accelerator(device_index)
         # A checkpoint saved within the first two steps (an "initial" one): not written.
         p.set(torch, "save", _skip_save)
@@ -497,6 +489,27 @@ class ScriptRun:
                 rec.phase = "forward"
         self.hook = hooks.register_module_forward_pre_hook(forward_pre_hook)
 
+    # What torch.cuda and torch.accelerator answer alike: the bytes recorded so far, and the stream.
+    def _live(self, device=None):
+        return self.rec.live
+
+    def _peak(self, device=None):
+        return self.rec.peak
+
+    def _free_and_total(self, device=None):
+        return max(0, self.gpu.total - self.rec.live), self.gpu.total
+
+    def _memory_stats(self, device=None):
+        """torch.cuda.memory_stats()'s usual keys."""
+        stats = {"num_alloc_retries": 0, "num_ooms": 0}
+        for kind in ("allocated_bytes", "reserved_bytes", "active_bytes"):
+            stats[f"{kind}.all.current"] = self.rec.live
+            stats[f"{kind}.all.peak"] = self.rec.peak
+        return stats
+
+    def _set_stream(self, s):
+        self.rec.stream = s.stream_id if s is not None else 0
+
     def _install_accelerator(self, device_index):
         """torch.accelerator (PyTorch 2.6+; .memory from 2.8) as the target GPU answers it: patched
         where PyTorch has it, provided where it does not."""
@@ -520,26 +533,21 @@ class ScriptRun:
             if device is not None:
                 device_index(device)
             yield
-
-        def set_stream(s):
-            rec.stream = s.stream_id if s is not None else 0
         for name, fn in (("device_count", lambda: gpu.count),
                          ("is_available", lambda: True),
                          ("current_accelerator", lambda check_available=False: torch.device("cuda")),
                          ("set_device_index", set_device_index), ("set_device_idx", set_device_index),
                          ("current_device_index", lambda: 0), ("current_device_idx", lambda: 0),
-                         ("set_stream", set_stream),
+                         ("set_stream", self._set_stream),
                          ("current_stream", lambda device=None: _Stream(stream_id=rec.stream)),
                          ("synchronize", lambda device=None: None),
                          ("device_index", device_index_context)):
             p.set(acc, name, fn)
-        live = lambda device=None: rec.live  # noqa: E731
-        peak = lambda device=None: rec.peak  # noqa: E731
-        for name, fn in (("memory_allocated", live), ("memory_reserved", live),
-                         ("max_memory_allocated", peak), ("max_memory_reserved", peak),
-                         ("memory_stats", lambda device=None: _memory_stats(rec)),
+        for name, fn in (("memory_allocated", self._live), ("memory_reserved", self._live),
+                         ("max_memory_allocated", self._peak), ("max_memory_reserved", self._peak),
+                         ("memory_stats", self._memory_stats),
                          ("empty_cache", lambda: rec.empty_cache()),
-                         ("get_memory_info", lambda device=None: (max(0, gpu.total - rec.live), gpu.total)),
+                         ("get_memory_info", self._free_and_total),
                          ("reset_peak_memory_stats", lambda device=None: None),
                          ("reset_accumulated_memory_stats", lambda device=None: None)):
             p.set(memory, name, fn)

@@ -184,15 +184,13 @@ void group(std::span<const SimJobSpec* const> jobs, const PackingBoundSetup& s, 
 // covering (from above), both on the same types, with the early jobs' counts. It helps where the
 // first hours cannot keep every GPU busy, which the release-time cuts above (they drop the early
 // jobs altogether) cannot see.
-void progress_cuts(std::span<const SimJobSpec* const> live, const PackingBoundSetup& s, PackingBound& out,
+// `types` and `type_of` are the origin cut's grouping of `live`: the same programme.
+void progress_cuts(std::span<const SimJobSpec* const> live, const std::vector<PieceType>& types,
+                   const std::vector<int>& type_of, const PackingBoundSetup& s, PackingBound& out,
                    std::int64_t& nodes_left) {
   if (s.progress_cuts < 2 || !(out.busy_gpu_seconds > 0) || nodes_left <= 0 ||
       !(s.memory_free_s < std::numeric_limits<double>::infinity()))
     return;
-  std::vector<PieceType> types;
-  std::vector<double> work;
-  std::vector<int> type_of;
-  group(live, s, types, work, &type_of);  // the origin cut's types: the same programme
   // Cut times: submit-time quantiles and an even grid up to the last submission (progress_cuts in all).
   std::vector<Seconds> times;
   const Seconds last = live.back()->submit_s;
@@ -276,10 +274,12 @@ std::optional<PackingBound> compute_packing_bound(std::span<const SimJobSpec> jo
     if (i > cut_at.back() && i < live.size()) cut_at.push_back(i);
   }
   std::int64_t nodes_left = kTotalNodes;
+  std::vector<PieceType> origin_types;  // the origin cut's grouping, for the progress cuts
+  std::vector<int> origin_type_of;
   for (std::size_t c = 0; c < cut_at.size() && nodes_left > 0; ++c) {
     std::vector<PieceType> types;
     std::vector<double> work;
-    group(std::span(live).subspan(cut_at[c]), s, types, work);
+    group(std::span(live).subspan(cut_at[c]), s, types, work, c == 0 ? &origin_type_of : nullptr);
     if (types.empty()) continue;
     const Seconds start = c == 0 ? s.origin_s : live[cut_at[c]]->submit_s;
     // Running each piece alone takes Σ work GPU-seconds, so the programme is at most that: a cut
@@ -297,9 +297,10 @@ std::optional<PackingBound> compute_packing_bound(std::span<const SimJobSpec> jo
       out.busy_gpu_seconds = r.gpu_seconds;
       out.types = static_cast<int>(types.size());
       out.gap = r.gap;
+      origin_types = types;
     }
   }
-  progress_cuts(live, s, out, nodes_left);
+  progress_cuts(live, origin_types, origin_type_of, s, out, nodes_left);
   return out;
 }
 
