@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Probes unmodified training scripts of two public projects through `colo estimate --script`
+# (docs/ESTIMATION.md, "Probing an unmodified training script"): PyTorch's examples
+# (github.com/pytorch/examples) and nanoGPT (github.com/karpathy/nanoGPT), checked out by the user
+# (nothing here downloads). The data the scripts read is generated (random tokens, random images):
+# memory does not depend on its values. Prints one line per script: peak reserved MiB, estimate MiB,
+# probe seconds.
+#   bash scripts/probe-real-scripts.sh EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]
+set -euo pipefail
+[ $# -ge 2 ] || { echo "usage: $0 EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]" >&2; exit 2; }
+root=$(cd "$(dirname "$0")/.." && pwd)
+colo=$(realpath -m "${COLO:-$root/build/colo}")
+py=${COLO_PYTHON:-/usr/bin/python3}
+ex=$(cd "$1" && pwd) gpt=$(cd "$2" && pwd)
+work=${3:-$(mktemp -d)}
+[ -x "$colo" ] || { echo "$colo is missing: build colo first (README)" >&2; exit 2; }
+for f in imagenet/main.py dcgan/main.py word_language_model/main.py mnist/main.py vae/main.py mnist_rnn/main.py; do
+  [ -f "$ex/$f" ] || { echo "$ex/$f: not a pytorch/examples checkout" >&2; exit 2; }
+done
+[ -f "$gpt/train.py" ] || { echo "$gpt/train.py: not a nanoGPT checkout" >&2; exit 2; }
+mkdir -p "$work/corpus" "$work/data/MNIST/raw" "$work/cwd" "$work/out"
+"$py" - "$work" "$gpt" <<'PY'
+import pickle, struct, sys, numpy as np
+work, gpt = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng(0)
+words = [f"w{i}" for i in range(5000)]
+for name, lines in (("train", 2000), ("valid", 200), ("test", 200)):
+    with open(f"{work}/corpus/{name}.txt", "w") as f:
+        f.write("\n".join(" ".join(rng.choice(words, 30)) for _ in range(lines)))
+for prefix, n in (("train", 2000), ("t10k", 200)):
+    with open(f"{work}/data/MNIST/raw/{prefix}-images-idx3-ubyte", "wb") as f:
+        f.write(struct.pack(">IIII", 2051, n, 28, 28) + rng.integers(0, 255, (n, 28, 28), dtype=np.uint8).tobytes())
+    with open(f"{work}/data/MNIST/raw/{prefix}-labels-idx1-ubyte", "wb") as f:
+        f.write(struct.pack(">II", 2049, n) + rng.integers(0, 10, n, dtype=np.uint8).tobytes())
+for d, vocab, n in (("shakespeare_char", 65, 200000), ("openwebtext", 50257, 2000000)):
+    import os
+    os.makedirs(f"{gpt}/data/{d}", exist_ok=True)
+    for split, m in (("train", n), ("val", n // 10)):
+        rng.integers(0, vocab, m).astype(np.uint16).tofile(f"{gpt}/data/{d}/{split}.bin")
+    if d == "shakespeare_char":
+        pickle.dump({"vocab_size": vocab, "itos": {}, "stoi": {}}, open(f"{gpt}/data/{d}/meta.pkl", "wb"))
+PY
+probe() {  # DIR LABEL SCRIPT [ARGS...]
+  local dir=$1 label=$2 script=$3; shift 3
+  (cd "$dir" && "$colo" estimate --script "$script" --estimator trace --json --probe-timeout 900 -- "$@") |
+    "$py" -c 'import json, sys; d = json.load(sys.stdin)
+print("%s: peak %.0f MiB, estimate %d MiB, %.1f s" % (sys.argv[1], d["peak_mib"], d["estimate_mib"], d["seconds"]))' "$label"
+}
+probe "$work/cwd" "imagenet resnet50 -b 64" "$ex/imagenet/main.py" --dummy -a resnet50 -b 64 --workers 0
+probe "$work/cwd" "dcgan fake" "$ex/dcgan/main.py" --dataset fake --accel --workers 0 --outf "$work/out"
+probe "$work/cwd" "word_language_model LSTM" "$ex/word_language_model/main.py" --data "$work/corpus" --accel --model LSTM --save "$work/out/m.pt"
+probe "$work/cwd" "word_language_model Transformer" "$ex/word_language_model/main.py" --data "$work/corpus" --accel --model Transformer --save "$work/out/m.pt"
+probe "$work/cwd" "mnist" "$ex/mnist/main.py"
+probe "$work/cwd" "vae" "$ex/vae/main.py"
+probe "$work/cwd" "mnist_rnn --accel" "$ex/mnist_rnn/main.py" --accel
+probe "$gpt" "nanoGPT shakespeare_char" train.py config/train_shakespeare_char.py
+probe "$gpt" "nanoGPT gpt2 124M" train.py
