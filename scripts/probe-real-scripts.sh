@@ -14,7 +14,8 @@ py=${COLO_PYTHON:-/usr/bin/python3}
 ex=$(cd "$1" && pwd) gpt=$(cd "$2" && pwd)
 work=${3:-$(mktemp -d)}
 [ -x "$colo" ] || { echo "$colo is missing: build colo first (README)" >&2; exit 2; }
-for f in imagenet/main.py dcgan/main.py word_language_model/main.py mnist/main.py vae/main.py mnist_rnn/main.py; do
+for f in imagenet/main.py dcgan/main.py word_language_model/main.py mnist/main.py vae/main.py mnist_rnn/main.py \
+         distributed/ddp-tutorial-series/multigpu_torchrun.py distributed/ddp-tutorial-series/multigpu.py; do
   [ -f "$ex/$f" ] || { echo "$ex/$f: not a pytorch/examples checkout" >&2; exit 2; }
 done
 [ -f "$gpt/train.py" ] || { echo "$gpt/train.py: not a nanoGPT checkout" >&2; exit 2; }
@@ -40,9 +41,10 @@ for d, vocab, n in (("shakespeare_char", 65, 200000), ("openwebtext", 50257, 200
     if d == "shakespeare_char":
         pickle.dump({"vocab_size": vocab, "itos": {}, "stoi": {}}, open(f"{gpt}/data/{d}/meta.pkl", "wb"))
 PY
-probe() {  # DIR LABEL SCRIPT [ARGS...]
+probe() {  # DIR LABEL SCRIPT [ARGS...]; $launch: colo's own flags (--nproc-per-node N, --data-parallel N)
   local dir=$1 label=$2 script=$3; shift 3
-  (cd "$dir" && "$colo" estimate --script "$script" --estimator trace --json --probe-timeout 900 -- "$@") |
+  # shellcheck disable=SC2086
+  (cd "$dir" && "$colo" estimate --script "$script" ${launch:-} --estimator trace --json --probe-timeout 900 -- "$@") |
     "$py" -c 'import json, sys; d = json.load(sys.stdin)
 print("%s: peak %.0f MiB, estimate %d MiB, %.1f s" % (sys.argv[1], d["peak_mib"], d["estimate_mib"], d["seconds"]))' "$label"
 }
@@ -55,3 +57,10 @@ probe "$work/cwd" "vae" "$ex/vae/main.py"
 probe "$work/cwd" "mnist_rnn --accel" "$ex/mnist_rnn/main.py" --accel
 probe "$gpt" "nanoGPT shakespeare_char" train.py config/train_shakespeare_char.py
 probe "$gpt" "nanoGPT gpt2 124M" train.py
+# Several GPUs: DistributedDataParallel as rank 0 (torchrun's processes, or multiprocessing.spawn's)
+launch="--data-parallel 2" probe "$work/cwd" "imagenet resnet50 -b 128 --multiprocessing-distributed, 2 GPUs" \
+  "$ex/imagenet/main.py" --dummy -a resnet50 -b 128 --workers 0 --multiprocessing-distributed --world-size 1 --rank 0 \
+  --dist-url tcp://127.0.0.1:23456 --dist-backend nccl
+launch="--nproc-per-node 2" probe "$work/cwd" "ddp-tutorial-series multigpu_torchrun, torchrun 2" \
+  "$ex/distributed/ddp-tutorial-series/multigpu_torchrun.py" 5 1 --batch_size 32
+launch="--nproc-per-node 4" probe "$gpt" "nanoGPT gpt2 124M, torchrun 4" train.py

@@ -1,12 +1,14 @@
 """python3 -m colo_probe --model torchvision:resnet50 --input 3x224x224 --batch 128 --optimizer adam
    [--amp fp16|bf16] [--checkpointing] [--data-parallel N] [--out trace.txt]
-python3 -m colo_probe [--out trace.txt] [--steps 2] [--gpus N] [--gpu-name NAME] [--gpu-memory-mib MIB]
-   --script train.py [ARGS...]
+python3 -m colo_probe [--out trace.txt] [--steps 2] [--gpus N] [--torchrun N] [--gpu-name NAME]
+   [--gpu-memory-mib MIB] --script train.py [ARGS...]
 
 --script: the user's unmodified training script, with every word after its path passed to it as
 its own arguments; it runs on the CPU with its CUDA device redirected to the probe (script.py) and
 is stopped after --steps optimizer steps. The target GPU (--gpus, --gpu-name, --gpu-memory-mib;
-default one A100 40 GB) is what torch.cuda answers.
+default one A100 40 GB) is what torch.cuda answers. --torchrun N: the script runs as rank 0 of the
+N processes `torchrun --nproc-per-node N` starts (its environment, torch.distributed,
+DistributedDataParallel's buffers: distributed.py).
 
 --input: the per-sample shape of the default input, and what a model file's input_fn(batch,
 input_shape) receives (e.g. `--input 512`: sequence length 512; None when not given).
@@ -105,10 +107,18 @@ def parse_script(argv):
     p = _Parser(prog="python3 -m colo_probe --script", description="Probe a training script.")
     p.add_argument("--steps", type=_positive, default=2, help="optimizer steps to record (default 2)")
     p.add_argument("--out", default="-", help="trace file ('-' = stdout)")
-    p.add_argument("--gpus", type=_gpus, default=1, help="GPUs the script sees (torch.cuda.device_count)")
+    p.add_argument("--gpus", type=_gpus, default=None,
+                   help="GPUs the script sees (torch.cuda.device_count; default 1, or --torchrun's N)")
+    p.add_argument("--torchrun", type=_gpus, default=None, metavar="N",
+                   help="the script runs under torchrun with N processes on the node (torch.distributed); the probe is rank 0")
     p.add_argument("--gpu-name", default="NVIDIA A100-SXM4-40GB")
     p.add_argument("--gpu-memory-mib", type=_positive, default=40960)
     opts = p.parse_args(argv[:i])
+    if opts.gpus is None:
+        opts.gpus = opts.torchrun or 1
+    elif opts.torchrun is not None and opts.torchrun > opts.gpus:
+        _fail(2, f"--torchrun {opts.torchrun}: torchrun starts a process per GPU, and the script sees "
+                 f"{opts.gpus} GPU(s) (--gpus)")
     return opts, argv[i + 1], argv[i + 2:]
 
 
@@ -129,10 +139,11 @@ def main_script(argv, t0):
     rec = TraceWriter(opts.out)
     rec.header({"model": "script:" + path, "script": path, "args": script_args, "steps": opts.steps,
                 "gpus": opts.gpus, "gpu_name": opts.gpu_name, "gpu_memory_mib": opts.gpu_memory_mib,
+                **({"torchrun": opts.torchrun} if opts.torchrun else {}),
                 "torch": torch.__version__, "probe": __version__, "trace_version": TRACE_VERSION})
     gpu = TargetGpu(opts.gpu_name, opts.gpu_memory_mib, opts.gpus)
     try:
-        run = run_script(path, script_args, rec, opts.steps, gpu)
+        run = run_script(path, script_args, rec, opts.steps, gpu, opts.torchrun)
     except ScriptSpecError as e:
         _fail(2, e)
     except ScriptError as e:

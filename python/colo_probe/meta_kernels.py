@@ -29,7 +29,48 @@ def _nll_loss2d_forward(self, target, weight, reduction, ignore_index):
     return out, torch.empty((), dtype=self.dtype, device=self.device)
 
 
+# SyncBatchNorm's statistics kernels (torch/nn/modules/_functions.py) exist for CUDA only, so no
+# CPU run can check them: their outputs are what aten/src/ATen/native/cuda/Normalization.cu
+# allocates - per-channel statistics in the accumulation type (float32 for half inputs), and
+# full-size outputs like the input; a gradient not asked for is an empty tensor (CUDA returns an
+# undefined one). tests/probe/test_distributed.py checks SyncBatchNorm against BatchNorm2d.
+def _acc_dtype(t):
+    return torch.float32 if t.dtype in (torch.float16, torch.bfloat16) else t.dtype
+
+
+def _channels(t, dtype):
+    return torch.empty((t.size(1),), dtype=dtype, device=t.device)
+
+
+def _bn_stats(input, eps):
+    return _channels(input, _acc_dtype(input)), _channels(input, _acc_dtype(input))
+
+
+def _bn_gather_stats_with_counts(input, mean, invstd, running_mean, running_var, momentum, eps, counts):
+    return _channels(input, mean.dtype), _channels(input, mean.dtype)
+
+
+def _bn_elemt(input, weight, bias, mean, invstd, eps):
+    return torch.empty_like(input)
+
+
+def _bn_backward_reduce(grad_out, input, mean, invstd, weight, input_g, weight_g, bias_g):
+    none = torch.empty((0,), dtype=mean.dtype, device=input.device)
+    wdtype = weight.dtype if weight is not None else input.dtype
+    return (_channels(input, mean.dtype) if input_g else none, _channels(input, mean.dtype) if input_g else none,
+            _channels(input, wdtype) if weight_g else none, _channels(input, wdtype) if bias_g else none)
+
+
+def _bn_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu, count):
+    return torch.empty_like(input)
+
+
 KERNELS = {
+    "batch_norm_stats": _bn_stats,
+    "batch_norm_gather_stats_with_counts": _bn_gather_stats_with_counts,
+    "batch_norm_elemt": _bn_elemt,
+    "batch_norm_backward_reduce": _bn_backward_reduce,
+    "batch_norm_backward_elemt": _bn_backward_elemt,
     "convolution_backward": _conv_backward,
     "nll_loss2d_forward": _nll_loss2d_forward,
     "_adaptive_avg_pool2d_backward": _same_as_self,

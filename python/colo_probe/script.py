@@ -17,9 +17,10 @@ Replaced while the script runs, as they would behave on the GPU: torch.cuda.amp.
 torch.autocast("cuda") and torch.amp.autocast("cuda") (amp.Autocast), torch.cuda.amp.GradScaler
 (ScriptGradScaler), torch.nn.DataParallel (train.DataParallel over the target's GPUs; the trace is
 GPU 0's), Tensor.pin_memory (a no-op), torch.compile (eager: the trace is the eager step's), CUDA
-streams and events (no-ops). An optimizer built with foreach=None gets foreach=True, PyTorch 2's
-choice for CUDA tensors. Not supported: DistributedDataParallel / torch.distributed (one process
-per GPU: probe one rank's script with its own batch), CUDA graphs, custom CUDA extensions.
+streams and events (no-ops), torch.distributed and DistributedDataParallel (distributed.py: the
+script is rank 0, under torchrun's environment with --torchrun N). An optimizer built with
+foreach=None gets foreach=True, PyTorch 2's choice for CUDA tensors. Not supported: FSDP (refused),
+CUDA graphs, custom CUDA extensions.
 
 Phases: load until the first module call; forward from a module call; backward inside
 Tensor.backward / torch.autograd.backward; optimizer in zero_grad, between backward and step
@@ -260,10 +261,11 @@ class _SysModules:
 class ScriptRun:
     """The state of one probed script: the recorder, the optimizers it built and their steps."""
 
-    def __init__(self, rec, steps, gpu):
+    def __init__(self, rec, steps, gpu, torchrun=None):
         self.rec = rec
         self.steps = steps
         self.gpu = gpu
+        self.torchrun = torchrun  # processes torchrun starts (the script is rank 0), None without torchrun
         self.optimizers = []   # [optimizer, steps taken]
         self.backwards = 0     # backward passes while no optimizer was built (hand-written updates)
         self.in_backward = False
@@ -449,6 +451,9 @@ class ScriptRun:
         factories.TARGET_GPUS[0] = gpu.count
         p.set(torch.nn, "DataParallel", ScriptDataParallel)
         p.set(torch.nn.parallel, "DataParallel", ScriptDataParallel)
+        # torch.distributed as rank 0 of the job; DistributedDataParallel's buckets and broadcasts.
+        from .distributed import FakeDistributed
+        FakeDistributed(self.torchrun).install(p)
         # Optimizers: counted steps; phases around zero_grad and backward.
         init = torch.optim.Optimizer.__init__
 
@@ -598,17 +603,19 @@ class ScriptRun:
         self.patches.undo()
 
 
-def run_script(path, args, rec, steps, gpu):
-    """Runs `path` as __main__ with sys.argv = [path] + args under the probe; returns the ScriptRun.
-    Raises ScriptError when the script ends (or fails) before the trace is complete."""
+def run_script(path, args, rec, steps, gpu, torchrun=None):
+    """Runs `path` as __main__ with sys.argv = [path] + args under the probe (as rank 0 of `torchrun`
+    processes when given: distributed.py); returns the ScriptRun. Raises ScriptError when the script
+    ends (or fails) before the trace is complete."""
     from . import meta_kernels
+    from .distributed import torchrun_environment
     from .factories import ProbeDevice
     from .optim2 import pytorch2_optimizers
     from .target_kernels import target_gpu_kernels
 
     if not os.path.isfile(path):
         raise ScriptSpecError(f"--script {path}: no such file")
-    run = ScriptRun(rec, steps, gpu)
+    run = ScriptRun(rec, steps, gpu, torchrun)
     meta_kernels.register()
     saved_argv, saved_path, saved_stdout, saved_stderr = sys.argv, list(sys.path), sys.stdout, sys.stderr
     sys.argv = [path] + list(args)
@@ -624,7 +631,7 @@ def run_script(path, args, rec, steps, gpu):
     device = ProbeDevice()
     train._DEVICE[0] = device  # DataParallel's GPU-0 buffers are named through it
     try:
-        with target_gpu_kernels(), pytorch2_optimizers(), device:
+        with torchrun_environment(torchrun), target_gpu_kernels(), pytorch2_optimizers(), device:
             runpy.run_path(path, run_name="__main__")
     except ProbeStop:
         pass

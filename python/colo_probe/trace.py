@@ -16,7 +16,8 @@
 
 The header's "alloc_conf" is PYTORCH_ALLOC_CONF (else PYTORCH_CUDA_ALLOC_CONF) as the process had it
 when it first allocated on the GPU, which is when PyTorch reads it, or what a script passed to
-torch.cuda.memory._set_allocator_settings before that; absent when none is set.
+torch.cuda.memory._set_allocator_settings before that; absent when none is set. A --script header
+has "gpus" (the GPUs it saw) and, under torchrun, "torchrun" (its processes; the trace is rank 0's).
 
 <phase> is one of load, forward, backward, optimizer; <op> is the ATen operator without the
 "aten::" prefix (or "param", "buffer", "input" for what the script itself puts on the GPU); ids

@@ -55,6 +55,7 @@ struct Opts {
   std::optional<long long> stated;
   bool json = false;
   bool optimizer_given = false;  // --optimizer was on the command line (its default is adam)
+  bool gpus_given = false;       // --data-parallel was on the command line
 };
 struct EvalOpts {
   std::string dataset, format, estimator = "allocsim", split = "all", gpu = "a100-40gb", optimizer = "adam", traces;
@@ -113,6 +114,8 @@ void run_traced(const Opts& o) {
                                       o.batch > 0 ? "--batch" : "--optimizer"));
   if (!o.probe.script.empty() && o.optimizer_given)
     throw colo::UserError("estimate: --optimizer is the script's own choice when a script is probed");
+  if (o.probe.torchrun > 0 && o.probe.script.empty())
+    throw colo::UserError("estimate: --nproc-per-node goes with --script (torchrun runs a script)");
   if (o.seq_len > 0)
     throw colo::UserError("estimate: --seq-len is for --summary; a probed model's sequence length is its input (--input)");
   if (!o.trace.empty()) {
@@ -124,6 +127,8 @@ void run_traced(const Opts& o) {
       req.optimizer = o.optimizer;
     } else if (o.batch > 0) {
       throw colo::UserError("estimate: --batch is the script's own choice when a script is probed (pass it in the script's arguments)");
+    } else if (req.torchrun > 0 && !o.gpus_given) {
+      req.data_parallel = req.torchrun;  // torchrun's processes each have a GPU
     }
     // The probe records the allocator settings it runs with: refuse bad ones before it runs.
     (void)allocator_conf_from_environment();  // parsing throws on a bad value
@@ -386,6 +391,10 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
                   "estimate from the user's unmodified training script, run on the CPU for two optimizer steps "
                   "(its own arguments after --)");
   cmd->add_option("script_args", o->probe.script_args, "--script: the script's own arguments (after --)");
+  colo::cli::add_int_flag(cmd, "--nproc-per-node", o->probe.torchrun, 1, 256,
+                          "--script: the script runs under torchrun with N processes (torch.distributed, "
+                          "DistributedDataParallel); the estimate is rank 0's GPU. The script sees N GPUs unless --data-parallel says more",
+                          false);
   cmd->positionals_at_end();
   cmd->add_option_function<std::string>("--probe-timeout", [o](const std::string& s) {
     o->probe_timeout = colo::parse_real(s, "--probe-timeout", 1, 86400);
@@ -436,6 +445,7 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
 
   cmd->callback([o, cmd, optimizer_flag] {
     o->optimizer_given = optimizer_flag->count() > 0;
+    o->gpus_given = cmd->count("--data-parallel") > 0;
     if (cmd->get_subcommands().empty()) run_single(*o);
   });
 });

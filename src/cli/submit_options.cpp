@@ -167,6 +167,7 @@ SubmitRequest build_submit_request(const SubmitOptions& o) {
       p.script = sc.script;
       p.script_args = sc.args;
       p.data_parallel = o.gpus > 0 ? o.gpus : r.gpus;
+      p.torchrun = sc.torchrun == estimate::ScriptCommand::kOnePerGpu ? p.data_parallel : sc.torchrun;
       namespace fs = std::filesystem;
       const fs::path file = fs::path(sc.script).is_absolute() ? fs::path(sc.script)
                           : (o.workdir.empty() ? fs::current_path() : fs::path(o.workdir)) / sc.script;

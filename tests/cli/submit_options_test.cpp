@@ -213,6 +213,29 @@ TEST(SubmitOptions, ProbeScriptTakesTheScriptAndArgumentsFromTheCommand) {
   EXPECT_EQ(back.script_args, r.probe->script_args);
 }
 
+// torchrun: the probe plays rank 0 of the processes torchrun starts, one per GPU at most.
+TEST(SubmitOptions, ProbeScriptUnderTorchrunKeepsItsProcessCount) {
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/submit_options_test_ddp.py") << "print('train')\n";
+  auto r = build_submit_request(parse({"--probe-script", "--gpus", "4", "--workdir", dir, "--", "torchrun",
+                                       "--nproc-per-node", "2", "submit_options_test_ddp.py", "--epochs", "3"}));
+  ASSERT_TRUE(r.probe);
+  EXPECT_EQ(r.probe->script, "submit_options_test_ddp.py");
+  EXPECT_EQ(r.probe->script_args, (std::vector<std::string>{"--epochs", "3"}));
+  EXPECT_EQ(r.probe->data_parallel, 4);
+  EXPECT_EQ(r.probe->torchrun, 2);
+  r = build_submit_request(parse({"--probe-script", "--gpus", "3", "--workdir", dir, "--", "python3", "-m",
+                                  "torch.distributed.run", "--nproc_per_node=gpu", "submit_options_test_ddp.py"}));
+  EXPECT_EQ(r.probe->torchrun, 3);  // one per GPU of the job
+  EXPECT_EQ(estimate::ProbeRequest::from_json(r.probe->to_json(), "request").torchrun, 3);
+  EXPECT_THAT(request_error({"--probe-script", "--gpus", "2", "--workdir", dir, "--", "torchrun", "--nproc-per-node", "8",
+                             "submit_options_test_ddp.py"}),
+              HasSubstr("--nproc-per-node 8: torchrun starts one process per GPU, and the job has 2 GPU(s)"));
+  EXPECT_THAT(request_error({"--probe-script", "--workdir", dir, "--", "torchrun", "--nnodes", "4",
+                             "submit_options_test_ddp.py"}),
+              HasSubstr("colo runs a job on one server"));
+}
+
 TEST(SubmitOptions, ProbeScriptConflictsAreNamed) {
   const auto err = request_error;
   const std::string dir = ::testing::TempDir();

@@ -177,6 +177,50 @@ for step in range(3):
   EXPECT_NE(show.out.find("probe      script train.py [trace]: done"), std::string::npos) << show.out;
 }
 
+// --probe-script with torchrun: colod probes rank 0 of the processes torchrun would start (the
+// DistributedDataParallel buckets are in the estimate). The job itself runs under a stand-in
+// launcher of the same name: Debian's torchrun (PyTorch 1.13) fails on Python 3.11 before it
+// starts a process, and what is tested here is colod's probe, not the launcher.
+TEST(ColodProbe, ProbeScriptUnderTorchrunIsRankZerosEstimate) {
+  if (const std::string why = cannot_probe_as_nobody(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const std::string work = write_models(dir.path() + "/models", dir.path());
+  std::ofstream(work + "/ddp.py") << R"(import os, torch, torch.nn as nn, torch.distributed as dist
+cuda = torch.cuda.is_available()
+dist.init_process_group("nccl" if cuda else "gloo")
+device = f"cuda:{os.environ['LOCAL_RANK']}" if cuda else "cpu"
+model = nn.parallel.DistributedDataParallel(nn.Linear(4096, 8192).to(device))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    opt.zero_grad()
+    model(torch.randn(8, 4096, device=device)).sum().backward()
+    opt.step()
+print("rank", dist.get_rank(), "of", dist.get_world_size())
+)";
+  std::ofstream(work + "/torchrun") << "#!/bin/sh\n# stand-in: rank 0 of one process (port 0: any free one)\n"
+                                      "shift 2\nexec env RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 "
+                                      "MASTER_PORT=0 /usr/bin/python3 \"$@\"\n";
+  ::chmod((work + "/ddp.py").c_str(), 0644);
+  ::chmod((work + "/torchrun").c_str(), 0755);
+  ColodProcess d(dir.path(), "2x40GiB");
+  const RunResult sub = d.colo({"submit", "--workdir", work, "--gpus", "2", "--probe-script", "--", work + "/torchrun",
+                                "--nproc_per_node", "2", "ddp.py"},
+                               65534);
+  ASSERT_EQ(sub.rc, 0) << sub.err;
+  const std::uint64_t id = std::stoull(sub.out);
+  const json j = d.wait_terminal(id, 180s);
+  EXPECT_EQ(j.at("state"), "done") << j.dump(2);
+  const json& p = j.at("probe");
+  EXPECT_EQ(p.at("status"), "done") << j.dump(2);
+  EXPECT_EQ(p.at("request").at("script"), "ddp.py");
+  EXPECT_EQ(p.at("request").at("torchrun"), 2);
+  EXPECT_EQ(p.at("request").at("data_parallel"), 2);
+  EXPECT_EQ(j.at("need_source"), "trace") << j.dump(2);
+  // context (~1.4 GiB) + 128 MiB of weights, their gradients and DDP's bucket, and the step
+  EXPECT_GT(j.at("need_mib").get<std::int64_t>(), 1400 + 3 * 128);
+  EXPECT_LT(j.at("need_mib").get<std::int64_t>(), 2600);
+}
+
 TEST(ColodProbe, FailingProbeFallsBackToTheSubmittedMemoryWithItsReason) {
   TempDir dir;
   const std::string models = write_models(dir.path() + "/models", dir.path());

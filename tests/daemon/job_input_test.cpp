@@ -196,6 +196,17 @@ TEST(SubmitRequestJson, ProbeRequestRoundTripsAndBadOnesAreRefusedByName) {
   ASSERT_TRUE(back.probe);
   EXPECT_EQ(back.probe->to_json(), p.to_json());
   EXPECT_EQ(back.probe_estimator, "faketensor");
+  estimate::ProbeRequest torchrun;  // a script under torchrun keeps its process count
+  torchrun.script = "train.py";
+  torchrun.script_args = {"--batch", "8"};
+  torchrun.data_parallel = 4;
+  torchrun.torchrun = 4;
+  r.probe = torchrun;
+  const SubmitRequest back_torchrun = submit_request_from_json(to_json(r));
+  ASSERT_TRUE(back_torchrun.probe);
+  EXPECT_EQ(back_torchrun.probe->torchrun, 4);
+  EXPECT_EQ(back_torchrun.probe->arguments(),
+            (std::vector<std::string>{"--gpus", "4", "--torchrun", "4", "--script", "train.py", "--batch", "8"}));
   const auto error_for = submit_error;
   const nlohmann::json base = {{"argv", {"/bin/true"}}};
   nlohmann::json j = base;
@@ -214,6 +225,13 @@ TEST(SubmitRequestJson, ProbeRequestRoundTripsAndBadOnesAreRefusedByName) {
   EXPECT_EQ(error_for(j), "field 'probe': probe field 'batch' is too large");
   j["probe"] = {{"script", "train.py"}, {"data_parallel", 1.9}};
   EXPECT_EQ(error_for(j), "field 'probe': probe field 'data_parallel': expected an integer");
+  // torchrun: a script's, at most one process per GPU
+  j["probe"] = {{"script", "train.py"}, {"data_parallel", 2}, {"torchrun", 4}};
+  EXPECT_THAT(error_for(j), ::testing::HasSubstr("--nproc-per-node 4: torchrun starts one process per GPU, and the job has 2 GPU(s)"));
+  j["probe"] = {{"script", "train.py"}, {"data_parallel", 2}, {"torchrun", -1}};
+  EXPECT_THAT(error_for(j), ::testing::HasSubstr("--nproc-per-node -1 is out of range"));
+  j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 8}, {"torchrun", 2}};
+  EXPECT_EQ(error_for(j), "field 'probe': probe field 'torchrun' goes with 'script'");
   j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 0}};
   EXPECT_THAT(error_for(j), ::testing::HasSubstr("field 'probe': --batch 0 is out of range"));
   j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 8}, {"optimizer", "lion"}};

@@ -47,5 +47,38 @@ TEST(ScriptCommand, CommandsWithoutAScriptFileAreNamed) {
   EXPECT_THAT(error_of({}), HasSubstr("no command"));
 }
 
+TEST(ScriptCommand, TorchrunsOptionsComeBeforeTheScriptAndNameItsProcesses) {
+  auto c = script_of_command({"torchrun", "--standalone", "--nproc-per-node", "4", "train.py", "--batch", "8"});
+  EXPECT_EQ(c.script, "train.py");
+  EXPECT_EQ(c.args, (V{"--batch", "8"}));
+  EXPECT_EQ(c.torchrun, 4);
+  c = script_of_command({"/opt/venv/bin/torchrun", "--nproc_per_node=2", "--nnodes=1", "--master-port", "29501",
+                         "--rdzv_backend=c10d", "t.py"});
+  EXPECT_EQ(c.script, "t.py");
+  EXPECT_TRUE(c.args.empty());
+  EXPECT_EQ(c.torchrun, 2);
+  c = script_of_command({"python3", "-u", "-m", "torch.distributed.run", "--nproc-per-node", "gpu", "a/t.py", "x"});
+  EXPECT_EQ(c.script, "a/t.py");
+  EXPECT_EQ(c.args, V{"x"});
+  EXPECT_EQ(c.torchrun, ScriptCommand::kOnePerGpu);
+  c = script_of_command({"env", "NCCL_DEBUG=INFO", "torchrun", "train.py"});
+  EXPECT_EQ(c.torchrun, 1);  // torchrun's default: one process
+  EXPECT_EQ(script_of_command({"python3", "train.py"}).torchrun, 0);
+}
+
+TEST(ScriptCommand, TorchrunsThatTheProbeCannotFollowAreNamed) {
+  EXPECT_THAT(error_of({"torchrun", "--nnodes", "2", "t.py"}), HasSubstr("--nnodes 2: colo runs a job on one server"));
+  EXPECT_THAT(error_of({"torchrun", "--nproc-per-node", "cpu", "t.py"}), HasSubstr("trains on the CPU"));
+  EXPECT_THAT(error_of({"torchrun", "--nproc-per-node", "0", "t.py"}), HasSubstr("expected 1..256, gpu or auto"));
+  EXPECT_THAT(error_of({"torchrun", "--nproc-per-node=999", "t.py"}), HasSubstr("expected 1..256"));
+  EXPECT_THAT(error_of({"torchrun", "--nproc-per-node=99999999999999999999", "t.py"}), HasSubstr("expected 1..256"));
+  EXPECT_THAT(error_of({"torchrun", "--nproc-per-node"}), HasSubstr("needs a value"));
+  EXPECT_THAT(error_of({"torchrun", "--no-python", "./bin"}), HasSubstr("runs no Python script file"));
+  EXPECT_THAT(error_of({"torchrun", "-m", "pkg.train"}), HasSubstr("runs no Python script file"));
+  EXPECT_THAT(error_of({"torchrun", "--frobnicate", "t.py"}), HasSubstr("option '--frobnicate' is not one the probe knows"));
+  EXPECT_THAT(error_of({"torchrun", "--standalone"}), HasSubstr("torchrun names no script"));
+  EXPECT_THAT(error_of({"python3", "-m", "torch.distributed.launch", "t.py"}), HasSubstr("run the job with torchrun"));
+}
+
 }  // namespace
 }  // namespace colo::estimate

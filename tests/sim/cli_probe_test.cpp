@@ -214,6 +214,38 @@ for epoch in range(100):
   EXPECT_EQ(r.out, "colo: error: estimate: unexpected argument 'stray' (script arguments follow --script FILE --)\n");
 }
 
+// --nproc-per-node: a DistributedDataParallel script as torchrun would start it; the estimate is
+// rank 0's GPU, which keeps DDP's gradient buckets beside the gradients (one more copy of them).
+TEST(CliProbe, ATorchrunScriptIsEstimatedAsRankZero) {
+  const std::string script = std::string(COLO_BINARY_DIR) + "/cli_probe_test_ddp.py";
+  std::ofstream(script) << R"(import os, torch, torch.nn as nn, torch.distributed as dist
+dist.init_process_group("nccl")
+torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+model = nn.Sequential(nn.Linear(4096, 8192), nn.ReLU(), nn.Linear(8192, 4096)).cuda()
+model = nn.parallel.DistributedDataParallel(model, device_ids=[int(os.environ["LOCAL_RANK"])])
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+while True:
+    opt.zero_grad()
+    model(torch.randn(16 // dist.get_world_size(), 4096, device="cuda")).sum().backward()
+    opt.step()
+)";
+  const auto s = run_json("estimate --script " + script + " --nproc-per-node 2 --estimator trace --json");
+  ASSERT_TRUE(s.is_object());
+  // 2 × 33.6 M float32 parameters: weights, gradients and the bucket = 3 × 256 MiB at least
+  EXPECT_GE(s["peak_mib"].get<double>(), 768) << s.dump();
+  EXPECT_LT(s["peak_mib"].get<double>(), 1100) << s.dump();
+  auto r = run_colo_args("estimate --script " + script + " --estimator trace");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("WORLD_SIZE expected, but not set (a torchrun job: colo estimate --script --nproc-per-node N"),
+            std::string::npos) << r.out;
+  r = run_colo_args("estimate --script " + script + " --nproc-per-node 4 --data-parallel 2");
+  EXPECT_EQ(r.out, "colo: error: --nproc-per-node 4: torchrun starts one process per GPU, and the job has 2 GPU(s)\n");
+  r = run_colo_args("estimate --probe torchvision:resnet18 --batch 8 --nproc-per-node 2");
+  EXPECT_EQ(r.out, "colo: error: estimate: --nproc-per-node goes with --script (torchrun runs a script)\n");
+  r = run_colo_args("estimate --script " + script + " --nproc-per-node 0");
+  EXPECT_EQ(r.status, 2);
+}
+
 // A script that starts a process of its own session (a log shipper, a data server) leaves the
 // probe's stderr open after the probe ends: colo must answer anyway. Before the fix it waited for
 // that process, past any --probe-timeout; here the process never ends, so the old code hangs.

@@ -117,7 +117,14 @@ std::vector<std::string> script_arguments(const ProbeRequest& r) {
                                 fmt::join(own, ", "), own.size() == 1 ? "is" : "are"));
   if (r.data_parallel < 1 || r.data_parallel > 256)
     throw UserError(fmt::format("--data-parallel {} is out of range (1..256 GPUs)", r.data_parallel));
-  std::vector<std::string> a = {"--gpus", std::to_string(r.data_parallel), "--script", r.script};
+  if (r.torchrun < 0 || r.torchrun > 256)
+    throw UserError(fmt::format("--nproc-per-node {} is out of range (1..256 processes)", r.torchrun));
+  if (r.torchrun > r.data_parallel)
+    throw UserError(fmt::format("--nproc-per-node {}: torchrun starts one process per GPU, and the job has {} GPU(s)",
+                                r.torchrun, r.data_parallel));
+  std::vector<std::string> a = {"--gpus", std::to_string(r.data_parallel)};
+  if (r.torchrun > 0) a.insert(a.end(), {"--torchrun", std::to_string(r.torchrun)});
+  a.insert(a.end(), {"--script", r.script});
   a.insert(a.end(), r.script_args.begin(), r.script_args.end());
   return a;
 }
@@ -128,6 +135,7 @@ std::vector<std::string> ProbeRequest::arguments() const {
   if (!script.empty()) return script_arguments(*this);
   if (model.empty()) throw UserError("--probe: give a model (torchvision:NAME or path/to/file.py:function)");
   if (model.size() > 4096 || model.find('\0') != std::string::npos) throw UserError("--probe: model name too long");
+  if (torchrun != 0) throw UserError("--nproc-per-node goes with a probed script (torchrun runs a script, not --probe MODEL)");
   if (batch <= 0 || batch > limits::kMaxBatch)
     throw UserError(fmt::format("--batch {} is out of range for --probe (expected 1..{})", batch, limits::kMaxBatch));
   if (!one_of(optimizer, {"sgd", "sgd-momentum", "adam", "adamw", "rmsprop", "adagrad", "adadelta"}))
@@ -173,8 +181,10 @@ std::vector<std::string> ProbeRequest::arguments() const {
 
 nlohmann::json ProbeRequest::to_json() const {
   nlohmann::json j;
-  if (!script.empty())
+  if (!script.empty()) {
     j = {{"script", script}, {"script_args", script_args}, {"data_parallel", data_parallel}};
+    if (torchrun > 0) j["torchrun"] = torchrun;
+  }
   else
     j = {{"model", model}, {"input", input}, {"dtype", dtype}, {"num_classes", num_classes},
          {"batch", batch}, {"optimizer", optimizer}, {"amp", amp}, {"checkpointing", checkpointing},
@@ -211,7 +221,7 @@ ProbeRequest ProbeRequest::from_json(const nlohmann::json& j, const std::string&
   if (!j.is_object()) throw UserError(where + ": probe request must be an object");
   for (const auto& [key, value] : j.items())
     if (!one_of(key, {"model", "input", "dtype", "num_classes", "batch", "optimizer", "amp", "checkpointing",
-                      "set_to_none", "foreach", "data_parallel", "script", "script_args", "alloc_conf"}))
+                      "set_to_none", "foreach", "data_parallel", "script", "script_args", "torchrun", "alloc_conf"}))
       throw UserError(fmt::format("{}: unknown probe field '{}'", where, one_line(key)));
   ProbeRequest r;
   if (j.contains("alloc_conf")) {
@@ -234,9 +244,11 @@ ProbeRequest ProbeRequest::from_json(const nlohmann::json& j, const std::string&
     for (const char* k : {"model", "input", "dtype", "num_classes", "batch", "optimizer", "amp", "checkpointing", "set_to_none", "foreach"})
       if (j.contains(k)) throw UserError(fmt::format("{}: probe field '{}' does not go with 'script'", where, k));
     r.data_parallel = integer_field(j, "data_parallel", 1, where);
+    r.torchrun = integer_field(j, "torchrun", 0, where);
     validate(r, where);
     return r;
   }
+  if (j.contains("torchrun")) throw UserError(where + ": probe field 'torchrun' goes with 'script'");
   try {
     r.model = j.at("model").get<std::string>();
     r.input = j.value("input", std::string());

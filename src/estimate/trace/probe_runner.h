@@ -32,6 +32,9 @@ struct ProbeRequest {
   // its batch, optimizer and precision; data_parallel is the GPUs it sees.
   std::string script;
   std::vector<std::string> script_args;
+  // Script mode: the script runs under torchrun with this many processes on the node (0 = not under
+  // torchrun); the probe is rank 0 (python/colo_probe/distributed.py). At most data_parallel.
+  std::int64_t torchrun = 0;
   // PYTORCH_CUDA_ALLOC_CONF for the probe ("" = whatever its environment has): colod passes the
   // job's own, as the probe's clean environment would not have it.
   std::string alloc_conf;

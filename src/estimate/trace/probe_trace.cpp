@@ -124,7 +124,7 @@ ProbeTrace parse_probe_trace(std::string_view text, const std::string& source) {
         for (const char* key : {"model", "optimizer", "torch", "script", "probe", "amp", "dtype", "foreach", "filename",
                                 "alloc_conf"})
           if (j.contains(key) && !j.at(key).is_string()) r.fail(fmt::format("header field '{}': expected a string", key));
-        for (const char* key : {"batch", "steps", "data_parallel", "gpus", "gpu_memory_mib", "trace_version"})
+        for (const char* key : {"batch", "steps", "data_parallel", "gpus", "torchrun", "gpu_memory_mib", "trace_version"})
           if (j.contains(key) &&
               (!j.at(key).is_number_integer() ||
                (j.at(key).is_number_unsigned() ? j.at(key).get<std::uint64_t>() > (1ULL << 40)

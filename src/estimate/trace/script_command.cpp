@@ -1,5 +1,6 @@
 #include "estimate/trace/script_command.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 
@@ -21,6 +22,63 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// torchrun's options (torch/distributed/run.py), '-' and '_' spellings alike: those taking a value.
+bool torchrun_takes_value(std::string name) {
+  std::replace(name.begin(), name.end(), '_', '-');
+  static const std::vector<std::string> with_value = {
+      "--nnodes", "--nproc-per-node", "--rdzv-backend", "--rdzv-endpoint", "--rdzv-id", "--rdzv-conf",
+      "--max-restarts", "--monitor-interval", "--start-method", "--role", "--node-rank", "--master-addr",
+      "--master-port", "--local-addr", "--log-dir", "-r", "--redirects", "-t", "--tee", "--local-ranks-filter",
+      "--logs-specs", "--event-log-handler", "--run-path"};
+  return std::find(with_value.begin(), with_value.end(), name) != with_value.end();
+}
+
+std::int64_t nproc_per_node(const std::string& v) {
+  if (v == "gpu" || v == "auto") return ScriptCommand::kOnePerGpu;
+  if (v == "cpu") throw UserError("--probe-script: torchrun --nproc-per-node cpu trains on the CPU; nothing to estimate");
+  std::int64_t n = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9' || (n = n * 10 + (c - '0')) > 256)
+      throw UserError(fmt::format("--probe-script: torchrun --nproc-per-node '{}': expected 1..256, gpu or auto", one_line(v)));
+  }
+  if (v.empty() || n == 0)
+    throw UserError(fmt::format("--probe-script: torchrun --nproc-per-node '{}': expected 1..256, gpu or auto", one_line(v)));
+  return n;
+}
+
+// torchrun's options, then the script: `torchrun --nproc-per-node 4 train.py …` (argv[i] is the
+// first word after the launcher).
+ScriptCommand torchrun_script(const std::vector<std::string>& argv, std::size_t i) {
+  ScriptCommand c;
+  c.torchrun = 1;  // torchrun's default: one process
+  for (; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a.empty() || a[0] != '-') break;
+    const std::size_t eq = a.find('=');
+    std::string name = a.substr(0, eq), value;
+    std::string canon = name;
+    std::replace(canon.begin(), canon.end(), '_', '-');
+    if (canon == "--standalone") continue;
+    if (canon == "--no-python" || canon == "-m" || canon == "--module")
+      throw UserError(fmt::format("--probe-script: torchrun {} runs no Python script file; give --probe MODEL instead", name));
+    if (!torchrun_takes_value(name))
+      throw UserError(fmt::format("--probe-script: torchrun option '{}' is not one the probe knows", one_line(name)));
+    if (eq != std::string::npos) {
+      value = a.substr(eq + 1);
+    } else {
+      if (++i >= argv.size()) throw UserError(fmt::format("--probe-script: torchrun {} needs a value", name));
+      value = argv[i];
+    }
+    if (canon == "--nproc-per-node") c.torchrun = nproc_per_node(value);
+    if (canon == "--nnodes" && value != "1" && value != "1:1")
+      throw UserError(fmt::format("--probe-script: torchrun --nnodes {}: colo runs a job on one server", one_line(value)));
+  }
+  if (i >= argv.size()) throw UserError("--probe-script: torchrun names no script");
+  c.script = argv[i];
+  c.args.assign(argv.begin() + static_cast<std::ptrdiff_t>(i) + 1, argv.end());
+  return c;
+}
+
 }  // namespace
 
 ScriptCommand script_of_command(const std::vector<std::string>& argv) {
@@ -32,6 +90,7 @@ ScriptCommand script_of_command(const std::vector<std::string>& argv) {
     if (i == argv.size()) throw UserError("--probe-script: `env` runs no command");
   }
   ScriptCommand c;
+  if (std::filesystem::path(argv[i]).filename() == "torchrun") return torchrun_script(argv, i + 1);
   if (ends_with(argv[i], ".py")) {
     c.script = argv[i];
     c.args.assign(argv.begin() + static_cast<std::ptrdiff_t>(i) + 1, argv.end());
@@ -43,6 +102,10 @@ ScriptCommand script_of_command(const std::vector<std::string>& argv) {
   // The interpreter's own options come before the script; those taking a value take the next word.
   for (++i; i < argv.size(); ++i) {
     const std::string& a = argv[i];
+    if (a == "-m" && i + 1 < argv.size() && argv[i + 1] == "torch.distributed.run") return torchrun_script(argv, i + 2);
+    if (a == "-m" && i + 1 < argv.size() && argv[i + 1] == "torch.distributed.launch")
+      throw UserError("--probe-script: torch.distributed.launch is deprecated and passes its own arguments to the "
+                      "script; run the job with torchrun (or python3 -m torch.distributed.run)");
     if (a == "-m" || a == "-c")
       throw UserError(fmt::format("--probe-script: `python {} …` runs no script file; give --probe MODEL instead", a));
     if (a == "-W" || a == "-X" || a == "--check-hash-based-pycs") {
