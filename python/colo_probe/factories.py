@@ -3,6 +3,8 @@ device (no memory, no initialisation cost). While it trains, a tensor asked for 
 (`device="cuda"`, `.cuda()`, `.to("cuda")`, or the meta device of the probe's own tensors) becomes
 a probe tensor with a recorded storage; one asked for on the CPU stays on the CPU (optimizer step
 counters, Python-side bookkeeping)."""
+import sys
+
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten, tree_map
@@ -15,6 +17,22 @@ FACTORIES = {torch.empty, torch.zeros, torch.ones, torch.full, torch.rand, torch
 
 
 TARGET_GPUS = [1]  # GPUs the target has (--gpus); a script's cuda:N must name one of them
+# torch.set_default_device under --script: where a factory without device= creates its tensor (None:
+# the CPU, PyTorch's default).
+DEFAULT_DEVICE = [None]
+
+
+def _from_optimizer():
+    """Whether the factory call comes from torch.optim: its step counters (`torch.tensor(0.0)`)
+    stay on the host under set_default_device, as their values are read back each step (the probe's
+    GPU tensors have none; on a GPU each would be one 512-byte block)."""
+    frame = sys._getframe(2)  # 0: here, 1: __torch_function__, then torch's mode plumbing, then the caller
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if name not in ("torch.overrides", "torch.utils._mode_utils", "torch._ops") and not name.startswith("colo_probe"):
+            return name.startswith("torch.optim")
+        frame = frame.f_back
+    return False
 
 
 def _is_gpu(device):
@@ -108,6 +126,8 @@ class ProbeDevice(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         if func in FACTORIES:
+            if kwargs.get("device") is None and DEFAULT_DEVICE[0] is not None and not _from_optimizer():
+                kwargs["device"] = DEFAULT_DEVICE[0]
             if not _is_gpu(kwargs.get("device")):
                 return func(*args, **kwargs)
             kwargs["device"] = "meta"

@@ -18,7 +18,9 @@ torch.autocast("cuda") and torch.amp.autocast("cuda") (amp.Autocast), torch.cuda
 (ScriptGradScaler), torch.nn.DataParallel (train.DataParallel over the target's GPUs; the trace is
 GPU 0's), Tensor.pin_memory (a no-op), torch.compile (eager: the trace is the eager step's), CUDA
 streams and events (no-ops), torch.distributed and DistributedDataParallel (distributed.py: the
-script is rank 0, under torchrun's environment with --torchrun N). An optimizer built with
+script is rank 0, under torchrun's environment with --torchrun N), torch.set_default_device, and
+what a CPU build refuses but a CUDA build on the target answers (NVTX, torch.Generator("cuda"),
+the memory-history recorder, utilization, the architecture list). An optimizer built with
 foreach=None gets foreach=True, PyTorch 2's choice for CUDA tensors. Not supported: FSDP (refused),
 CUDA graphs, custom CUDA extensions.
 
@@ -119,6 +121,15 @@ class _Stream(_Event):
 
     def record_event(self, event=None):
         return event or _Event()
+
+
+class _Generator(torch.Generator):
+    """torch.Generator: a CPU generator where a CUDA one is asked for (a build without CUDA refuses
+    it); still an instance of torch.Generator."""
+
+    def __new__(cls, device="cpu"):
+        d = torch.device(device) if not isinstance(device, torch.device) else device
+        return super().__new__(cls, "cpu" if d.type in ("cuda", "meta") else device)
 
 
 class ScriptGradScaler:
@@ -437,6 +448,36 @@ class ScriptRun:
         if hasattr(torch, "amp"):
             p.set(torch.amp, "GradScaler", lambda device="cuda", *a, **k: ScriptGradScaler(*a, **k))
         p.set(torch, "compile", lambda model=None, *a, **k: model if model is not None else (lambda m: m))
+        # torch.set_default_device (PyTorch 2; provided on 1.13 too): factories without device= go there.
+        from . import factories as factories_module
+
+        def set_default_device(device):
+            factories_module.DEFAULT_DEVICE[0] = None if device is None else torch.device(device)
+            if factories_module.DEFAULT_DEVICE[0] is not None:
+                factories_module._is_gpu(factories_module.DEFAULT_DEVICE[0])  # cuda:N must be one of the target's
+        p.set(factories_module, "DEFAULT_DEVICE", [None])
+        p.set(torch, "set_default_device", set_default_device)
+        p.set(torch, "get_default_device", lambda: (
+            torch.device("cuda", 0) if factories_module._is_gpu(factories_module.DEFAULT_DEVICE[0])
+            else factories_module.DEFAULT_DEVICE[0] or torch.device("cpu")))
+        # A CUDA generator (torch.Generator(device="cuda")) holds a seed and an offset on the host: a
+        # CPU generator stands in (the probe's random values are never used).
+        p.set(torch, "Generator", _Generator)
+        # NVTX ranges and the memory-history recorder are profiling aids with no GPU memory of their own.
+        for name in ("range_push", "range_pop", "range_start", "range_end", "mark"):
+            if hasattr(cuda, "nvtx") and hasattr(cuda.nvtx, name):
+                p.set(cuda.nvtx, name, lambda *a, **k: 0)
+        if hasattr(cuda, "nvtx"):
+            p.set(cuda.nvtx, "range", lambda *a, **k: _NoAutocast())
+        for name in ("_record_memory_history", "_dump_snapshot"):  # provided where missing (2.1+)
+            p.set(cuda.memory, name, lambda *a, **k: None)
+        # What nvidia-smi would say of an idle target before the job starts (assumed: 0 %), and the
+        # architecture a CUDA build for it has.
+        for name in ("utilization", "memory_usage"):
+            p.set(cuda, name, lambda device=None: (device_index(device), 0)[1])
+        arch = f"sm_{gpu.capability[0]}{gpu.capability[1]}"
+        p.set(cuda, "get_arch_list", lambda: [arch])
+        p.set(cuda, "get_gencode_flags", lambda: f"-gencode compute=compute_{arch[3:]},code={arch}")
         # Host-side pinned buffers need a CUDA driver; they are not GPU memory.
         p.set(torch.Tensor, "pin_memory", lambda self, *a, **k: self)
         p.set(torch.Tensor, "is_pinned", lambda self, *a, **k: False)

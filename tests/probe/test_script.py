@@ -459,6 +459,49 @@ class ScriptsAsWrittenToday(unittest.TestCase):
             opt.zero_grad(); loss.backward(); opt.step()
     """
 
+    def test_set_default_device_puts_the_model_and_batches_on_the_gpu(self):
+        # PyTorch 2's torch.set_default_device("cuda"): no .cuda() or device= anywhere (provided on
+        # 1.13 too). Before, 1.13 raised AttributeError; on 2.x its device mode sat under the probe's.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            torch.set_default_device("cuda")
+            assert torch.get_default_device().type == "cuda"
+            model = nn.Sequential(nn.Linear(1024, 2048), nn.ReLU(), nn.Linear(2048, 10))
+            opt = torch.optim.Adam(model.parameters())
+            while True:
+                x, y = torch.randn(64, 1024), torch.randint(0, 10, (64,))
+                nn.functional.cross_entropy(model(x), y).backward()
+                opt.step(); opt.zero_grad()
+        """)
+        self.assertEqual(rc, 0, err)
+        t = Trace(text)
+        self.assertTrue(any(a[0] == 1024 * 2048 * 4 and a[1] == "load" for a in t.allocs.values()))  # the weight
+        self.assertTrue(any(a[0] == 64 * 1024 * 4 for a in t.allocs.values()))  # the batch
+        self.assertGreaterEqual(len([a for a in t.allocs.values() if a[0] == 1024 * 2048 * 4]), 4)  # + grad, Adam's two
+
+    def test_profiling_and_device_queries_answer_as_on_the_gpu(self):
+        # NVTX ranges, a CUDA generator, the memory-history recorder, utilization and the build's
+        # architectures: a CPU build of PyTorch raises on each, a CUDA build on the target does not.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            g = torch.Generator(device="cuda")
+            g.manual_seed(0)
+            assert isinstance(g, torch.Generator)
+            torch.cuda.memory._record_memory_history(max_entries=1000)
+            assert torch.cuda.get_arch_list() == ["sm_80"] and torch.cuda.utilization() == 0
+            model = nn.Linear(256, 256).cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            while True:
+                torch.cuda.nvtx.range_push("step")
+                with torch.cuda.nvtx.range("forward"):
+                    loss = model(torch.randn(32, 256, device="cuda", generator=g)).sum()
+                loss.backward(); opt.step()
+                torch.cuda.nvtx.range_pop()
+                torch.cuda.memory._dump_snapshot("snapshot.pickle")
+        """)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(any(a[0] == 32 * 256 * 4 for a in Trace(text).allocs.values()))
+
     def test_torch_amp_autocast_is_recorded_in_half_precision_like_torch_autocast(self):
         peaks = {}
         for name, ctx in (("amp", 'torch.amp.autocast("cuda", dtype=torch.bfloat16)'),
