@@ -17,7 +17,8 @@ reducer and broadcast_coalesced; the same in 1.13 and 2.x):
   at construction a single bucket per dtype (find_unused_parameters=False or static_graph, the
   default), or 1 MiB first then bucket_cap_mb (25 MiB) each; at the second iteration's forward
   they are rebuilt in the order the first backward made the gradients ready, 1 MiB first then
-  bucket_cap_mb, the old buffers freed first;
+  bucket_cap_mb, the old buffers freed first (an explicit bucket_cap_mb: every bucket up to it, as
+  PyTorch 2 has it);
 - gradients: with gradient_as_bucket_view=False (the default) a parameter's gradient is its own
   tensor beside the bucket (the bucket is extra memory, one more copy of the gradients); with
   True the gradient becomes a view of its bucket as soon as it is ready, and the tensor autograd
@@ -311,6 +312,10 @@ class DistributedDataParallel(torch.nn.Module):
         self.require_backward_grad_sync = True
         self.require_forward_param_sync = True
         self.bucket_bytes_cap = int((BUCKET_CAP_MB if bucket_cap_mb is None else bucket_cap_mb) * (1 << 20))
+        # PyTorch 2 makes the first bucket small only at the default cap; an explicit bucket_cap_mb is
+        # every bucket's limit (PyTorch 1.13 kept 1 MiB first either way).
+        self._limits = ([FIRST_BUCKET_BYTES, self.bucket_bytes_cap] if bucket_cap_mb is None
+                        else [self.bucket_bytes_cap])
         ignore = set(getattr(module, "_ddp_params_and_buffers_to_ignore", ()))
         seen, params = set(), []
         for name, p in module.named_parameters():
@@ -335,7 +340,7 @@ class DistributedDataParallel(torch.nn.Module):
             broadcast_coalesced([p.detach() for n, p in module.named_parameters() if n not in ignore] +
                                 list(self._buffers_synced))
             one_bucket = static_graph or not find_unused_parameters
-            limits = [sys.maxsize] if one_bucket else [FIRST_BUCKET_BYTES, self.bucket_bytes_cap]
+            limits = [sys.maxsize] if one_bucket else self._limits
             self._allocate(list(reversed(bucket_assignment(params, limits))))
         with torch.enable_grad():
             for i, p in enumerate(params):
@@ -385,7 +390,7 @@ class DistributedDataParallel(torch.nn.Module):
         order = self._ready + [i for i in range(len(self._params)) if i not in self._ready_seen]
         in_order = [self._params[i] for i in order]
         buckets = [[order[j] for j in b] for b in
-                   bucket_assignment(in_order, [FIRST_BUCKET_BYTES, self.bucket_bytes_cap])]
+                   bucket_assignment(in_order, self._limits)]
         with torch.no_grad():
             self._allocate(buckets)
 

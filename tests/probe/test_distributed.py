@@ -103,6 +103,18 @@ class DistributedDataParallelScript(unittest.TestCase):
         self.assertEqual(header(text)["torchrun"], 4)
         self.assertEqual(header(text)["gpus"], 4)
 
+    def test_an_explicit_bucket_cap_is_every_buckets_limit(self):
+        # PyTorch 2: bucket_cap_mb given, no 1 MiB first bucket at the rebuild (1.13 kept one)
+        rc, text, err, _ = run_probe(DDP_SCRIPT.replace("gradient_as_bucket_view=", "bucket_cap_mb=64, gradient_as_bucket_view="),
+                                     probe_args=["--torchrun", "2"])
+        self.assertEqual(rc, 0, err)
+        rebuilt = [a[0] // 4 for i, a in sorted(Trace(text).by_op("ddp_bucket")) if a[3] == 2]
+        ready = list(reversed(list(mlp().parameters())))  # a sequential network's gradients: last layer first
+        want = dist._compute_bucket_assignment_by_size(ready, [64 << 20])
+        want = want[0] if isinstance(want, tuple) else want
+        self.assertEqual(rebuilt, [sum(ready[i].numel() for i in b) for b in want])
+        self.assertEqual(rebuilt, [PARAM_NUMEL])  # 25 MB < 64 MiB: one bucket (1 MiB first would give two)
+
     def test_the_broadcast_at_construction_is_a_transient_flat_copy(self):
         rc, text, err, _ = run_probe(DDP_SCRIPT, probe_args=["--torchrun", "2"])
         self.assertEqual(rc, 0, err)
