@@ -60,7 +60,10 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
       const json& p = j.at("probe");
       const json& rq = p.at("request");
       const std::string what = rq.contains("script")
-                                   ? "script " + colo::one_line(rq.value("script", std::string("?")))
+                                   ? "script " + colo::one_line(rq.value("script", std::string("?"))) +
+                                         (rq.contains("torchrun") && rq.at("torchrun").is_number_integer()
+                                              ? fmt::format(" (rank 0 of torchrun's {})", rq.at("torchrun").get<std::int64_t>())
+                                              : std::string())
                                    : fmt::format("{} batch {} {}", colo::one_line(rq.value("model", std::string("?"))),
                                                  rq.value("batch", std::int64_t{0}), colo::one_line(rq.value("optimizer", std::string("?"))));
       std::cout << fmt::format("  probe      {} [{}]: {}{}{}\n", what,

@@ -219,6 +219,8 @@ print("rank", dist.get_rank(), "of", dist.get_world_size())
   // context (~1.4 GiB) + 128 MiB of weights, their gradients and DDP's bucket, and the step
   EXPECT_GT(j.at("need_mib").get<std::int64_t>(), 1400 + 3 * 128);
   EXPECT_LT(j.at("need_mib").get<std::int64_t>(), 2600);
+  const RunResult show = d.colo({"show", std::to_string(id)});
+  EXPECT_NE(show.out.find("probe      script ddp.py (rank 0 of torchrun's 2) [trace]: done"), std::string::npos) << show.out;
 }
 
 TEST(ColodProbe, FailingProbeFallsBackToTheSubmittedMemoryWithItsReason) {

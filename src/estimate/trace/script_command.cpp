@@ -60,13 +60,14 @@ ScriptCommand torchrun_script(const std::vector<std::string>& argv, std::size_t 
     std::replace(canon.begin(), canon.end(), '_', '-');
     if (canon == "--standalone") continue;
     if (canon == "--no-python" || canon == "-m" || canon == "--module")
-      throw UserError(fmt::format("--probe-script: torchrun {} runs no Python script file; give --probe MODEL instead", name));
+      throw UserError(fmt::format("--probe-script: torchrun {} runs no Python script file; give --probe MODEL instead",
+                                  one_line(name)));
     if (!torchrun_takes_value(name))
       throw UserError(fmt::format("--probe-script: torchrun option '{}' is not one the probe knows", one_line(name)));
     if (eq != std::string::npos) {
       value = a.substr(eq + 1);
     } else {
-      if (++i >= argv.size()) throw UserError(fmt::format("--probe-script: torchrun {} needs a value", name));
+      if (++i >= argv.size()) throw UserError(fmt::format("--probe-script: torchrun {} needs a value", one_line(name)));
       value = argv[i];
     }
     if (canon == "--nproc-per-node") c.torchrun = nproc_per_node(value);
@@ -89,8 +90,8 @@ ScriptCommand script_of_command(const std::vector<std::string>& argv) {
     }
     if (i == argv.size()) throw UserError("--probe-script: `env` runs no command");
   }
-  ScriptCommand c;
   if (std::filesystem::path(argv[i]).filename() == "torchrun") return torchrun_script(argv, i + 1);
+  ScriptCommand c;
   if (ends_with(argv[i], ".py")) {
     c.script = argv[i];
     c.args.assign(argv.begin() + static_cast<std::ptrdiff_t>(i) + 1, argv.end());
