@@ -4,8 +4,16 @@ PyTorch 1.13's multi-tensor (foreach) Adam/AdamW compute `denom = _foreach_add(s
 place, so two parameter-sized temporary lists are alive at the step's peak; PyTorch 2 (the
 version the measured jobs ran, adam.py/adamw.py `_multi_tensor_adam[w]`) adds eps in place and
 keeps one. While probing on PyTorch < 2 these functions replace 1.13's; on 2.x nothing changes.
-Capturable and complex cases keep the installed implementation."""
+Capturable and complex cases keep the installed implementation.
+
+fused=True (Adam, AdamW, SGD; PyTorch 2's torch._fused_adam_ / _fused_adamw_ / _fused_sgd_ CUDA
+kernels): the first step creates the state - Adam's exp_avg and exp_avg_sq (and max_exp_avg_sq
+with amsgrad) and a step counter on the GPU, SGD's momentum buffer, a copy of the gradient - and
+every step updates it in place in one kernel, with no temporaries (fused_step). 1.13 has no fused
+AdamW or SGD and its fused Adam kernel is CUDA-only; the optimizer is built without it and marked,
+and the probe steps it as the fused kernel would, on every PyTorch version."""
 import contextlib
+import inspect
 
 import torch
 import torch.optim.adam as _adam_mod
@@ -58,15 +66,77 @@ def _make(orig, decoupled):
     return multi_tensor
 
 
+FUSED_KINDS = {torch.optim.Adam: "adam", torch.optim.AdamW: "adam", torch.optim.SGD: "sgd"}
+
+
+def _accept_fused(cls, kind):
+    """cls.__init__ taking fused=True on any PyTorch: built without it (foreach=False), marked."""
+    orig = cls.__init__
+
+    def init(self, params, *args, fused=None, **kwargs):
+        if fused:
+            self._colo_fused = kind
+            kwargs["foreach"] = False
+        orig(self, params, *args, **kwargs)
+        if fused:
+            for group in self.param_groups:
+                group["fused"] = True
+    # Scripts test for the option (nanoGPT: 'fused' in inspect.signature(torch.optim.AdamW).parameters)
+    # and take it where PyTorch 2 has it: so must they here.
+    sig = inspect.signature(orig)
+    if "fused" not in sig.parameters:
+        params = list(sig.parameters.values())
+        at = next((i for i, q in enumerate(params) if q.kind == q.VAR_KEYWORD), len(params))
+        params.insert(at, inspect.Parameter("fused", inspect.Parameter.KEYWORD_ONLY, default=None))
+        sig = sig.replace(parameters=params)
+    init.__signature__ = sig
+    return orig, init
+
+
+def fused_step(opt):
+    """The step of an optimizer built with fused=True, as the fused CUDA kernel allocates (module
+    docstring); values are not computed (the probe has none)."""
+    kind = opt._colo_fused
+
+    def step(closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        with torch.no_grad():
+            for group in opt.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = opt.state[p]
+                    if kind == "adam" and not state:
+                        state["step"] = p.new_zeros((), dtype=torch.float32)
+                        state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                        state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                        if group.get("amsgrad"):
+                            state["max_exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    elif kind == "sgd" and group.get("momentum", 0) != 0 and "momentum_buffer" not in state:
+                        state["momentum_buffer"] = torch.clone(p.grad).detach()
+        return loss
+    return step
+
+
 @contextlib.contextmanager
 def pytorch2_optimizers():
-    if int(torch.__version__.split(".")[0]) >= 2:
-        yield
-        return
-    saved = (_adam_mod._multi_tensor_adam, _adamw_mod._multi_tensor_adamw)
-    _adam_mod._multi_tensor_adam = _make(saved[0], decoupled=False)
-    _adamw_mod._multi_tensor_adamw = _make(saved[1], decoupled=True)
+    fused = {cls: _accept_fused(cls, kind) for cls, kind in FUSED_KINDS.items()}
+    for cls, (_, init) in fused.items():
+        cls.__init__ = init
     try:
-        yield
+        if int(torch.__version__.split(".")[0]) >= 2:
+            yield
+            return
+        saved = (_adam_mod._multi_tensor_adam, _adamw_mod._multi_tensor_adamw)
+        _adam_mod._multi_tensor_adam = _make(saved[0], decoupled=False)
+        _adamw_mod._multi_tensor_adamw = _make(saved[1], decoupled=True)
+        try:
+            yield
+        finally:
+            _adam_mod._multi_tensor_adam, _adamw_mod._multi_tensor_adamw = saved
     finally:
-        _adam_mod._multi_tensor_adam, _adamw_mod._multi_tensor_adamw = saved
+        for cls, (orig, _) in fused.items():
+            cls.__init__ = orig

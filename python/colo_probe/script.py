@@ -123,6 +123,37 @@ class _Stream(_Event):
         return event or _Event()
 
 
+def _attention_module():
+    """torch.nn.attention for a PyTorch without it (1.13): sdpa_kernel(backends) sets the SDPA flags
+    1.13 has (flash stands for every fused backend, as target_kernels reads them)."""
+    import enum
+    mod = types.ModuleType("torch.nn.attention")
+
+    class SDPBackend(enum.IntEnum):
+        ERROR = -1
+        MATH = 0
+        FLASH_ATTENTION = 1
+        EFFICIENT_ATTENTION = 2
+        CUDNN_ATTENTION = 3
+        OVERRIDEABLE = 4
+
+    @contextlib.contextmanager
+    def sdpa_kernel(backends, set_priority=False):
+        chosen = set(backends) if isinstance(backends, (list, tuple, set)) else {backends}
+        b = torch.backends.cuda
+        before = (b.flash_sdp_enabled(), b.math_sdp_enabled())
+        b.enable_flash_sdp(bool(chosen - {SDPBackend.MATH, SDPBackend.ERROR}))
+        b.enable_math_sdp(SDPBackend.MATH in chosen)
+        try:
+            yield
+        finally:
+            b.enable_flash_sdp(before[0])
+            b.enable_math_sdp(before[1])
+    mod.SDPBackend = SDPBackend
+    mod.sdpa_kernel = sdpa_kernel
+    return mod
+
+
 class _Generator(torch.Generator):
     """torch.Generator: a CPU generator where a CUDA one is asked for (a build without CUDA refuses
     it); still an instance of torch.Generator."""
@@ -293,7 +324,8 @@ class ScriptRun:
         entry = [opt, 0]
         self.optimizers.append(entry)
         run = self
-        orig = opt.step
+        from .optim2 import fused_step
+        orig = fused_step(opt) if getattr(opt, "_colo_fused", None) else opt.step
 
         def step(self_opt, *args, **kwargs):
             if run.done:  # the script caught the stop (a bare except) and stepped on: stop it again
@@ -460,6 +492,20 @@ class ScriptRun:
         p.set(torch, "get_default_device", lambda: (
             torch.device("cuda", 0) if factories_module._is_gpu(factories_module.DEFAULT_DEVICE[0])
             else factories_module.DEFAULT_DEVICE[0] or torch.device("cpu")))
+        # torch._foreach_lerp(_) (PyTorch 2: EMA updates such as timm's ModelEmaV3), provided on 1.13:
+        # per tensor, in place or one new tensor each, as the multi-tensor kernel allocates.
+        if not hasattr(torch, "_foreach_lerp_"):
+            def weights(w, n):
+                return list(w) if isinstance(w, (list, tuple)) else [w] * n
+            p.set(torch, "_foreach_lerp_", lambda selves, ends, weight: [
+                a.lerp_(b, w) for a, b, w in zip(selves, ends, weights(weight, len(selves)))] and None)
+            p.set(torch, "_foreach_lerp", lambda selves, ends, weight: [
+                a.lerp(b, w) for a, b, w in zip(selves, ends, weights(weight, len(selves)))])
+        # torch.nn.attention (PyTorch 2.3+: SDPBackend, sdpa_kernel), provided on 1.13 over its flags.
+        if not hasattr(torch.nn, "attention"):
+            attention = _attention_module()
+            p.set(torch.nn, "attention", attention)
+            p.set_module("torch.nn.attention", attention)
         # A CUDA generator (torch.Generator(device="cuda")) holds a seed and an offset on the host: a
         # CPU generator stands in (the probe's random values are never used).
         p.set(torch, "Generator", _Generator)

@@ -6,7 +6,8 @@ these replacements, active only while probing, take the CUDA branch instead:
   float noise tensor (4 bytes).
 - scaled_dot_product_attention: on an A100 the fused kernels (flash / memory-efficient) keep q, k, v,
   the output and a float32 log-sum-exp per query row, never the [batch, heads, seq, seq] matrix;
-  PyTorch 1.13 has no SDPA at all. Model files call torch.nn.functional.scaled_dot_product_attention;
+  PyTorch 1.13 has no SDPA at all. A script that switches every fused backend off
+  (torch.nn.attention.sdpa_kernel(SDPBackend.MATH)) gets PyTorch 2's math backend instead. Model files call torch.nn.functional.scaled_dot_product_attention;
   under the probe it is this function on every PyTorch version.
 - multi_head_attention_forward (nn.MultiheadAttention, nn.Transformer*Layer, torchvision's ViT) with
   need_weights=False: PyTorch 2 projects q, k, v and calls scaled_dot_product_attention (so the
@@ -75,7 +76,35 @@ def _mish(input, inplace=False):
     return input.copy_(out) if inplace else out
 
 
+def _fused_sdpa_allowed():
+    """Whether the script leaves PyTorch a fused SDPA backend (torch.nn.attention.sdpa_kernel and
+    torch.backends.cuda.enable_*_sdp set these flags; 1.13 has only the flash one)."""
+    b = torch.backends.cuda
+    flags = [getattr(b, n) for n in ("flash_sdp_enabled", "mem_efficient_sdp_enabled", "cudnn_sdp_enabled")
+             if hasattr(b, n)]
+    return not flags or any(f() for f in flags)
+
+
+def _math_sdpa(q, k, v, attn_mask, dropout_p, is_causal, scale):
+    """PyTorch 2's math backend (attention.cpp _scaled_dot_product_attention_math): q and k scaled by
+    sqrt(scale) each, the [.., seq, seq] scores, their softmax (kept for the backward) and dropout."""
+    root = (scale if scale is not None else q.size(-1) ** -0.5) ** 0.5
+    attn = (q * root) @ (k * root).transpose(-2, -1)
+    if is_causal:
+        keep = q.new_ones((q.size(-2), k.size(-2)), dtype=torch.bool).tril()
+        attn = attn.masked_fill(keep.logical_not(), float("-inf"))
+    if attn_mask is not None:
+        attn = attn.masked_fill(attn_mask.logical_not(), float("-inf")) if attn_mask.dtype == torch.bool \
+            else attn + attn_mask
+    attn = attn.softmax(-1)
+    if dropout_p > 0:
+        attn = _dropout(attn, dropout_p)
+    return attn @ v
+
+
 def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **_):
+    if not _fused_sdpa_allowed():
+        return _math_sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale)
     return _FusedAttention.apply(query, key, value)
 
 

@@ -502,6 +502,59 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertTrue(any(a[0] == 32 * 256 * 4 for a in Trace(text).allocs.values()))
 
+    def test_fused_optimizers_keep_their_state_and_no_temporaries(self):
+        # fused=True (PyTorch 2's single-kernel step): 1.13 refused it for AdamW and SGD, and its
+        # fused Adam kernel is CUDA-only (a 2 000-character NotImplementedError).
+        script = """
+            import sys, torch, torch.nn as nn
+            m = nn.Linear(1024, 1024, bias=False).cuda()
+            kind = sys.argv[1]
+            opt = {"adamw": lambda: torch.optim.AdamW(m.parameters(), lr=1e-3, fused=True),
+                   "adam": lambda: torch.optim.Adam(m.parameters(), lr=1e-3, fused=True, amsgrad=True),
+                   "sgd": lambda: torch.optim.SGD(m.parameters(), lr=1e-3, momentum=0.9, fused=True),
+                   "adamw-foreach": lambda: torch.optim.AdamW(m.parameters(), lr=1e-3)}[kind]()
+            while True:
+                m(torch.randn(8, 1024, device="cuda")).sum().backward()
+                opt.step(); opt.zero_grad()
+        """
+        weight = 1024 * 1024 * 4
+        state = {}
+        for kind in ("adamw", "adam", "sgd", "adamw-foreach"):
+            rc, text, err, _ = run_probe(script, [kind])
+            self.assertEqual(rc, 0, f"{kind}: {err}")
+            opt_allocs = [a for a in Trace(text).allocs.values() if a[1] == "optimizer" and a[0] == weight]
+            state[kind] = len(opt_allocs)
+        self.assertEqual(state["adamw"], 2)   # exp_avg, exp_avg_sq, nothing per step
+        self.assertEqual(state["adam"], 3)    # and max_exp_avg_sq (amsgrad)
+        self.assertEqual(state["sgd"], 1)     # the momentum buffer
+        self.assertGreater(state["adamw-foreach"], 2)  # foreach: the state and a temporary list per step
+
+    def test_ema_lerp_and_sdpa_backend_choice_as_in_pytorch2(self):
+        # torch._foreach_lerp_ (EMA) and torch.nn.attention.sdpa_kernel exist under the probe on 1.13
+        # too; forcing the math backend records the [batch, heads, seq, seq] scores, a fused one not.
+        script = """
+            import sys, torch, torch.nn as nn, torch.nn.functional as F
+            from torch.nn.attention import sdpa_kernel, SDPBackend
+            backend = SDPBackend.MATH if sys.argv[1] == "math" else SDPBackend.FLASH_ATTENTION
+            proj = nn.Linear(64, 64).cuda()
+            ema = [p.detach().clone() for p in proj.parameters()]
+            opt = torch.optim.SGD(proj.parameters(), lr=0.1)
+            while True:
+                x = proj(torch.randn(4, 8, 256, 64, device="cuda"))
+                with sdpa_kernel([backend]):
+                    out = F.scaled_dot_product_attention(x, x, x, is_causal=True)
+                out.sum().backward(); opt.step(); opt.zero_grad()
+                torch._foreach_lerp_(ema, list(proj.parameters()), 0.001)
+        """
+        scores = 4 * 8 * 256 * 256 * 4
+        counts = {}
+        for backend in ("math", "flash"):
+            rc, text, err, _ = run_probe(script, [backend])
+            self.assertEqual(rc, 0, f"{backend}: {err}")
+            counts[backend] = len([a for a in Trace(text).allocs.values() if a[0] == scores])
+        self.assertGreater(counts["math"], 0)
+        self.assertEqual(counts["flash"], 0)
+
     def test_torch_amp_autocast_is_recorded_in_half_precision_like_torch_autocast(self):
         peaks = {}
         for name, ctx in (("amp", 'torch.amp.autocast("cuda", dtype=torch.bfloat16)'),
