@@ -501,11 +501,19 @@ class ScriptRun:
                 a.lerp_(b, w) for a, b, w in zip(selves, ends, weights(weight, len(selves)))] and None)
             p.set(torch, "_foreach_lerp", lambda selves, ends, weight: [
                 a.lerp(b, w) for a, b, w in zip(selves, ends, weights(weight, len(selves)))])
-        # torch.nn.attention (PyTorch 2.3+: SDPBackend, sdpa_kernel), provided on 1.13 over its flags.
+        # torch.nn.attention (PyTorch 2.3+: SDPBackend, sdpa_kernel), provided on 1.13 over its flags,
+        # and PyTorch 2.0-2.2's torch.backends.cuda.sdp_kernel(enable_mem_efficient=...) (1.13's
+        # knows flash and math only; the fused backends map to its flash flag).
         if not hasattr(torch.nn, "attention"):
             attention = _attention_module()
             p.set(torch.nn, "attention", attention)
             p.set_module("torch.nn.attention", attention)
+
+            def sdp_kernel(enable_flash=True, enable_math=True, enable_mem_efficient=True, enable_cudnn=True):
+                chosen = ({attention.SDPBackend.FLASH_ATTENTION} if enable_flash or enable_mem_efficient or enable_cudnn
+                          else set()) | ({attention.SDPBackend.MATH} if enable_math else set())
+                return attention.sdpa_kernel(list(chosen))
+            p.set(torch.backends.cuda, "sdp_kernel", sdp_kernel)
         # A CUDA generator (torch.Generator(device="cuda")) holds a seed and an offset on the host: a
         # CPU generator stands in (the probe's random values are never used).
         p.set(torch, "Generator", _Generator)

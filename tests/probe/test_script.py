@@ -543,6 +543,9 @@ class ScriptsAsWrittenToday(unittest.TestCase):
                 x = proj(torch.randn(4, 8, 256, 64, device="cuda"))
                 with sdpa_kernel([backend]):
                     out = F.scaled_dot_product_attention(x, x, x, is_causal=True)
+                with torch.backends.cuda.sdp_kernel(enable_flash=False, enable_mem_efficient=sys.argv[1] != "math",
+                                                    enable_math=True):
+                    out = out + F.scaled_dot_product_attention(x, x, x)
                 out.sum().backward(); opt.step(); opt.zero_grad()
                 torch._foreach_lerp_(ema, list(proj.parameters()), 0.001)
         """
