@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -69,6 +70,21 @@ std::string read_file(const std::string& path) {
 }
 
 bool process_gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
+
+// `colo submit ARGS` as nobody, then the job's record once it has ended: (id, record). The job and
+// its probe must both be done; a refused submission is a failure (id 0, a null record).
+std::pair<std::uint64_t, json> submit_probed_as_nobody(ColodProcess& d, const std::vector<std::string>& args) {
+  const RunResult sub = d.colo(args, 65534);
+  if (sub.rc != 0) {
+    ADD_FAILURE() << "submit refused: " << sub.err;
+    return {0, json()};
+  }
+  const std::uint64_t id = std::stoull(sub.out);
+  json j = d.wait_terminal(id, 180s);
+  EXPECT_EQ(j.at("state"), "done") << j.dump(2);
+  EXPECT_EQ(j.at("probe").at("status"), "done") << j.dump(2);
+  return {id, std::move(j)};
+}
 
 // Processes whose working directory is `dir` (the probe runs in the job's working directory).
 int processes_in(const std::string& dir) {
@@ -158,16 +174,11 @@ for step in range(3):
 )";
   ::chmod((work + "/train.py").c_str(), 0644);
   ColodProcess d(dir.path(), "1x40GiB");
-  const RunResult sub = d.colo({"submit", "--workdir", work, "--probe-script", "--", "/usr/bin/python3", "train.py",
-                                "--hidden", "4096"},
-                               65534);
-  ASSERT_EQ(sub.rc, 0) << sub.err;
-  const std::uint64_t id = std::stoull(sub.out);
-  const json j = d.wait_terminal(id, 180s);
-  EXPECT_EQ(j.at("state"), "done") << j.dump(2);
+  const auto [id, j] = submit_probed_as_nobody(
+      d, {"submit", "--workdir", work, "--probe-script", "--", "/usr/bin/python3", "train.py", "--hidden", "4096"});
+  ASSERT_FALSE(j.is_null());
   EXPECT_EQ(j.at("need_source"), "trace") << j.dump(2);
   const json& p = j.at("probe");
-  EXPECT_EQ(p.at("status"), "done") << j.dump(2);
   EXPECT_EQ(p.at("request").at("script"), "train.py");
   EXPECT_EQ(p.at("request").at("script_args"), json::array({"--hidden", "4096"}));
   // The context (~1.4 GiB) + a 4096-wide MLP with Adam: a few MiB more than the 256-wide one.
@@ -203,15 +214,11 @@ print("rank", dist.get_rank(), "of", dist.get_world_size())
   ::chmod((work + "/ddp.py").c_str(), 0644);
   ::chmod((work + "/torchrun").c_str(), 0755);
   ColodProcess d(dir.path(), "2x40GiB");
-  const RunResult sub = d.colo({"submit", "--workdir", work, "--gpus", "2", "--probe-script", "--", work + "/torchrun",
-                                "--nproc_per_node", "2", "ddp.py"},
-                               65534);
-  ASSERT_EQ(sub.rc, 0) << sub.err;
-  const std::uint64_t id = std::stoull(sub.out);
-  const json j = d.wait_terminal(id, 180s);
-  EXPECT_EQ(j.at("state"), "done") << j.dump(2);
+  const auto [id, j] = submit_probed_as_nobody(
+      d, {"submit", "--workdir", work, "--gpus", "2", "--probe-script", "--", work + "/torchrun", "--nproc_per_node", "2",
+          "ddp.py"});
+  ASSERT_FALSE(j.is_null());
   const json& p = j.at("probe");
-  EXPECT_EQ(p.at("status"), "done") << j.dump(2);
   EXPECT_EQ(p.at("request").at("script"), "ddp.py");
   EXPECT_EQ(p.at("request").at("torchrun"), 2);
   EXPECT_EQ(p.at("request").at("data_parallel"), 2);
