@@ -123,6 +123,19 @@ class _Stream(_Event):
         return event or _Event()
 
 
+def _lerp_weights(weight, n):
+    return list(weight) if isinstance(weight, (list, tuple)) else [weight] * n
+
+
+def _foreach_lerp_(selves, ends, weight):
+    for a, b, w in zip(selves, ends, _lerp_weights(weight, len(selves))):
+        a.lerp_(b, w)
+
+
+def _foreach_lerp(selves, ends, weight):
+    return [a.lerp(b, w) for a, b, w in zip(selves, ends, _lerp_weights(weight, len(selves)))]
+
+
 def _attention_module():
     """torch.nn.attention for a PyTorch without it (1.13): sdpa_kernel(backends) sets the SDPA flags
     1.13 has (flash stands for every fused backend, as target_kernels reads them)."""
@@ -154,7 +167,21 @@ def _attention_module():
     return mod
 
 
-class _Generator(torch.Generator):
+class _AnyGenerator(type(torch.Generator)):
+    """isinstance(g, torch.Generator) stays true of every generator (torch.default_generator too)
+    while torch.Generator is the class below."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, _REAL_GENERATOR)
+
+    def __subclasscheck__(cls, sub):
+        return issubclass(sub, _REAL_GENERATOR)
+
+
+_REAL_GENERATOR = torch.Generator
+
+
+class _Generator(torch.Generator, metaclass=_AnyGenerator):
     """torch.Generator: a CPU generator where a CUDA one is asked for (a build without CUDA refuses
     it); still an instance of torch.Generator."""
 
@@ -495,12 +522,8 @@ class ScriptRun:
         # torch._foreach_lerp(_) (PyTorch 2: EMA updates such as timm's ModelEmaV3), provided on 1.13:
         # per tensor, in place or one new tensor each, as the multi-tensor kernel allocates.
         if not hasattr(torch, "_foreach_lerp_"):
-            def weights(w, n):
-                return list(w) if isinstance(w, (list, tuple)) else [w] * n
-            p.set(torch, "_foreach_lerp_", lambda selves, ends, weight: [
-                a.lerp_(b, w) for a, b, w in zip(selves, ends, weights(weight, len(selves)))] and None)
-            p.set(torch, "_foreach_lerp", lambda selves, ends, weight: [
-                a.lerp(b, w) for a, b, w in zip(selves, ends, weights(weight, len(selves)))])
+            p.set(torch, "_foreach_lerp_", _foreach_lerp_)
+            p.set(torch, "_foreach_lerp", _foreach_lerp)
         # torch.nn.attention (PyTorch 2.3+: SDPBackend, sdpa_kernel), provided on 1.13 over its flags,
         # and PyTorch 2.0-2.2's torch.backends.cuda.sdp_kernel(enable_mem_efficient=...) (1.13's
         # knows flash and math only; the fused backends map to its flash flag).

@@ -486,7 +486,7 @@ class ScriptsAsWrittenToday(unittest.TestCase):
             import torch, torch.nn as nn
             g = torch.Generator(device="cuda")
             g.manual_seed(0)
-            assert isinstance(g, torch.Generator)
+            assert isinstance(g, torch.Generator) and isinstance(torch.default_generator, torch.Generator)
             torch.cuda.memory._record_memory_history(max_entries=1000)
             assert torch.cuda.get_arch_list() == ["sm_80"] and torch.cuda.utilization() == 0
             model = nn.Linear(256, 256).cuda()
