@@ -39,6 +39,7 @@ import sys
 import torch
 
 from . import tensor as pt
+from .train import _new_gpu0
 
 BROADCAST_BUCKET_BYTES = 250 << 20  # DistributedDataParallel.broadcast_bucket_size
 FIRST_BUCKET_BYTES = 1 << 20        # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES
@@ -70,20 +71,6 @@ def _on_gpu(t):
     return isinstance(t, pt.ProbeTensor)
 
 
-def _gpu_buffer(numel, dtype, op):
-    """A new GPU buffer, recorded as `op` (what the trace's explanation names)."""
-    from .train import _DEVICE
-    device = _DEVICE[0]
-    old = device.label if device is not None else None
-    if device is not None:
-        device.label = op
-    try:
-        return pt.wrap_new(torch.empty(numel, dtype=dtype, device="cuda"), op)
-    finally:
-        if device is not None:
-            device.label = old
-
-
 def broadcast_coalesced(tensors, bucket_bytes=BROADCAST_BUCKET_BYTES):
     """What c10d's broadcast_coalesced allocates on each rank: per bucket of more than one tensor a
     flat copy (torch.cat of the flattened tensors; one tensor is broadcast in place), at most two
@@ -95,7 +82,7 @@ def broadcast_coalesced(tensors, bucket_bytes=BROADCAST_BUCKET_BYTES):
             in_flight.popleft()
         if len(bucket) > 1:
             n = sum(gpu[i].numel() for i in bucket)
-            in_flight.append(_gpu_buffer(n, gpu[bucket[0]].dtype, "ddp_broadcast"))
+            in_flight.append(_new_gpu0((n,), gpu[bucket[0]].dtype, "ddp_broadcast"))
     in_flight.clear()
 
 
@@ -354,7 +341,7 @@ class DistributedDataParallel(torch.nn.Module):
         self._buckets, self._views = [], {}
         for bucket in buckets:
             n = sum(self._params[i].numel() for i in bucket)
-            flat = _gpu_buffer(n, self._params[bucket[0]].dtype, "ddp_bucket")
+            flat = _new_gpu0((n,), self._params[bucket[0]].dtype, "ddp_bucket")
             self._buckets.append(flat)
             offset = 0
             for i in bucket:
