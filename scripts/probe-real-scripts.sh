@@ -15,11 +15,13 @@ ex=$(cd "$1" && pwd) gpt=$(cd "$2" && pwd)
 work=${3:-$(mktemp -d)}
 [ -x "$colo" ] || { echo "$colo is missing: build colo first (README)" >&2; exit 2; }
 for f in imagenet/main.py dcgan/main.py word_language_model/main.py mnist/main.py vae/main.py mnist_rnn/main.py \
+         mnist_forward_forward/main.py gat/main.py super_resolution/main.py fast_neural_style/neural_style/neural_style.py \
          distributed/ddp-tutorial-series/multigpu_torchrun.py distributed/ddp-tutorial-series/multigpu.py; do
   [ -f "$ex/$f" ] || { echo "$ex/$f: not a pytorch/examples checkout" >&2; exit 2; }
 done
 [ -f "$gpt/train.py" ] || { echo "$gpt/train.py: not a nanoGPT checkout" >&2; exit 2; }
-mkdir -p "$work/corpus" "$work/data/MNIST/raw" "$work/cwd" "$work/out"
+mkdir -p "$work/corpus" "$work/data/MNIST/raw" "$work/cwd/cora" "$work/out" "$work/styles/a" "$work/torch/hub/checkpoints"
+ln -sfn ../data "$work/cwd/data"  # mnist_forward_forward reads ./data, the others ../data
 "$py" - "$work" "$gpt" <<'PY'
 import pickle, struct, sys, numpy as np
 work, gpt = sys.argv[1], sys.argv[2]
@@ -40,6 +42,31 @@ for d, vocab, n in (("shakespeare_char", 65, 200000), ("openwebtext", 50257, 200
         rng.integers(0, vocab, m).astype(np.uint16).tofile(f"{gpt}/data/{d}/{split}.bin")
     if d == "shakespeare_char":
         pickle.dump({"vocab_size": vocab, "itos": {}, "stoi": {}}, open(f"{gpt}/data/{d}/meta.pkl", "wb"))
+# Cora's format (gat): 2 708 papers of 1 433 binary word features and one of 7 labels, 5 429 citations
+ids = rng.choice(10**6, 2708, replace=False)
+labels = ["Case_Based", "Genetic_Algorithms", "Neural_Networks", "Probabilistic_Methods", "Reinforcement_Learning",
+          "Rule_Learning", "Theory"]
+with open(f"{work}/cwd/cora/cora.content", "w") as f:
+    for i in ids:
+        words = (rng.random(1433) < 0.013).astype(int)
+        words[rng.integers(1433)] = 1
+        f.write("\t".join([str(i), *map(str, words), labels[rng.integers(7)]]) + "\n")
+with open(f"{work}/cwd/cora/cora.cites", "w") as f:
+    f.writelines(f"{a}\t{b}\n" for a, b in (rng.choice(ids, 2, replace=False) for _ in range(5429)))
+# BSDS300's layout (super_resolution) and a style-transfer data set: random 481 x 321 pictures
+from PIL import Image
+for split, n in (("train", 200), ("test", 20)):
+    os.makedirs(f"{work}/cwd/dataset/BSDS300/images/{split}", exist_ok=True)
+    for i in range(n):
+        Image.fromarray(rng.integers(0, 255, (321, 481, 3), dtype=np.uint8)).save(
+            f"{work}/cwd/dataset/BSDS300/images/{split}/{i}.jpg")
+for i in range(16):
+    Image.fromarray(rng.integers(0, 255, (321, 481, 3), dtype=np.uint8)).save(f"{work}/styles/a/{i}.jpg")
+Image.fromarray(rng.integers(0, 255, (512, 512, 3), dtype=np.uint8)).save(f"{work}/style.jpg")
+# fast_neural_style's loss network: VGG-16 weights where torchvision keeps its downloads (random ones:
+# memory does not depend on them; a user's own cache has the real file)
+import torch, torchvision
+torch.save(torchvision.models.vgg16().state_dict(), f"{work}/torch/hub/checkpoints/vgg16-397923af.pth")
 PY
 probe() {  # DIR LABEL SCRIPT [ARGS...]; $launch: colo's own flags (--nproc-per-node N, --data-parallel N)
   local dir=$1 label=$2 script=$3; shift 3
@@ -55,6 +82,11 @@ probe "$work/cwd" "word_language_model Transformer" "$ex/word_language_model/mai
 probe "$work/cwd" "mnist" "$ex/mnist/main.py"
 probe "$work/cwd" "vae" "$ex/vae/main.py"
 probe "$work/cwd" "mnist_rnn --accel" "$ex/mnist_rnn/main.py" --accel
+probe "$work/cwd" "mnist_forward_forward (a layer-wise optimizer each)" "$ex/mnist_forward_forward/main.py"
+probe "$work/cwd" "gat (Cora's size)" "$ex/gat/main.py"
+probe "$work/cwd" "super_resolution x3" "$ex/super_resolution/main.py" --upscale_factor 3 --accel --threads 0
+TORCH_HOME="$work/torch" probe "$work/cwd" "fast_neural_style train -b 4" "$ex/fast_neural_style/neural_style/neural_style.py" \
+  train --dataset "$work/styles" --style-image "$work/style.jpg" --save-model-dir "$work/out" --epochs 1 --accel --batch-size 4
 probe "$gpt" "nanoGPT shakespeare_char" train.py config/train_shakespeare_char.py
 probe "$gpt" "nanoGPT gpt2 124M" train.py
 # Several GPUs: DistributedDataParallel as rank 0 (torchrun's processes, or multiprocessing.spawn's)

@@ -6,7 +6,8 @@ collectives (all_reduce, broadcast, all_gather, ...) answer as rank 0 of `world_
 would and move no data (NCCL's own buffers are outside the caching allocator, as the CUDA context
 is). Under torchrun (`--torchrun N`) the environment is what torchrun gives rank 0 of N local
 processes (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, ...). torch.multiprocessing.spawn (PyTorch's
-ImageNet example with --multiprocessing-distributed) runs process 0 in the probe's own process.
+ImageNet example with --multiprocessing-distributed) runs process 0 in the probe's own process;
+torch.multiprocessing.Process given a GPU model (Hogwild: processes sharing one GPU) is refused.
 
 DistributedDataParallel's GPU memory, as PyTorch's (torch/nn/parallel/distributed.py, the c10d
 reducer and broadcast_coalesced; the same in 1.13 and 2.x):
@@ -198,6 +199,16 @@ class FakeDistributed:
     def get_process_group_ranks(self, group=None):
         return list(range(self._default(group).world_size))
 
+    @staticmethod
+    def get_default_backend_for_device(device):
+        # PyTorch 2.6's mapping (Backend.default_device_backend_map), provided on older ones too:
+        # PyTorch's own DDP example picks its backend with it.
+        kind = device.type if isinstance(device, torch.device) else torch.device(device).type
+        backend = {"cpu": "gloo", "cuda": "nccl"}.get(kind)
+        if backend is None:
+            raise ValueError(f"Default backend not registered for device : {device}")
+        return backend
+
     def _collective(self, *args, async_op=False, **kwargs):
         self._default(kwargs.get("group"))
         return _Work() if async_op else None
@@ -231,7 +242,8 @@ class FakeDistributed:
         dist = torch.distributed
         for name in ("init_process_group", "is_initialized", "destroy_process_group", "get_rank", "get_world_size",
                      "get_backend", "new_group", "get_process_group_ranks", "all_gather", "all_gather_object",
-                     "gather_object", "broadcast_object_list", "scatter_object_list"):
+                     "gather_object", "broadcast_object_list", "scatter_object_list",
+                     "get_default_backend_for_device"):
             patches.set(dist, name, getattr(self, name))
         for name in ("barrier", "monitored_barrier", "all_reduce", "reduce", "broadcast", "all_gather_into_tensor",
                      "_all_gather_base", "reduce_scatter", "reduce_scatter_tensor", "_reduce_scatter_base", "gather",
@@ -249,6 +261,7 @@ class FakeDistributed:
         import torch.multiprocessing as mp
         patches.set(mp, "spawn", _spawn_rank0)
         patches.set(mp, "start_processes", _spawn_rank0)
+        _refuse_shared_gpu_model(patches)
 
 
 def _refuse_sharding(patches):
@@ -269,6 +282,32 @@ def _refuse_sharding(patches):
         patches.set(fsdp.FullyShardedDataParallel, "__init__", refuse("FullyShardedDataParallel"))
     if hasattr(fsdp, "fully_shard"):
         patches.set(fsdp, "fully_shard", refuse("fully_shard (FSDP2)"))
+
+
+def _refuse_shared_gpu_model(patches):
+    """Hogwild (PyTorch's mnist_hogwild): processes started with torch.multiprocessing.Process that
+    train one GPU model together, each with its own CUDA context, gradients and optimizer state on
+    the same GPU. The probe records one process, so such a job is refused by name. share_memory_()
+    of a GPU tensor is a no-op, as CUDA's is (its memory is shared through CUDA IPC)."""
+    share = torch.Tensor.share_memory_
+    patches.set(torch.Tensor, "share_memory_", lambda self: self if _on_gpu(self) else share(self))
+    import multiprocessing.process as mp_process
+    start = mp_process.BaseProcess.start
+
+    def holds_gpu_tensors(x):
+        if isinstance(x, torch.nn.Module):
+            return any(_on_gpu(t) for t in x.parameters()) or any(_on_gpu(t) for t in x.buffers())
+        return _on_gpu(x)
+
+    def checked_start(self):
+        # A DataLoader's workers pass datasets, not GPU tensors: they start as before.
+        args = list(getattr(self, "_args", ())) + list(getattr(self, "_kwargs", {}).values())
+        if any(holds_gpu_tensors(a) for a in args):
+            raise NotImplementedError("processes that train one GPU model together (torch.multiprocessing.Process "
+                                      "with GPU tensors, Hogwild) are not supported by the probe (it records one "
+                                      "process); estimate the job with --mem")
+        return start(self)
+    patches.set(mp_process.BaseProcess, "start", checked_start)
 
 
 def _spawn_rank0(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn"):

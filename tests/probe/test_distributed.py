@@ -237,6 +237,68 @@ class DistributedDataParallelScript(unittest.TestCase):
         # the same full-size tensors as cuDNN's batch norm, give or take the per-channel statistics
         self.assertLess(abs(footer(sync)["peak_live_bytes"] - footer(plain)["peak_live_bytes"]), 64 * 1024)
 
+    def test_pytorchs_ddp_example_picks_its_backend_for_the_accelerator(self):
+        # pytorch/examples distributed/ddp/example.py (PyTorch 2.6's API), with two steps
+        rc, text, err, _ = run_probe("""
+            import os, torch, torch.distributed as dist
+            acc = torch.accelerator.current_accelerator()
+            backend = torch.distributed.get_default_backend_for_device(acc)
+            assert backend == "nccl" and dist.get_default_backend_for_device("cpu") == "gloo", backend
+            rank = int(os.environ["LOCAL_RANK"])
+            torch.accelerator.set_device_index(rank)
+            dist.init_process_group(backend=backend)
+            assert dist.get_backend() == "nccl"
+            model = torch.nn.Linear(10, 5).to(rank)
+            ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])
+            opt = torch.optim.SGD(ddp.parameters(), lr=0.001)
+            while True:
+                opt.zero_grad()
+                torch.nn.functional.mse_loss(ddp(torch.randn(20, 10)), torch.randn(20, 5).to(rank)).backward()
+                opt.step()
+        """, probe_args=["--torchrun", "2"])
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(sorted(a[0] for _, a in Trace(text).by_op("ddp_bucket") if a[3] == 1), [(10 * 5 + 5) * 4])
+        rc, _, err, _ = run_probe("""
+            import torch.distributed as dist
+            dist.get_default_backend_for_device("meta")
+        """)
+        self.assertEqual(rc, 1)
+        self.assertIn("Default backend not registered for device : meta", err)
+
+    HOGWILD_SCRIPT = """
+        import sys, torch, torch.nn as nn, torch.multiprocessing as mp
+
+        def train(model):
+            opt = torch.optim.SGD(model.parameters(), lr=0.01)
+            loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 32)), batch_size=8,
+                                                 num_workers=1)
+            for (x,) in loader:  # a DataLoader worker process starts as before
+                opt.zero_grad()
+                model(x.cuda()).sum().backward()
+                opt.step()
+
+        if __name__ == "__main__":
+            model = nn.Linear(32, 32).cuda()
+            model.share_memory()  # a no-op for GPU tensors, as on CUDA
+            if "--processes" in sys.argv:
+                mp.set_start_method("spawn", force=True)
+                p = mp.Process(target=train, args=(model,))
+                p.start()
+                p.join()
+            train(model)
+    """
+
+    def test_one_process_sharing_its_gpu_model_is_estimated(self):
+        rc, text, err, _ = run_probe(self.HOGWILD_SCRIPT)
+        self.assertEqual(rc, 0, err)  # two optimizer steps were taken and recorded
+        self.assertEqual(header(text)["optimizer"], "sgd")
+
+    def test_processes_training_one_gpu_model_together_are_refused(self):
+        rc, _, err, _ = run_probe(self.HOGWILD_SCRIPT, ["--processes"])
+        self.assertEqual(rc, 1)
+        self.assertIn("processes that train one GPU model together (torch.multiprocessing.Process with GPU tensors, "
+                      "Hogwild) are not supported by the probe", err)
+
     @unittest.skipIf(int(torch.__version__.split(".")[0]) < 2, "PyTorch 1.13's FSDP does not import on Python 3.11")
     def test_fsdp_is_refused_with_its_reason(self):
         rc, _, err, _ = run_probe("""
