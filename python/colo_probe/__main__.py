@@ -140,7 +140,8 @@ def main_script(argv, t0):
     rec.header({"model": "script:" + path, "script": path, "args": script_args, "steps": opts.steps,
                 "gpus": opts.gpus, "gpu_name": opts.gpu_name, "gpu_memory_mib": opts.gpu_memory_mib,
                 **({"torchrun": opts.torchrun} if opts.torchrun else {}),
-                "torch": torch.__version__, "probe": __version__, "trace_version": TRACE_VERSION})
+                "torch": torch.__version__, "probe": __version__, "trace_version": TRACE_VERSION,
+                "python": sys.executable})
     gpu = TargetGpu(opts.gpu_name, opts.gpu_memory_mib, opts.gpus)
     try:
         run = run_script(path, script_args, rec, opts.steps, gpu, opts.torchrun)

@@ -116,6 +116,8 @@ void run_traced(const Opts& o) {
     throw colo::UserError("estimate: --optimizer is the script's own choice when a script is probed");
   if (o.probe.torchrun > 0 && o.probe.script.empty())
     throw colo::UserError("estimate: --nproc-per-node goes with --script (torchrun runs a script)");
+  if (!o.probe.python.empty() && o.probe.script.empty())
+    throw colo::UserError("estimate: --python goes with --script (the Python the script runs under)");
   if (o.seq_len > 0)
     throw colo::UserError("estimate: --seq-len is for --summary; a probed model's sequence length is its input (--input)");
   if (!o.trace.empty()) {
@@ -150,6 +152,7 @@ void run_traced(const Opts& o) {
   if (trace.header.contains("script")) j["script"] = trace.header.value("script", std::string());
   j["probe_seconds"] = std::round(probe_seconds * 1000) / 1000;
   j["probe_torch"] = trace.header.value("torch", std::string());
+  if (trace.header.contains("python")) j["probe_python"] = trace.header.value("python", std::string());
   j["seconds"] = std::round(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1000) / 1000;
   print(o, e, j);
 }
@@ -395,6 +398,9 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
                           "--script: the script runs under torchrun with N processes (torch.distributed, "
                           "DistributedDataParallel); the estimate is rank 0's GPU. The script sees N GPUs unless --data-parallel says more",
                           false);
+  cmd->add_option("--python", o->probe.python,
+                  "--script: the Python interpreter the script runs under (its PyTorch and packages; default "
+                  "$COLO_PYTHON, else /usr/bin/python3)");
   cmd->positionals_at_end();
   cmd->add_option_function<std::string>("--probe-timeout", [o](const std::string& s) {
     o->probe_timeout = colo::parse_real(s, "--probe-timeout", 1, 86400);

@@ -166,6 +166,7 @@ SubmitRequest build_submit_request(const SubmitOptions& o) {
       const estimate::ScriptCommand sc = estimate::script_of_command(r.argv);
       p.script = sc.script;
       p.script_args = sc.args;
+      p.python = sc.interpreter;  // the probe runs under the job's own Python (colod's estimator.probe_python)
       p.data_parallel = o.gpus > 0 ? o.gpus : r.gpus;
       p.torchrun = sc.torchrun == estimate::ScriptCommand::kOnePerGpu ? p.data_parallel : sc.torchrun;
       namespace fs = std::filesystem;

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <set>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
@@ -117,7 +119,13 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
       else if (section == "estimator" && k == "probe_memory") c.probe_memory_mib = r.memory(n, full, 1024);
       else if (section == "estimator" && k == "probe_concurrency")
         c.probe_concurrency = static_cast<int>(r.integer(n, full, 1, 64));
-      else if (section == "estimator" && k == "probe_gpu") {
+      else if (section == "estimator" && k == "probe_python") {
+        c.probe_python = r.str(n, full);
+        if (c.probe_python != "job" &&
+            (c.probe_python.empty() || c.probe_python[0] != '/' || ::access(c.probe_python.c_str(), X_OK) != 0))
+          r.bad(n, fmt::format("'estimator.probe_python' must be 'job' or the absolute path of a Python interpreter; "
+                               "'{}' is neither", one_line(c.probe_python)));
+      } else if (section == "estimator" && k == "probe_gpu") {
         c.probe_gpu = r.str(n, full);
         try {
           // The profile and the measured workspace table it names: a bad one is found at start,

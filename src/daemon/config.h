@@ -45,6 +45,9 @@ struct DaemonConfig {
   MiB probe_memory_mib = 32 * 1024;  // the probe's address-space limit
   int probe_concurrency = 1;
   std::string probe_gpu = "a100-40gb";  // calibration profile for the probe's estimate
+  // The Python a probe runs under: "job" = the interpreter the probed job's command names (its
+  // PyTorch and packages), else colo's ($COLO_PYTHON, /usr/bin/python3); or an absolute path, always.
+  std::string probe_python = "job";
   // [sharing]
   Sharing sharing = Sharing::Streams;
   std::string mps_control = "nvidia-cuda-mps-control";

@@ -668,7 +668,21 @@ void Daemon::send_checkpoint_request(Live& l) {
 
 // ---- launching ------------------------------------------------------------------------------
 
-std::vector<std::pair<std::string, std::string>> Daemon::job_environment(const JobRow& j, const AttemptRow& a) const {
+namespace {
+
+void set_env(std::vector<std::pair<std::string, std::string>>& env, const std::string& k, const std::string& v) {
+  for (auto& kv : env)
+    if (kv.first == k) {
+      kv.second = v;
+      return;
+    }
+  env.emplace_back(k, v);
+}
+
+}  // namespace
+
+// What every attempt of the job starts with: defaults, the job's own variables, colod's [env].
+std::vector<std::pair<std::string, std::string>> Daemon::job_base_environment(const JobRow& j) const {
   std::vector<std::pair<std::string, std::string>> env;
   std::string home = "/", shell = "/bin/sh";
   if (passwd* pw = getpwuid(static_cast<uid_t>(j.uid))) {
@@ -681,16 +695,14 @@ std::vector<std::pair<std::string, std::string>> Daemon::job_environment(const J
          {"LOGNAME", j.user},
          {"SHELL", shell},
          {"LANG", "C.UTF-8"}};
-  auto set = [&](const std::string& k, const std::string& v) {
-    for (auto& kv : env)
-      if (kv.first == k) {
-        kv.second = v;
-        return;
-      }
-    env.emplace_back(k, v);
-  };
-  for (const auto& [k, v] : j.env.items()) set(k, v.get<std::string>());
-  for (const auto& [k, v] : job_env_) set(k, v);
+  for (const auto& [k, v] : j.env.items()) set_env(env, k, v.get<std::string>());
+  for (const auto& [k, v] : job_env_) set_env(env, k, v);
+  return env;
+}
+
+std::vector<std::pair<std::string, std::string>> Daemon::job_environment(const JobRow& j, const AttemptRow& a) const {
+  std::vector<std::pair<std::string, std::string>> env = job_base_environment(j);
+  auto set = [&](const std::string& k, const std::string& v) { set_env(env, k, v); };
   std::string cvd;
   for (const std::string& u : a.uuids) cvd += (cvd.empty() ? "" : ",") + u;
   set("CUDA_VISIBLE_DEVICES", cvd);
@@ -961,9 +973,15 @@ void Daemon::start_probe(const JobRow& j) {
       who.user = pw->pw_name;
       who.home = pw->pw_dir;
     }
+    // The interpreter and modules the job's command would find (its PATH and PYTHONPATH).
+    for (const auto& [k, v] : job_base_environment(j)) {
+      if (k == "PATH") who.path = v;
+      if (k == "PYTHONPATH") who.pythonpath = v;
+    }
     ProbeSettings settings;
     settings.timeout_seconds = cfg_.probe_timeout;
     settings.address_space_bytes = static_cast<std::uint64_t>(cfg_.probe_memory_mib) << 20;
+    if (cfg_.probe_python != "job") settings.interpreter = cfg_.probe_python;
     std::filesystem::create_directories(job_dir(j.id));
     probes_[j.id] = std::make_unique<JobProbe>(req, who, j.workdir, job_dir(j.id), settings, mono());
     store_.event(j.id, now(), "probe", fmt::format("started as {} (uid {}), {}", j.user, j.uid, row->request.dump()));

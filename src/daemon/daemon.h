@@ -97,6 +97,7 @@ class Daemon {
   // stop those past their slot. Every step is recorded before the signal is sent.
   void enforce_slots();
   void send_checkpoint_request(Live& l);
+  std::vector<std::pair<std::string, std::string>> job_base_environment(const JobRow& j) const;
   std::vector<std::pair<std::string, std::string>> job_environment(const JobRow& j, const AttemptRow& a) const;
   std::string job_dir(JobId id) const;
   std::string log_path(JobId id, const std::string& stream) const;

@@ -70,6 +70,7 @@ JobProbe::JobProbe(const estimate::ProbeRequest& req, const estimate::ProbeIdent
     how.identity = &who;
     how.err_fd = err_fd_;
     how.out_fd = out_fd_;
+    how.interpreter = settings.interpreter;
     pid_ = estimate::spawn_probe(req, limits, how);
   } catch (...) {
     ::close(out_fd_);

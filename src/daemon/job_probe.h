@@ -16,6 +16,7 @@ namespace colo::daemon {
 struct ProbeSettings {
   double timeout_seconds = 300;
   std::uint64_t address_space_bytes = 32ull << 30;
+  std::string interpreter;  // "" = the job's own (ProbeRequest::python), else colo's
 };
 
 class JobProbe {

@@ -188,6 +188,68 @@ for step in range(3):
   EXPECT_NE(show.out.find("probe      script train.py [trace]: done"), std::string::npos) << show.out;
 }
 
+// --probe-script under the job's own Python: colod looks the interpreter the command names up in the
+// job's PATH and passes its PYTHONPATH, as the job's own start would, so the probe sees the job's
+// packages (a virtual environment's). estimator.probe_python = PATH overrides that.
+TEST(ColodProbe, ProbeScriptRunsUnderTheJobsOwnPython) {
+  if (const std::string why = cannot_probe_as_nobody(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const std::string work = write_models(dir.path() + "/models", dir.path());
+  for (const char* sub : {"/venv", "/venv/bin", "/venv/site", "/lib"}) {
+    std::filesystem::create_directories(work + sub);
+    ::chmod((work + sub).c_str(), 0755);
+  }
+  // A virtual environment's interpreter in miniature: Debian's Python with one more module.
+  std::ofstream(work + "/venv/bin/python3") << "#!/bin/sh\nPYTHONPATH=\"${PYTHONPATH:+$PYTHONPATH:}" << work
+                                             << "/venv/site\" exec /usr/bin/python3 \"$@\"\n";
+  std::ofstream(work + "/venv/site/only_in_venv.py") << "HIDDEN = 2048\n";
+  std::ofstream(work + "/lib/only_on_pythonpath.py") << "HIDDEN = 1024\n";
+  std::ofstream(work + "/train.py") << R"(import importlib, sys, torch, torch.nn as nn
+hidden = importlib.import_module(sys.argv[1]).HIDDEN
+device = "cuda" if torch.cuda.is_available() else "cpu"
+model = nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10)).to(device)
+opt = torch.optim.Adam(model.parameters())
+for step in range(3):
+    opt.zero_grad()
+    model(torch.randn(32, 64, device=device)).sum().backward()
+    opt.step()
+)";
+  for (const char* f : {"/venv/site/only_in_venv.py", "/lib/only_on_pythonpath.py", "/train.py"})
+    ::chmod((work + f).c_str(), 0644);
+  ::chmod((work + "/venv/bin/python3").c_str(), 0755);
+  {
+    ColodProcess d(dir.path(), "1x40GiB");
+    const auto [venv_id, venv] = submit_probed_as_nobody(
+        d, {"submit", "--workdir", work, "--env", "PATH=" + work + "/venv/bin:/usr/bin:/bin", "--probe-script", "--",
+            "python3", "train.py", "only_in_venv"});
+    ASSERT_FALSE(venv.is_null());
+    EXPECT_EQ(venv.at("need_source"), "trace") << venv.dump(2);
+    EXPECT_EQ(venv.at("probe").at("request").at("python"), "python3");
+    const auto [lib_id, lib] = submit_probed_as_nobody(
+        d, {"submit", "--workdir", work, "--env", "PYTHONPATH=" + work + "/lib", "--probe-script", "--", "python3",
+            "train.py", "only_on_pythonpath"});
+    ASSERT_FALSE(lib.is_null());
+    EXPECT_EQ(lib.at("need_source"), "trace") << lib.dump(2);
+    // The wider network of the two, found only through the virtual environment, needs more.
+    EXPECT_GT(venv.at("need_mib").get<std::int64_t>(), lib.at("need_mib").get<std::int64_t>());
+  }
+  // The site's own interpreter for every probe: the job's module is not there, so the probe fails
+  // with its reason and the job falls back to its --mem (and still runs under its own Python).
+  const std::string cfg = dir.path() + "/colod.toml";
+  std::ofstream(cfg) << "[estimator]\nprobe_python = \"/usr/bin/python3\"\n";
+  ColodProcess d(dir.path() + "/site", "1x40GiB", {"--config", cfg});
+  const RunResult sub = d.colo({"submit", "--workdir", work, "--env", "PATH=" + work + "/venv/bin:/usr/bin:/bin",
+                                "--mem", "3GiB", "--probe-script", "--", "python3", "train.py", "only_in_venv"},
+                               65534);
+  ASSERT_EQ(sub.rc, 0) << sub.err;
+  const json j = d.wait_terminal(std::stoull(sub.out), 180s);
+  EXPECT_EQ(j.at("state"), "done") << j.dump(2);
+  EXPECT_EQ(j.at("probe").at("status"), "failed") << j.dump(2);
+  EXPECT_NE(j.at("need_explanation").get<std::string>().find("No module named 'only_in_venv'"), std::string::npos)
+      << j.dump(2);
+  EXPECT_EQ(j.at("need_mib"), 3072) << j.dump(2);
+}
+
 // --probe-script with torchrun: colod probes rank 0 of the processes torchrun would start (the
 // DistributedDataParallel buckets are in the estimate). The job itself runs under a stand-in
 // launcher of the same name: Debian's torchrun (PyTorch 1.13) fails on Python 3.11 before it

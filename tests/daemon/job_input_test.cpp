@@ -207,6 +207,9 @@ TEST(SubmitRequestJson, ProbeRequestRoundTripsAndBadOnesAreRefusedByName) {
   EXPECT_EQ(back_torchrun.probe->torchrun, 4);
   EXPECT_EQ(back_torchrun.probe->arguments(),
             (std::vector<std::string>{"--gpus", "4", "--torchrun", "4", "--script", "train.py", "--batch", "8"}));
+  torchrun.python = "/opt/venv/bin/python3.11";  // the job's own interpreter runs the probe
+  r.probe = torchrun;
+  EXPECT_EQ(submit_request_from_json(to_json(r)).probe->python, "/opt/venv/bin/python3.11");
   const auto error_for = submit_error;
   const nlohmann::json base = {{"argv", {"/bin/true"}}};
   nlohmann::json j = base;
@@ -232,6 +235,13 @@ TEST(SubmitRequestJson, ProbeRequestRoundTripsAndBadOnesAreRefusedByName) {
   EXPECT_THAT(error_for(j), ::testing::HasSubstr("--nproc-per-node -1 is out of range"));
   j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 8}, {"torchrun", 2}};
   EXPECT_EQ(error_for(j), "field 'probe': probe field 'torchrun' goes with 'script'");
+  // python: a script's, and a Python interpreter by name
+  j["probe"] = {{"script", "train.py"}, {"python", "/bin/sh"}};
+  EXPECT_THAT(error_for(j), ::testing::HasSubstr("--python '/bin/sh': not a Python interpreter"));
+  j["probe"] = {{"script", "train.py"}, {"python", 3}};
+  EXPECT_THAT(error_for(j), ::testing::HasSubstr("malformed probe request"));
+  j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 8}, {"python", "python3"}};
+  EXPECT_EQ(error_for(j), "field 'probe': probe field 'python' goes with 'script'");
   j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 0}};
   EXPECT_THAT(error_for(j), ::testing::HasSubstr("field 'probe': --batch 0 is out of range"));
   j["probe"] = {{"model", "torchvision:resnet50"}, {"batch", 8}, {"optimizer", "lion"}};
@@ -474,6 +484,24 @@ TEST(DaemonConfig, ProbeGpuProfileAndItsWorkspaceTableAreCheckedAtLoad) {
   }
   ::unsetenv("COLO_CALIBRATION_DIR");
   fs::remove_all(dir);
+  fs::remove(path);
+}
+
+TEST(DaemonConfig, ProbePythonIsTheJobsOrAnInterpreterThatExists) {
+  const std::string path = (fs::temp_directory_path() / "colod-probe-python.toml").string();
+  EXPECT_EQ(DaemonConfig{}.probe_python, "job");
+  std::ofstream(path) << "[estimator]\nprobe_python = \"/usr/bin/python3\"\n";
+  EXPECT_EQ(load_config(path).probe_python, "/usr/bin/python3");
+  for (const char* bad : {"python3", "/nonexistent/python3", ""}) {
+    std::ofstream(path) << "[estimator]\nprobe_python = \"" << bad << "\"\n";
+    try {
+      load_config(path);
+      ADD_FAILURE() << bad;
+    } catch (const UserError& e) {
+      EXPECT_EQ(std::string(e.what()), path + ":2: 'estimator.probe_python' must be 'job' or the absolute path of a "
+                                              "Python interpreter; '" + bad + "' is neither");
+    }
+  }
   fs::remove(path);
 }
 

@@ -246,6 +246,47 @@ while True:
   EXPECT_EQ(r.status, 2);
 }
 
+// --python: the script runs under the interpreter a job would use (a virtual environment's, with
+// its own packages); the caller's PYTHONPATH stays visible after the probe's own package.
+TEST(CliProbe, AScriptRunsUnderThePythonItNames) {
+  const std::string dir = std::string(COLO_BINARY_DIR) + "/cli_probe_test_venv";
+  std::filesystem::create_directories(dir + "/bin");
+  std::filesystem::create_directories(dir + "/site");
+  std::ofstream(dir + "/bin/python3") << "#!/bin/sh\nPYTHONPATH=\"${PYTHONPATH:+$PYTHONPATH:}" << dir
+                                      << "/site\" exec /usr/bin/python3 \"$@\"\n";
+  ::chmod((dir + "/bin/python3").c_str(), 0755);
+  std::ofstream(dir + "/site/only_in_venv.py") << "HIDDEN = 512\n";
+  const std::string script = dir + "/train.py";
+  std::ofstream(script) << R"(import torch, torch.nn as nn, only_in_venv
+model = nn.Linear(64, only_in_venv.HIDDEN).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+while True:
+    opt.zero_grad()
+    model(torch.randn(8, 64, device="cuda")).sum().backward()
+    opt.step()
+)";
+  const auto s = run_json("estimate --script " + script + " --python " + dir + "/bin/python3 --estimator trace --json");
+  ASSERT_TRUE(s.is_object());
+  EXPECT_EQ(s["probe_python"], "/usr/bin/python3") << s.dump();  // what the wrapper ran
+  auto r = run_colo_args("estimate --script " + script + " --estimator trace");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("No module named 'only_in_venv'"), std::string::npos) << r.out;
+  r = run_colo_args("estimate --script " + script + " --python " + dir + "/nowhere/python3");
+  EXPECT_NE(r.out.find("cannot run the Python interpreter '" + dir + "/nowhere/python3'"), std::string::npos) << r.out;
+  r = run_colo_args("estimate --script " + script + " --python /bin/sh");
+  EXPECT_EQ(r.out, "colo: error: --python '/bin/sh': not a Python interpreter (python, python3 or python3.N, by path or not)\n");
+  r = run_colo_args("estimate --probe torchvision:resnet18 --batch 8 --python python3");
+  EXPECT_EQ(r.out, "colo: error: estimate: --python goes with --script (the Python the script runs under)\n");
+  // PYTHONPATH reaches the script (after the probe's package), as it would reach the job
+  const char* had = std::getenv("PYTHONPATH");
+  const std::string before = had ? had : "";
+  ::setenv("PYTHONPATH", (dir + "/site").c_str(), 1);
+  r = run_colo_args("estimate --script " + script + " --estimator trace");
+  if (had) ::setenv("PYTHONPATH", before.c_str(), 1);
+  else ::unsetenv("PYTHONPATH");
+  EXPECT_EQ(r.status, 0) << r.out;
+}
+
 // A script that starts a process of its own session (a log shipper, a data server) leaves the
 // probe's stderr open after the probe ends: colo must answer anyway. Before the fix it waited for
 // that process, past any --probe-timeout; here the process never ends, so the old code hangs.

@@ -28,6 +28,7 @@
 #include "core/limits.h"
 #include "core/one_line.h"
 #include "estimate/allocator/allocator_settings.h"
+#include "estimate/trace/script_command.h"
 
 extern char** environ;
 
@@ -122,6 +123,12 @@ std::vector<std::string> script_arguments(const ProbeRequest& r) {
   if (r.torchrun > r.data_parallel)
     throw UserError(fmt::format("--nproc-per-node {}: torchrun starts one process per GPU, and the job has {} GPU(s)",
                                 r.torchrun, r.data_parallel));
+  if (!r.python.empty()) {
+    check_word(r.python, "--python");
+    if (!is_python_interpreter(r.python))
+      throw UserError(fmt::format("--python '{}': not a Python interpreter (python, python3 or python3.N, by path or not)",
+                                  one_line(r.python)));
+  }
   std::vector<std::string> a = {"--gpus", std::to_string(r.data_parallel)};
   if (r.torchrun > 0) a.insert(a.end(), {"--torchrun", std::to_string(r.torchrun)});
   a.insert(a.end(), {"--script", r.script});
@@ -133,6 +140,7 @@ std::vector<std::string> script_arguments(const ProbeRequest& r) {
 
 std::vector<std::string> ProbeRequest::arguments() const {
   if (!script.empty()) return script_arguments(*this);
+  if (!python.empty()) throw UserError("--python goes with a probed script (--probe MODEL runs under colo's own Python)");
   if (model.empty()) throw UserError("--probe: give a model (torchvision:NAME or path/to/file.py:function)");
   if (model.size() > 4096 || model.find('\0') != std::string::npos) throw UserError("--probe: model name too long");
   if (torchrun != 0) throw UserError("--nproc-per-node goes with a probed script (torchrun runs a script, not --probe MODEL)");
@@ -184,6 +192,7 @@ nlohmann::json ProbeRequest::to_json() const {
   if (!script.empty()) {
     j = {{"script", script}, {"script_args", script_args}, {"data_parallel", data_parallel}};
     if (torchrun > 0) j["torchrun"] = torchrun;
+    if (!python.empty()) j["python"] = python;
   }
   else
     j = {{"model", model}, {"input", input}, {"dtype", dtype}, {"num_classes", num_classes},
@@ -221,7 +230,8 @@ ProbeRequest ProbeRequest::from_json(const nlohmann::json& j, const std::string&
   if (!j.is_object()) throw UserError(where + ": probe request must be an object");
   for (const auto& [key, value] : j.items())
     if (!one_of(key, {"model", "input", "dtype", "num_classes", "batch", "optimizer", "amp", "checkpointing",
-                      "set_to_none", "foreach", "data_parallel", "script", "script_args", "torchrun", "alloc_conf"}))
+                      "set_to_none", "foreach", "data_parallel", "script", "script_args", "torchrun", "alloc_conf",
+                      "python"}))
       throw UserError(fmt::format("{}: unknown probe field '{}'", where, one_line(key)));
   ProbeRequest r;
   if (j.contains("alloc_conf")) {
@@ -237,8 +247,9 @@ ProbeRequest ProbeRequest::from_json(const nlohmann::json& j, const std::string&
     try {
       r.script = j.at("script").get<std::string>();
       r.script_args = j.value("script_args", std::vector<std::string>{});
+      r.python = j.value("python", std::string());
     } catch (const nlohmann::json::exception&) {
-      throw UserError(where + ": malformed probe request (script: a string, script_args: strings, data_parallel: an integer)");
+      throw UserError(where + ": malformed probe request (script, python: strings, script_args: strings, data_parallel: an integer)");
     }
     if (r.script.empty()) throw UserError(where + ": probe request has an empty script");
     for (const char* k : {"model", "input", "dtype", "num_classes", "batch", "optimizer", "amp", "checkpointing", "set_to_none", "foreach"})
@@ -249,6 +260,7 @@ ProbeRequest ProbeRequest::from_json(const nlohmann::json& j, const std::string&
     return r;
   }
   if (j.contains("torchrun")) throw UserError(where + ": probe field 'torchrun' goes with 'script'");
+  if (j.contains("python")) throw UserError(where + ": probe field 'python' goes with 'script'");
   try {
     r.model = j.at("model").get<std::string>();
     r.input = j.value("input", std::string());
@@ -287,33 +299,61 @@ namespace {
 
 struct ProbeCommand {
   std::vector<std::string> argv, env;
+  std::vector<std::string> interpreter_paths;  // where argv[0] is looked for, in order
 };
 
-ProbeCommand probe_command(const ProbeRequest& req, const std::string& out_path, const ProbeIdentity* who) {
+constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+
+ProbeCommand probe_command(const ProbeRequest& req, const std::string& out_path, const ProbeSpawn& how) {
+  const ProbeIdentity* who = how.identity;
   const auto args = req.arguments();
   ProbeCommand c;
+  const std::string python = !how.interpreter.empty() ? how.interpreter : !req.python.empty() ? req.python : probe_python();
   // --out first: in script mode every word after the script's path is the script's own.
-  c.argv = {probe_python(), "-m", "colo_probe", "--out", out_path};
+  c.argv = {python, "-m", "colo_probe", "--out", out_path};
   c.argv.insert(c.argv.end(), args.begin(), args.end());
+  std::string search_path = kDefaultPath, pythonpath;
   if (who) {
-    c.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + (who->home.empty() ? std::string("/") : who->home),
+    if (!who->path.empty()) search_path = who->path;
+    pythonpath = who->pythonpath;
+    c.env = {"PATH=" + search_path, "HOME=" + (who->home.empty() ? std::string("/") : who->home),
              "USER=" + who->user, "LOGNAME=" + who->user, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"};
   } else {
     const bool own_conf = !req.alloc_conf.empty() || req.default_alloc_conf;
-    for (char** e = environ; *e; ++e)
-      if (std::strncmp(*e, "PYTHONPATH=", 11) != 0 &&
-          (!own_conf || (std::strncmp(*e, "PYTORCH_CUDA_ALLOC_CONF=", 24) != 0 &&
-                         std::strncmp(*e, "PYTORCH_ALLOC_CONF=", 19) != 0)))
+    for (char** e = environ; *e; ++e) {
+      if (std::strncmp(*e, "PYTHONPATH=", 11) == 0) {
+        pythonpath = *e + 11;
+        continue;
+      }
+      if (std::strncmp(*e, "PATH=", 5) == 0) search_path = *e + 5;
+      if (!own_conf || (std::strncmp(*e, "PYTORCH_CUDA_ALLOC_CONF=", 24) != 0 &&
+                        std::strncmp(*e, "PYTORCH_ALLOC_CONF=", 19) != 0))
         c.env.emplace_back(*e);
+    }
   }
   if (!req.alloc_conf.empty()) c.env.push_back("PYTORCH_CUDA_ALLOC_CONF=" + req.alloc_conf);
-  c.env.push_back("PYTHONPATH=" + probe_package_dir());
+  // The probe's package first; then the modules the job's own PYTHONPATH names.
+  c.env.push_back("PYTHONPATH=" + probe_package_dir() + (pythonpath.empty() ? "" : ":" + pythonpath));
   c.env.push_back("CUDA_VISIBLE_DEVICES=");  // CPU only, whatever the host has
+  // execvp's rule, with the job's PATH: a name with a slash is a path (relative to the working
+  // directory), any other is looked for in each PATH directory (an empty one is ".").
+  if (python.find('/') != std::string::npos) {
+    c.interpreter_paths = {python};
+  } else {
+    std::size_t from = 0;
+    for (;;) {
+      const std::size_t colon = search_path.find(':', from);
+      const std::string dir = search_path.substr(from, colon == std::string::npos ? std::string::npos : colon - from);
+      c.interpreter_paths.push_back((dir.empty() ? std::string(".") : dir) + "/" + python);
+      if (colon == std::string::npos) break;
+      from = colon + 1;
+    }
+  }
   return c;
 }
 
 [[noreturn]] void child_fail(const char* what) {
-  char msg[160] = "colo_probe: error: cannot start the probe: ";
+  char msg[512] = "colo_probe: error: cannot start the probe: ";
   std::strncat(msg, what, sizeof msg - std::strlen(msg) - 2);
   std::strncat(msg, "\n", sizeof msg - std::strlen(msg) - 1);
   [[maybe_unused]] auto n = ::write(2, msg, std::strlen(msg));
@@ -323,7 +363,8 @@ ProbeCommand probe_command(const ProbeRequest& req, const std::string& out_path,
 }  // namespace
 
 int spawn_probe(const ProbeRequest& req, const ProbeLimits& limits, const ProbeSpawn& how) {
-  ProbeCommand cmd = probe_command(req, how.out_fd >= 0 ? "/dev/fd/3" : how.out_path, how.identity);
+  ProbeCommand cmd = probe_command(req, how.out_fd >= 0 ? "/dev/fd/3" : how.out_path, how);
+  const std::string cannot_run = fmt::format("cannot run the Python interpreter '{}'", one_line(cmd.argv[0]));
   std::vector<char*> argv, envp;
   for (auto& s : cmd.argv) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -372,9 +413,8 @@ int spawn_probe(const ProbeRequest& req, const ProbeLimits& limits, const ProbeS
   rlimit core{0, 0};
   ::setrlimit(RLIMIT_CORE, &core);
   if (!limits.workdir.empty() && ::chdir(limits.workdir.c_str()) != 0) child_fail("cannot enter the working directory");
-  ::execve(argv[0], argv.data(), envp.data());
-  if (std::strchr(argv[0], '/') == nullptr) ::execvpe(argv[0], argv.data(), envp.data());
-  child_fail("cannot run the Python interpreter");
+  for (const std::string& path : cmd.interpreter_paths) ::execve(path.c_str(), argv.data(), envp.data());
+  child_fail(cannot_run.c_str());
 }
 
 std::string probe_failure(const ProbeRequest& req, int status, const std::string& err, const ProbeLimits& limits) {

@@ -2,8 +2,9 @@
 // Runs the CPU-only probe (python/colo_probe) for a job and reads its trace. The probe is a child
 // process (its own process group) with a wall-clock timeout and an address-space limit; the caller
 // decides whose identity it runs under (colod drops to the submitting user before calling
-// run_probe_as, never root). Python: $COLO_PYTHON, else /usr/bin/python3 (Debian's, which has
-// python3-torch), else python3 on PATH. Package: $COLO_PROBE_PATH, else <source>/python.
+// run_probe_as, never root). Python: the interpreter the probed job's command names, else
+// $COLO_PYTHON, else /usr/bin/python3 (Debian's, which has python3-torch), else python3 on PATH.
+// Package: $COLO_PROBE_PATH, else <source>/python (first on PYTHONPATH).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,6 +36,10 @@ struct ProbeRequest {
   // Script mode: the script runs under torchrun with this many processes on the node (0 = not under
   // torchrun); the probe is rank 0 (python/colo_probe/distributed.py). At most data_parallel.
   std::int64_t torchrun = 0;
+  // Script mode: the Python interpreter the job's command names ("python3", "/opt/venv/bin/python"),
+  // looked up as the job's own command would be (ProbeIdentity::path): the probe runs under it, so
+  // the script sees the job's PyTorch and packages. "" = probe_python().
+  std::string python;
   // PYTORCH_CUDA_ALLOC_CONF for the probe ("" = whatever its environment has): colod passes the
   // job's own, as the probe's clean environment would not have it.
   std::string alloc_conf;
@@ -66,6 +71,9 @@ struct ProbeLimits {
 struct ProbeIdentity {
   std::int64_t uid = -1, gid = -1;
   std::string user, home;
+  // The job's own PATH and PYTHONPATH (from its environment), so that the probe finds the
+  // interpreter and the modules the job would: "" = /usr/local/bin:/usr/bin:/bin, and none.
+  std::string path, pythonpath;
 };
 
 // A started probe (spawn_probe): its pid, which is also its process group.
@@ -74,6 +82,7 @@ struct ProbeSpawn {
   int err_fd = -1;                          // the probe's stderr (-1 = /dev/null)
   int out_fd = -1;                          // >= 0: the trace goes to this descriptor (as /dev/fd/3)
   std::string out_path;                     // when out_fd < 0: the trace file
+  std::string interpreter;                  // the Python to run, whatever the request names ("" = see ProbeRequest::python)
 };
 int spawn_probe(const ProbeRequest& req, const ProbeLimits& limits, const ProbeSpawn& how);
 

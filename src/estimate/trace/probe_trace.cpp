@@ -122,7 +122,7 @@ ProbeTrace parse_probe_trace(std::string_view text, const std::string& source) {
         // The fields colo reads back have their types (a wrong one was an internal error, and
         // "batch": 8.5 read as 8).
         for (const char* key : {"model", "optimizer", "torch", "script", "probe", "amp", "dtype", "foreach", "filename",
-                                "alloc_conf"})
+                                "alloc_conf", "python"})
           if (j.contains(key) && !j.at(key).is_string()) r.fail(fmt::format("header field '{}': expected a string", key));
         for (const char* key : {"batch", "steps", "data_parallel", "gpus", "torchrun", "gpu_memory_mib", "trace_version"})
           if (j.contains(key) &&

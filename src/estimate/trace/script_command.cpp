@@ -13,10 +13,6 @@ namespace colo::estimate {
 
 namespace {
 
-bool is_python(const std::string& word) {
-  static const std::regex py(R"(python(3(\.\d+)?)?)");
-  return std::regex_match(std::filesystem::path(word).filename().string(), py);
-}
 
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -82,6 +78,11 @@ ScriptCommand torchrun_script(const std::vector<std::string>& argv, std::size_t 
 
 }  // namespace
 
+bool is_python_interpreter(const std::string& word) {
+  static const std::regex py(R"(python(3(\.\d+)?)?)");
+  return std::regex_match(std::filesystem::path(word).filename().string(), py);
+}
+
 ScriptCommand script_of_command(const std::vector<std::string>& argv) {
   if (argv.empty()) throw UserError("--probe-script: the job has no command");
   std::size_t i = 0;
@@ -97,13 +98,18 @@ ScriptCommand script_of_command(const std::vector<std::string>& argv) {
     c.args.assign(argv.begin() + static_cast<std::ptrdiff_t>(i) + 1, argv.end());
     return c;
   }
-  if (!is_python(argv[i]))
+  if (!is_python_interpreter(argv[i]))
     throw UserError(fmt::format("--probe-script: the command runs '{}', not a Python training script "
                                 "(expected `python3 train.py …` or `./train.py …`)", one_line(argv[i])));
+  const std::string& interpreter = argv[i];
   // The interpreter's own options come before the script; those taking a value take the next word.
   for (++i; i < argv.size(); ++i) {
     const std::string& a = argv[i];
-    if (a == "-m" && i + 1 < argv.size() && argv[i + 1] == "torch.distributed.run") return torchrun_script(argv, i + 2);
+    if (a == "-m" && i + 1 < argv.size() && argv[i + 1] == "torch.distributed.run") {
+      ScriptCommand t = torchrun_script(argv, i + 2);
+      t.interpreter = interpreter;
+      return t;
+    }
     if (a == "-m" && i + 1 < argv.size() && argv[i + 1] == "torch.distributed.launch")
       throw UserError("--probe-script: torch.distributed.launch is deprecated and passes its own arguments to the "
                       "script; run the job with torchrun (or python3 -m torch.distributed.run)");
@@ -119,6 +125,7 @@ ScriptCommand script_of_command(const std::vector<std::string>& argv) {
       throw UserError(fmt::format("--probe-script: `python {}` runs no script file; give --probe MODEL instead", one_line(a)));
   }
   if (i >= argv.size()) throw UserError("--probe-script: the Python command names no script");
+  c.interpreter = interpreter;
   c.script = argv[i];
   c.args.assign(argv.begin() + static_cast<std::ptrdiff_t>(i) + 1, argv.end());
   return c;

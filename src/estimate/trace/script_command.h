@@ -17,7 +17,13 @@ struct ScriptCommand {
   // (one per GPU the job has); 0 when the command is not torchrun.
   std::int64_t torchrun = 0;
   static constexpr std::int64_t kOnePerGpu = -1;
+  // The Python interpreter the command names, as written ("python3", "/opt/venv/bin/python3.11");
+  // "" when it names none (torchrun's own launcher, a `*.py` file run directly).
+  std::string interpreter;
 };
+
+// Whether `word` names a Python interpreter: python, python3 or python3.N, by path or not.
+bool is_python_interpreter(const std::string& word);
 
 // Throws colo::UserError naming why the command is not a script the probe can run
 // (`python -m module`, `python -c code`, not Python at all, torchrun over several nodes or with
