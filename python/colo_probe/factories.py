@@ -159,7 +159,15 @@ def _redirect_to(func, args, kwargs):
         if rest and isinstance(rest[0], (str, torch.device, int)) and not isinstance(rest[0], bool):
             rest = rest[1:]
         kwargs.pop("device", None)
-        return None, self.to(*rest, **kwargs) if (rest or kwargs) else self
+        # Already there: what follows the device is Tensor.to's dtype, non_blocking, copy (Module.to
+        # passes dtype None for an integer buffer, and its non_blocking).
+        kwargs = dict(zip(("dtype", "non_blocking", "copy"), rest), **kwargs)
+        kwargs.pop("non_blocking", None)
+        if kwargs.get("dtype") is None:
+            kwargs.pop("dtype", None)
+        if not kwargs.get("copy"):
+            kwargs.pop("copy", None)
+        return None, self.to(**kwargs) if kwargs else self
     t = self
     dtype = kwargs.get("dtype") or next((a for a in rest if isinstance(a, torch.dtype)), None)
     if dtype is not None:

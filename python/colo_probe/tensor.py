@@ -52,9 +52,18 @@ class ProbeTensor(torch.Tensor):
 
     @staticmethod
     def __new__(cls, elem, token, requires_grad=False):
-        r = torch.Tensor._make_wrapper_subclass(
-            cls, elem.size(), strides=elem.stride(), storage_offset=elem.storage_offset(),
-            dtype=elem.dtype, layout=elem.layout, device=elem.device, requires_grad=requires_grad)
+        def make():
+            return torch.Tensor._make_wrapper_subclass(
+                cls, elem.size(), strides=elem.stride(), storage_offset=elem.storage_offset(),
+                dtype=elem.dtype, layout=elem.layout, device=elem.device, requires_grad=requires_grad)
+        if torch.is_inference_mode_enabled():
+            # A wrapper made in inference mode would be an inference tensor, and a view of a normal
+            # tensor taken there (an accuracy metric's target[None]) could not share its base's
+            # version counter: PyTorch's own view is a normal tensor.
+            with torch.inference_mode(False):
+                r = make()
+        else:
+            r = make()
         r.elem = elem
         r.storage_token = token
         return r

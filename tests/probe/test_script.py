@@ -479,6 +479,49 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         self.assertTrue(any(a[0] == 64 * 1024 * 4 for a in t.allocs.values()))  # the batch
         self.assertGreaterEqual(len([a for a in t.allocs.values() if a[0] == 1024 * 2048 * 4]), 4)  # + grad, Adam's two
 
+    def test_metrics_in_inference_mode_view_the_training_tensors(self):
+        # torchvision's reference train.py: its accuracy runs under torch.inference_mode() and takes
+        # views (target[None], topk's indices transposed) of tensors made before it. Before, every
+        # such view raised "Cannot set version_counter for inference tensor".
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            model = nn.Linear(64, 10).cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            while True:
+                x, target = torch.randn(32, 64).cuda(), torch.randint(0, 10, (32,)).cuda()
+                out = model(x)
+                loss = nn.functional.cross_entropy(out, target)
+                opt.zero_grad(); loss.backward(); opt.step()
+                with torch.inference_mode():
+                    _, pred = out.topk(5, 1, True, True)
+                    correct = pred.t().eq(target[None])
+                    acc = correct[:1].flatten().sum(dtype=torch.float32) * (100.0 / 32)
+                    assert not torch.is_inference(target[None])
+        """)
+        self.assertEqual(rc, 0, err)
+
+    def test_moving_a_module_already_on_the_gpu_again_keeps_it(self):
+        # Module.to(device) on a GPU module (an EMA copy made with AveragedModel(model, device=...),
+        # as torchvision's reference script does): each tensor gets .to(device, None, non_blocking).
+        # Before, the probe passed (None, False) on as a dtype and raised TypeError.
+        rc, text, err, _ = run_probe("""
+            import copy, torch, torch.nn as nn
+            model = nn.Sequential(nn.Linear(256, 256), nn.BatchNorm1d(256)).to("cuda")
+            model = model.to(torch.device("cuda"))
+            ema = torch.optim.swa_utils.AveragedModel(model, device=torch.device("cuda"))
+            half = copy.deepcopy(model).to("cuda", torch.float16)
+            assert half[0].weight.dtype == torch.float16 and half[1].num_batches_tracked.dtype == torch.int64
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            while True:
+                model(torch.randn(8, 256, device="cuda")).sum().backward()
+                opt.step(); opt.zero_grad()
+                ema.update_parameters(model)
+        """)
+        self.assertEqual(rc, 0, err)
+        weights = [a for a in Trace(text).allocs.values() if a[0] == 256 * 256 * 4 and a[1] == "load"]
+        # the model's, the EMA's deep copy and the one converted to half: moving again copies nothing
+        self.assertEqual(len(weights), 3)
+
     def test_profiling_and_device_queries_answer_as_on_the_gpu(self):
         # NVTX ranges, a CUDA generator, the memory-history recorder, utilization and the build's
         # architectures: a CPU build of PyTorch raises on each, a CUDA build on the target does not.
