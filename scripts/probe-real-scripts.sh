@@ -4,8 +4,9 @@
 # (github.com/pytorch/examples) and nanoGPT (github.com/karpathy/nanoGPT), checked out by the user
 # (nothing here downloads). The data the scripts read is generated (random tokens, random images):
 # memory does not depend on its values. Prints one line per script: peak reserved MiB, estimate MiB,
-# probe seconds.
-#   bash scripts/probe-real-scripts.sh EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]
+# probe seconds. With VISION=DIR (a pytorch/vision checkout), torchvision's reference classification
+# script (DIR/references/classification/train.py) too, on a generated ImageFolder data set.
+#   [VISION=DIR] bash scripts/probe-real-scripts.sh EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -96,3 +97,30 @@ launch="--data-parallel 2" probe "$work/cwd" "imagenet resnet50 -b 128 --multipr
 launch="--nproc-per-node 2" probe "$work/cwd" "ddp-tutorial-series multigpu_torchrun, torchrun 2" \
   "$ex/distributed/ddp-tutorial-series/multigpu_torchrun.py" 5 1 --batch_size 32
 launch="--nproc-per-node 4" probe "$gpt" "nanoGPT gpt2 124M, torchrun 4" train.py
+if [ -n "${VISION:-}" ]; then
+  ref=$(cd "$VISION" && pwd)/references/classification
+  [ -f "$ref/train.py" ] || { echo "$ref/train.py: not a pytorch/vision checkout" >&2; exit 2; }
+  "$py" - "$work/imagefolder" <<'PY'
+import os, sys, numpy as np
+from PIL import Image
+rng = np.random.default_rng(0)
+for split in ("train", "val"):
+    for c in range(8):  # 8 classes: the script's top-5 accuracy needs at least 5
+        os.makedirs(f"{sys.argv[1]}/{split}/c{c}", exist_ok=True)
+        for i in range(8):
+            Image.fromarray(rng.integers(0, 255, (256, 320, 3), dtype=np.uint8)).save(f"{sys.argv[1]}/{split}/c{c}/{i}.jpg")
+PY
+  common="--data-path $work/imagefolder --workers 0 --epochs 1 --output-dir $work/out"
+  # shellcheck disable=SC2086
+  {
+    probe "$work/cwd" "torchvision reference resnet18 -b 16" "$ref/train.py" $common --model resnet18 --batch-size 16
+    probe "$work/cwd" "torchvision reference resnet18 -b 16 --model-ema" "$ref/train.py" $common --model resnet18 \
+      --batch-size 16 --model-ema
+    probe "$work/cwd" "torchvision reference resnet18 -b 16, amp adamw cosine warmup label-smoothing ta_wide erase clip" \
+      "$ref/train.py" $common --model resnet18 --batch-size 16 --amp --opt adamw --lr-scheduler cosineannealinglr \
+      --lr-warmup-epochs 1 --label-smoothing 0.1 --auto-augment ta_wide --random-erase 0.1 --clip-grad-norm 1
+    probe "$work/cwd" "torchvision reference vit_b_16 -b 4" "$ref/train.py" $common --model vit_b_16 --batch-size 4
+    launch="--nproc-per-node 2" probe "$work/cwd" "torchvision reference mobilenet_v3_large -b 16 amp ema sync-bn, torchrun 2" \
+      "$ref/train.py" $common --model mobilenet_v3_large --batch-size 16 --amp --model-ema --sync-bn
+  }
+fi
