@@ -213,10 +213,41 @@ class FakeDistributed:
         self._default(kwargs.get("group"))
         return _Work() if async_op else None
 
+    def _writing(self, *args, async_op=False, **kwargs):
+        # A collective that writes what other ranks send (all_gather_into_tensor, reduce_scatter,
+        # recv, ...): its tensors' values are unknown from now on (tensor.py, "Values"; the inputs
+        # too, which loses nothing but values).
+        for a in list(args) + list(kwargs.values()):
+            pt.forget_values(a)
+        return self._collective(async_op=async_op, group=kwargs.get("group"))
+
+    def all_reduce(self, tensor, op=None, group=None, async_op=False):
+        # Every rank is assumed to hold what rank 0 holds: a sum is world_size times it, a mean,
+        # minimum or maximum the same (a metric's [count, total] synchronised across processes).
+        world = self._default(group).world_size
+        if isinstance(tensor, pt.ProbeTensor) and pt.values_known(tensor):
+            ops = getattr(torch.distributed, "ReduceOp", None)
+            kind = str(op if op is not None else "SUM").rsplit(".", 1)[-1].upper()
+            if ops is not None and op is not None:
+                kind = next((k for k in ("SUM", "PRODUCT", "AVG", "MIN", "MAX", "BAND", "BOR")
+                             if getattr(ops, k, None) is not None and op == getattr(ops, k)), "OTHER")
+            if kind == "SUM":
+                tensor.host.mul_(world)
+            elif kind == "PRODUCT":
+                tensor.host.pow_(world)
+            elif kind not in ("AVG", "MIN", "MAX", "BAND", "BOR"):
+                pt.forget_values(tensor)
+        return self._collective(group=group, async_op=async_op)
+
+    def reduce(self, tensor, dst=0, op=None, group=None, async_op=False):
+        if dst == 0:  # rank 0 receives the reduction
+            return self.all_reduce(tensor, op, group, async_op)
+        return self._collective(group=group, async_op=async_op)
+
     def all_gather(self, tensor_list, tensor, group=None, async_op=False):
-        # Rank 0's own slot; the others' would arrive from them. No new memory either way.
-        if tensor_list:
-            tensor_list[0].copy_(tensor)
+        # Every rank's slot gets what rank 0 has (ranks assumed alike). No new memory either way.
+        for slot in tensor_list or ():
+            slot.copy_(tensor)
         return self._collective(group=group, async_op=async_op)
 
     def all_gather_object(self, object_list, obj, group=None):
@@ -245,10 +276,14 @@ class FakeDistributed:
                      "gather_object", "broadcast_object_list", "scatter_object_list",
                      "get_default_backend_for_device"):
             patches.set(dist, name, getattr(self, name))
-        for name in ("barrier", "monitored_barrier", "all_reduce", "reduce", "broadcast", "all_gather_into_tensor",
-                     "_all_gather_base", "reduce_scatter", "reduce_scatter_tensor", "_reduce_scatter_base", "gather",
-                     "scatter", "all_to_all", "all_to_all_single", "send", "recv", "isend", "irecv"):
+        patches.set(dist, "all_reduce", self.all_reduce)
+        patches.set(dist, "reduce", self.reduce)
+        # broadcast: every rank ends with the source's values, which rank 0's are assumed to be
+        for name in ("barrier", "monitored_barrier", "broadcast", "send", "isend"):
             patches.set(dist, name, self._collective)
+        for name in ("all_gather_into_tensor", "_all_gather_base", "reduce_scatter", "reduce_scatter_tensor",
+                     "_reduce_scatter_base", "gather", "scatter", "all_to_all", "all_to_all_single", "recv", "irecv"):
+            patches.set(dist, name, self._writing)
         patches.set(dist, "group", _GroupNamespace(self))
         patches.set(dist, "is_available", lambda: True)
         patches.set(dist, "is_nccl_available", lambda: True)

@@ -114,6 +114,21 @@ def _wrap_plain_meta(x):
     return x
 
 
+def _small_on_host(func, args, kwargs, meta):
+    """A small tensor a factory makes on the GPU, made on the CPU as well: its values
+    (tensor.py, "Values"). None for a large one, or one made from probe tensors."""
+    if not isinstance(meta, torch.Tensor) or meta.numel() > pt.HOST_NUMEL:
+        return None
+    flat, _ = tree_flatten((args, kwargs))
+    if any(isinstance(x, pt.ProbeTensor) for x in flat):
+        return None
+    try:
+        host = func(*args, **dict(kwargs, device="cpu")).detach()
+    except Exception:  # noqa: BLE001 - the values stay unknown
+        return None
+    return host if host.shape == meta.shape and host.dtype == meta.dtype else None
+
+
 _TO = {torch.Tensor.to, torch.Tensor.cuda}
 
 
@@ -132,7 +147,11 @@ class ProbeDevice(TorchFunctionMode):
                 return func(*args, **kwargs)
             kwargs["device"] = "meta"
             pt.set_op_name(self.label or func.__name__)
-            return tree_map(_wrap_plain_meta, func(*args, **kwargs))
+            out = func(*args, **kwargs)
+            host = _small_on_host(func, args, kwargs, out)
+            if host is not None:
+                return pt.wrap_new(out, pt.current_op_name(), host=host)
+            return tree_map(_wrap_plain_meta, out)
         if func in _TO:
             args, kwargs = _redirect_to(func, args, kwargs)
             if args is None:

@@ -1,7 +1,13 @@
 """ProbeTensor: a meta tensor wrapped in a subclass, so every operator reaches __torch_dispatch__
 below autograd (what would really run on the GPU), and every storage has a token whose lifetime is
 the storage's: views, in-place results and autograd's saved copies (detach) share their source's
-token; everything else an operator returns is a fresh storage = one allocation in the trace."""
+token; everything else an operator returns is a fresh storage = one allocation in the trace.
+
+Values: a probe tensor has none, except a small one made from host data (a batch's labels moved to
+the GPU, torch.tensor([count, total], device="cuda"), a small factory) and what operators compute
+from such tensors alone: it keeps a host copy (`host`), computed on the CPU beside the meta run, so
+reading it (`.item()`, `.tolist()`, `bool(t)`) gives what the GPU would. Everything else read back
+gets assumed values (_materialise_cpu)."""
 import copy
 
 import torch
@@ -24,10 +30,12 @@ class Storage:
     the trace it was allocated in: a storage kept alive by a reference cycle can be collected while
     a later probe in the same process records (colo_probe.gpumemnet probes many rows in one), and
     its free is not that trace's."""
-    __slots__ = ("ident", "nbytes", "recorder", "__weakref__")
+    __slots__ = ("ident", "nbytes", "recorder", "values_known", "__weakref__")
 
     def __init__(self, nbytes, op):
         self.nbytes = nbytes
+        # False once something the probe cannot compute wrote into it: every view's host copy is stale.
+        self.values_known = True
         self.recorder = RECORDER
         self.ident = RECORDER.malloc(nbytes, op) if RECORDER is not None else 0
 
@@ -48,10 +56,10 @@ _DATA = torch.Tensor.data  # the C base's descriptor (its class is renamed acros
 
 
 class ProbeTensor(torch.Tensor):
-    __slots__ = ("elem", "storage_token")
+    __slots__ = ("elem", "storage_token", "host")
 
     @staticmethod
-    def __new__(cls, elem, token, requires_grad=False):
+    def __new__(cls, elem, token, requires_grad=False, host=None):
         def make():
             return torch.Tensor._make_wrapper_subclass(
                 cls, elem.size(), strides=elem.stride(), storage_offset=elem.storage_offset(),
@@ -66,6 +74,7 @@ class ProbeTensor(torch.Tensor):
             r = make()
         r.elem = elem
         r.storage_token = token
+        r.host = host
         return r
 
     def __repr__(self):
@@ -89,6 +98,7 @@ class ProbeTensor(torch.Tensor):
         if isinstance(new, ProbeTensor):
             self.elem = new.elem
             self.storage_token = new.storage_token
+            self.host = new.host
 
     data = property(lambda self: _DATA.__get__(self), _set_data)
 
@@ -131,6 +141,10 @@ class ProbeTensor(torch.Tensor):
         except NotImplementedError:
             out = meta_kernels.cpu_fallback(func, uargs, ukwargs)
             CPU_FALLBACKS[name] = CPU_FALLBACKS.get(name, 0) + 1
+        hosts = _host_run(func, args, kwargs, out)
+        if hosts is None:
+            for written in _written(schema, args, kwargs):
+                forget_values(written)
         if name in _METADATA_INPLACE and isinstance(args[0], ProbeTensor):
             # squeeze_, t_, ...: the operator changed the inner tensor's shape and strides; the
             # wrapper autograd sees must change alike (its meta kernel does that, no memory moves).
@@ -146,7 +160,9 @@ class ProbeTensor(torch.Tensor):
             # CUDA runs batch norm on >= 3-D inputs through cuDNN (which loads cuDNN: a larger context);
             # 2-D inputs (BatchNorm1d on features) take PyTorch's own kernel.
             _current_op[0] = _BATCH_NORM_OPS[name]
-        return _wrap_outputs(func, schema, args, kwargs, out)
+        result = _wrap_outputs(func, schema, args, kwargs, out)
+        _attach_hosts(result, hosts)
+        return result
 
 
 _METADATA_INPLACE = {"aten::squeeze_", "aten::unsqueeze_", "aten::t_", "aten::transpose_", "aten::swapdims_",
@@ -161,11 +177,80 @@ def _to_cpu(kwargs):
     return dev is not None and torch.device(dev).type == "cpu"
 
 
+HOST_NUMEL = 1 << 16  # the largest probe tensor that keeps a host copy of its values (elements)
+
+
+def values_known(x):
+    """Whether a probe tensor's host copy holds the values the GPU would."""
+    return x.host is not None and getattr(x.storage_token, "values_known", False)
+
+
+def forget_values(x):
+    """Something the probe does not compute wrote into x (a tensor or a list of them)."""
+    for t in (x if isinstance(x, (list, tuple)) else (x,)):
+        if isinstance(t, ProbeTensor):
+            t.host = None
+            if isinstance(t.storage_token, Storage):
+                t.storage_token.values_known = False
+
+
+def _written(schema, args, kwargs):
+    return [v for a, v in _bound_arguments(schema, args, kwargs) if a.alias_info is not None and a.alias_info.is_write]
+
+
+def _host_run(func, args, kwargs, out):
+    """func on the host copies, when every tensor argument is a probe tensor with known values and
+    the result is small: what the GPU computes. In-place operators update the host copies in place
+    (views' copies are views: they follow). None when it cannot run so."""
+    flat, _ = tree_flatten((args, kwargs))
+    probes = 0
+    for x in flat:
+        if isinstance(x, ProbeTensor):
+            if not values_known(x):
+                return None
+            probes += 1
+        elif isinstance(x, torch.Tensor) and x.device.type != "cpu":
+            return None
+    if not probes:
+        return None
+    oflat, _ = tree_flatten(out)
+    if sum(o.numel() for o in oflat if isinstance(o, torch.Tensor)) > HOST_NUMEL:
+        return None
+
+    def host(x):
+        if isinstance(x, ProbeTensor):
+            return x.host
+        if isinstance(x, torch.device) and x.type == "meta":
+            return torch.device("cpu")
+        return x
+    hkwargs = {k: ("cpu" if k == "device" and v is not None else tree_map(host, v)) for k, v in kwargs.items()}
+    try:
+        return func(*tree_map(host, args), **hkwargs)
+    except Exception:  # noqa: BLE001 - an operator without a CPU kernel: the values stay unknown
+        return None
+
+
+def _attach_hosts(result, hosts):
+    if isinstance(result, ProbeTensor):
+        if result.host is hosts:
+            return  # in place: its host copy was updated
+        ok = isinstance(hosts, torch.Tensor) and hosts.shape == result.shape and hosts.dtype == result.dtype
+        if ok or result.host is not None:
+            result.host = hosts if ok else None
+    elif isinstance(result, (list, tuple)):
+        same = isinstance(hosts, (list, tuple)) and len(hosts) == len(result)
+        for i, r in enumerate(result):
+            _attach_hosts(r, hosts[i] if same else None)
+
+
 def _materialise_cpu(x):
-    # The probe has no values. A host read gets assumed values: booleans read True (the
-    # checks training loops make - isfinite(loss), all() of a mask - pass, so the usual path is
-    # recorded), numbers 0. docs/ESTIMATION.md lists what this cannot cover.
+    # A host read: a probe tensor made from host values answers with them (values_known). Any other
+    # gets assumed values: booleans read True (the checks training loops make - isfinite(loss),
+    # all() of a mask - pass, so the usual path is recorded), numbers 0. docs/ESTIMATION.md lists
+    # what this cannot cover.
     if isinstance(x, ProbeTensor):
+        if values_known(x):
+            return x.host.clone()
         VALUE_READS[0] += 1
         return torch.ones(x.shape, dtype=x.dtype) if x.dtype == torch.bool else torch.zeros(x.shape, dtype=x.dtype)
     return x
@@ -282,12 +367,15 @@ _SCHEMAS = {
 }
 
 
-def wrap_new(t, op):
-    """Puts a (meta or CPU) tensor on the probe's 'GPU': a new storage recorded as `op`."""
+def wrap_new(t, op, host=None):
+    """Puts a (meta or CPU) tensor on the probe's 'GPU': a new storage recorded as `op`. A small CPU
+    tensor keeps its values (`host`; or give them, for a meta tensor made alike on the CPU)."""
     if isinstance(t, ProbeTensor):
         return t
     elem = t if t.device.type == "meta" else torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
-    return ProbeTensor(elem, Storage(storage_bytes(elem), op), requires_grad=t.requires_grad)
+    if host is None and t.device.type == "cpu" and t.layout == torch.strided and t.numel() <= HOST_NUMEL:
+        host = t.detach().clone()
+    return ProbeTensor(elem, Storage(storage_bytes(elem), op), requires_grad=t.requires_grad, host=host)
 
 
 ProbeTensor.tolist = _tolist

@@ -444,6 +444,81 @@ if __name__ == "__main__":
     unittest.main()
 
 
+class HostValues(unittest.TestCase):
+    """Small probe tensors made from host data keep their values, and so does what is computed from
+    them alone (tensor.py, "Values"): a script that sizes its model from its labels, or divides by a
+    count it synchronised, reads what the GPU would give it."""
+
+    def test_a_model_sized_from_its_labels_is_recorded_at_that_size(self):
+        # GAT's `labels.max().item() + 1` classes: before, the assumed 0 gave a one-class classifier.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            labels = torch.randint(0, 1000, (4096,))
+            labels[17] = 999
+            labels = labels.cuda()
+            classes = labels.max().item() + 1
+            assert classes == 1000 and int((labels >= 0).sum()) == 4096, classes
+            model = nn.Linear(64, classes).cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            while True:
+                nn.functional.cross_entropy(model(torch.randn(4096, 64, device="cuda")), labels).backward()
+                opt.step(); opt.zero_grad()
+        """)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(any(a[0] == 64 * 1000 * 4 for a in Trace(text).allocs.values()))  # the weight
+        self.assertEqual(footer(text)["value_reads"], 0)  # nothing was assumed
+
+    def test_values_follow_factories_views_and_in_place_operators(self):
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            t = torch.tensor([2.0, 6.0], device="cuda")
+            assert t.tolist() == [2.0, 6.0] and f"{t.sum():.1f}" == "8.0"
+            b = torch.ones(4, device="cuda")
+            v = b[:2]
+            b.add_(1)
+            assert v.tolist() == [2.0, 2.0], v.tolist()  # a view sees its base's in-place update
+            small = nn.Linear(4, 4).cuda()  # small weights keep the values they were initialised with
+            expect = nn.functional.linear(torch.full((4,), 2.0), small.weight.cpu(), small.bias.cpu())
+            assert small(b).tolist() == expect.tolist()
+            model = nn.Linear(4, 1 << 15).cuda()  # too large to keep values
+            b.copy_(model(b)[:4].detach())
+            assert v.tolist() == [0.0, 0.0], v.tolist()  # unknown now: assumed, not the stale 2s
+            big = torch.ones(1 << 17, device="cuda")  # too large to keep values
+            assert big.sum().item() == 0
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            while True:
+                model(torch.randn(2, 4, device="cuda")).sum().backward(); opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        self.assertGreater(footer(text)["value_reads"], 0)  # the unknown ones were counted
+
+    def test_a_metric_synchronised_across_processes_keeps_its_ratio(self):
+        # torchvision's reference SmoothedValue: all_reduce of [count, total] (as rank 0 of 2, every
+        # rank alike), then total / count. Before, the assumed zeros divided by zero.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.distributed as dist
+            dist.init_process_group("nccl")
+            t = torch.tensor([4, 10.0], dtype=torch.float64, device="cuda")
+            dist.all_reduce(t)
+            count, total = t.tolist()
+            assert (count, total) == (8, 20.0) and total / count == 2.5, (count, total)
+            m = torch.tensor([3.0], device="cuda")
+            dist.all_reduce(m, op=dist.ReduceOp.MAX)
+            assert m.item() == 3.0
+            g = [torch.zeros(2, device="cuda") for _ in range(2)]
+            dist.all_gather(g, torch.tensor([1.0, 2.0], device="cuda"))
+            assert [x.tolist() for x in g] == [[1.0, 2.0], [1.0, 2.0]]
+            out = torch.ones(4, device="cuda")
+            dist.all_gather_into_tensor(out, torch.ones(2, device="cuda"))
+            assert out.tolist() == [0.0] * 4  # what other ranks sent is unknown: assumed
+            model = torch.nn.Linear(4, 4).cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            while True:
+                model(torch.randn(2, 4, device="cuda")).sum().backward(); opt.step()
+        """, probe_args=["--torchrun", "2"])
+        self.assertEqual(rc, 0, err)
+
+
 class ScriptsAsWrittenToday(unittest.TestCase):
     """Idioms of current training scripts (PyTorch's own examples, its AMP recipe) that a probe
     answering only torch.cuda got silently wrong: each ran, and recorded the wrong thing."""
