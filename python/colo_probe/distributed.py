@@ -284,6 +284,12 @@ class FakeDistributed:
         for name in ("all_gather_into_tensor", "_all_gather_base", "reduce_scatter", "reduce_scatter_tensor",
                      "_reduce_scatter_base", "gather", "scatter", "all_to_all", "all_to_all_single", "recv", "irecv"):
             patches.set(dist, name, self._writing)
+        # Ranks within the probe's groups are their global ranks (ZeroRedundancyOptimizer maps them).
+        c10d = dist.distributed_c10d
+        for owner in (dist, c10d):
+            for name in ("get_global_rank", "_get_global_rank", "get_group_rank"):
+                if hasattr(owner, name):
+                    patches.set(owner, name, lambda group, rank: rank)
         patches.set(dist, "group", _GroupNamespace(self))
         patches.set(dist, "is_available", lambda: True)
         patches.set(dist, "is_nccl_available", lambda: True)

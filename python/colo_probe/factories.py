@@ -156,9 +156,32 @@ class ProbeDevice(TorchFunctionMode):
             args, kwargs = _redirect_to(func, args, kwargs)
             if args is None:
                 return kwargs
+        if func is torch.Tensor.type and args and isinstance(args[0], pt.ProbeTensor):
+            return _probe_type(*args, **kwargs)
         out = func(*args, **kwargs)
         pt.set_op_name(getattr(func, "__name__", "op"))
         return tree_map(_wrap_plain_meta, out)
+
+
+_TYPE_NAMES = {torch.float32: "FloatTensor", torch.float64: "DoubleTensor", torch.float16: "HalfTensor",
+               torch.bfloat16: "BFloat16Tensor", torch.int64: "LongTensor", torch.int32: "IntTensor",
+               torch.int16: "ShortTensor", torch.int8: "CharTensor", torch.uint8: "ByteTensor",
+               torch.bool: "BoolTensor", torch.complex64: "ComplexFloatTensor",
+               torch.complex128: "ComplexDoubleTensor"}
+
+
+def _probe_type(t, dtype=None, non_blocking=False, **kwargs):
+    """Tensor.type() of a GPU tensor: "torch.cuda.FloatTensor" and so on, as a CUDA build answers
+    (torch.typename, ZeroRedundancyOptimizer's parameter check); t.type(dtype or name) converts."""
+    if dtype is None:
+        return "torch.cuda." + _TYPE_NAMES.get(t.dtype, "Tensor")
+    if isinstance(dtype, str):
+        by_name = {v: k for k, v in _TYPE_NAMES.items()}
+        prefix, _, name = dtype.rpartition(".")
+        if name not in by_name or prefix not in ("torch", "torch.cuda"):
+            raise ValueError(f"invalid type: '{dtype}'")
+        return t.to(by_name[name]) if prefix == "torch.cuda" else t.to("cpu", by_name[name])
+    return t.to(dtype)
 
 
 def _redirect_to(func, args, kwargs):

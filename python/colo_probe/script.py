@@ -33,6 +33,9 @@ is not in it; the probe then exits without running the script's exit handlers. A
 its steps without putting anything on the GPU (it chose the CPU) is refused: its trace would
 estimate nothing but the context."""
 import contextlib
+import functools
+import importlib
+import inspect
 import os
 import runpy
 import sys
@@ -245,13 +248,26 @@ class ScriptGradScaler:
         pass
 
 
+def _cuda_autocast_to(dtype):
+    """CUDA autocast to `dtype`: float16 (the default) or bfloat16 casts; float32 changes nothing
+    (llm.c wraps its forward in autocast whatever --dtype says: an fp32 run keeps fp32 tensors)."""
+    if dtype is None or dtype == torch.float16:
+        return Autocast("fp16")
+    if dtype == torch.bfloat16:
+        return Autocast("bf16")
+    if dtype == torch.float32:
+        return _NoAutocast()
+    raise NotImplementedError(f"autocast to {dtype} on CUDA is not supported by the probe (float16, bfloat16 or "
+                              "float32)")
+
+
 def _autocast_factory(real):
     def autocast(device_type="cuda", dtype=None, enabled=True, cache_enabled=None):
         if device_type != "cuda":
             return real(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
         if not enabled:
             return _NoAutocast()
-        return Autocast("bf16" if dtype == torch.bfloat16 else "fp16")
+        return _cuda_autocast_to(dtype)
     return autocast
 
 
@@ -271,6 +287,13 @@ def _checkpoint_factory(real):
     return checkpoint
 
 
+def _without_generator(init):
+    @functools.wraps(init)
+    def wrapped(*args, generator=None, **kwargs):
+        return init(*args, **kwargs)
+    return wrapped
+
+
 class _NoAutocast(contextlib.ContextDecorator):
     """autocast(enabled=False): nothing, as a `with` block or as a decorator."""
 
@@ -284,7 +307,7 @@ class _NoAutocast(contextlib.ContextDecorator):
 def _cuda_autocast(enabled=True, dtype=torch.float16, cache_enabled=True):
     if not enabled:
         return _NoAutocast()
-    return Autocast("bf16" if dtype == torch.bfloat16 else "fp16")
+    return _cuda_autocast_to(dtype)
 
 
 class _Patches:
@@ -345,9 +368,17 @@ class ScriptRun:
     # --- the optimizer step: counts, labels, and ends the run --------------------------------------
     def _adopt(self, opt):
         """Called when the script builds an optimizer: its step is counted from now on."""
-        for group in opt.param_groups:
+        def default_to_foreach(group):
             if group.get("foreach", False) is None and not group.get("fused", False):
-                group["foreach"] = True  # PyTorch 2's default for CUDA tensors
+                group["foreach"] = True  # PyTorch 2's default for CUDA tensors, decided at each step
+        for group in opt.param_groups:
+            default_to_foreach(group)
+        add_param_group = opt.add_param_group
+
+        def add_and_default(group):  # a group added later (llm.c's no-decay group) is stepped alike
+            add_param_group(group)
+            default_to_foreach(opt.param_groups[-1])
+        opt.add_param_group = add_and_default
         entry = [opt, 0]
         self.optimizers.append(entry)
         run = self
@@ -537,6 +568,23 @@ class ScriptRun:
                           else set()) | ({attention.SDPBackend.MATH} if enable_math else set())
                 return attention.sdpa_kernel(list(chosen))
             p.set(torch.backends.cuda, "sdp_kernel", sdp_kernel)
+        # PyTorch 2 spellings a script may use on its way to training, provided on 1.13: the inductor's
+        # settings (`import torch._inductor.config`; torch.compile is eager under the probe) and
+        # nn.init's generator= (PyTorch 2.1; the probe's values are never used, so it is dropped).
+        try:
+            importlib.import_module("torch._inductor.config")
+        except ImportError:
+            inductor = types.ModuleType("torch._inductor")
+            inductor.config = types.ModuleType("torch._inductor.config")
+            inductor.__path__ = []
+            p.set(torch, "_inductor", inductor)
+            p.set_module("torch._inductor", inductor)
+            p.set_module("torch._inductor.config", inductor.config)
+        for name in ("uniform_", "normal_", "trunc_normal_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
+                     "kaiming_normal_", "orthogonal_", "sparse_"):
+            init = getattr(torch.nn.init, name, None)
+            if init is not None and "generator" not in inspect.signature(init).parameters:
+                p.set(torch.nn.init, name, _without_generator(init))
         # A CUDA generator (torch.Generator(device="cuda")) holds a seed and an offset on the host: a
         # CPU generator stands in (the probe's random values are never used).
         p.set(torch, "Generator", _Generator)

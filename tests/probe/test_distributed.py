@@ -265,6 +265,32 @@ class DistributedDataParallelScript(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertIn("Default backend not registered for device : meta", err)
 
+    def test_zero_redundancy_optimizer_keeps_rank_zeros_share_of_the_state(self):
+        # llm.c's --zero_stage 1: ZeroRedundancyOptimizer (PyTorch's own, under the probe's process
+        # group) partitions the parameters across ranks; rank 0's AdamW keeps the moments of its
+        # share only. Four equal layers over two ranks: two layers' moments, not four.
+        script = """
+            import sys, torch, torch.nn as nn, torch.distributed as dist
+            from torch.distributed.optim import ZeroRedundancyOptimizer
+            dist.init_process_group("nccl")
+            model = nn.Sequential(*[nn.Linear(512, 512, bias=False) for _ in range(4)]).cuda()
+            model = nn.parallel.DistributedDataParallel(model, device_ids=[0])
+            if "--zero" in sys.argv:
+                opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW, lr=1e-3)
+            else:
+                opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            while True:
+                model(torch.randn(8, 512, device="cuda")).sum().backward()
+                opt.step(); opt.zero_grad()
+        """
+        moments = {}
+        for how in ("--zero", "--plain"):
+            rc, text, err, _ = run_probe(script, [how], probe_args=["--torchrun", "2"])
+            self.assertEqual(rc, 0, err)
+            moments[how] = len([a for a in Trace(text).allocs.values()
+                                if a[1] == "optimizer" and a[0] == 512 * 512 * 4 and a[2] == "zeros_like"])
+        self.assertEqual(moments, {"--zero": 2 * 2, "--plain": 4 * 2})
+
     HOGWILD_SCRIPT = """
         import sys, torch, torch.nn as nn, torch.multiprocessing as mp
 

@@ -597,6 +597,75 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         # the model's, the EMA's deep copy and the one converted to half: moving again copies nothing
         self.assertEqual(len(weights), 3)
 
+    def test_float32_autocast_changes_nothing(self):
+        # llm.c wraps its forward in autocast(dtype=ptdtype) whatever --dtype says: float32 casts
+        # nothing on CUDA. Before, every dtype but bfloat16 was recorded as float16 autocast.
+        script = """
+            import sys, contextlib, torch, torch.nn as nn
+            model = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 1024)).cuda()
+            opt = torch.optim.AdamW(model.parameters())
+            ctx = {"fp32": torch.amp.autocast(device_type="cuda", dtype=torch.float32),
+                   "cuda-fp32": torch.cuda.amp.autocast(dtype=torch.float32),
+                   "none": contextlib.nullcontext()}[sys.argv[1]]
+            while True:
+                with ctx:
+                    loss = model(torch.randn(64, 1024, device="cuda")).square().mean()
+                loss.backward(); opt.step(); opt.zero_grad()
+        """
+        peaks = {}
+        for how in ("fp32", "cuda-fp32", "none"):
+            rc, text, err, _ = run_probe(script, [how])
+            self.assertEqual(rc, 0, err)
+            peaks[how] = footer(text)["peak_live_bytes"]
+            self.assertFalse([a for a in Trace(text).allocs.values() if a[2] == "_to_copy"], how)  # no casts
+        self.assertEqual(peaks["fp32"], peaks["none"])
+        self.assertEqual(peaks["cuda-fp32"], peaks["none"])
+        rc, _, err, _ = run_probe("""
+            import torch
+            with torch.autocast("cuda", dtype=torch.float64):
+                pass
+        """)
+        self.assertEqual(rc, 1)
+        self.assertIn("autocast to torch.float64 on CUDA is not supported by the probe", err)
+
+    def test_pytorch_2_spellings_on_the_way_to_training(self):
+        # llm.c's train_gpt2.py: the inductor's settings and nn.init's generator= (PyTorch 2.1),
+        # provided on 1.13 too; and Tensor.type() of a GPU tensor as a CUDA build names it.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            import torch._inductor.config as config
+            config.coordinate_descent_tuning = True
+            model = nn.Linear(256, 256).cuda()
+            g = torch.Generator(device="cuda")
+            torch.nn.init.normal_(model.weight, mean=0.0, std=0.02, generator=g)
+            torch.nn.init.uniform_(model.bias, generator=g)
+            w = model.weight
+            assert w.type() == "torch.cuda.FloatTensor" and torch.typename(w) == "torch.cuda.FloatTensor", w.type()
+            assert w.type(torch.float16).dtype == torch.float16 and w.type("torch.cuda.HalfTensor").is_cuda
+            assert torch.ones(2, dtype=torch.long, device="cuda").type() == "torch.cuda.LongTensor"
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            while True:
+                model(torch.randn(8, 256, device="cuda")).sum().backward(); opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+
+    def test_a_parameter_group_added_later_steps_as_the_others(self):
+        # llm.c adds its no-decay group with add_param_group: PyTorch 2 picks the multi-tensor
+        # (foreach) step for it at step time, as for the groups given at construction.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            a, b = nn.Linear(512, 512).cuda(), nn.Linear(512, 512).cuda()
+            opt = torch.optim.AdamW(a.parameters())
+            opt.add_param_group({"params": list(b.parameters()), "weight_decay": 0.0})
+            assert opt.param_groups[1]["foreach"] is True
+            while True:
+                (a(torch.randn(8, 512, device="cuda")) + b(torch.randn(8, 512, device="cuda"))).sum().backward()
+                opt.step(); opt.zero_grad()
+        """)
+        self.assertEqual(rc, 0, err)
+        ops = {a[2] for a in Trace(text).allocs.values() if a[1] == "optimizer"}
+        self.assertFalse({"sqrt", "div", "mul"} & ops, ops)  # no single-tensor temporaries
+
     def test_profiling_and_device_queries_answer_as_on_the_gpu(self):
         # NVTX ranges, a CUDA generator, the memory-history recorder, utilization and the build's
         # architectures: a CPU build of PyTorch raises on each, a CUDA build on the target does not.
