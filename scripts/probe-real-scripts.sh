@@ -5,8 +5,9 @@
 # (nothing here downloads). The data the scripts read is generated (random tokens, random images):
 # memory does not depend on its values. Prints one line per script: peak reserved MiB, estimate MiB,
 # probe seconds. With VISION=DIR (a pytorch/vision checkout), torchvision's reference classification
-# script (DIR/references/classification/train.py) too, on a generated ImageFolder data set.
-#   [VISION=DIR] bash scripts/probe-real-scripts.sh EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]
+# script (DIR/references/classification/train.py) too, on a generated ImageFolder data set. With
+# LLMC=DIR (a karpathy/llm.c checkout), its PyTorch reference train_gpt2.py on generated tokens.
+#   [VISION=DIR] [LLMC=DIR] bash scripts/probe-real-scripts.sh EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -122,5 +123,57 @@ PY
     probe "$work/cwd" "torchvision reference vit_b_16 -b 4" "$ref/train.py" $common --model vit_b_16 --batch-size 4
     launch="--nproc-per-node 2" probe "$work/cwd" "torchvision reference mobilenet_v3_large -b 16 amp ema sync-bn, torchrun 2" \
       "$ref/train.py" $common --model mobilenet_v3_large --batch-size 16 --amp --model-ema --sync-bn
+  }
+fi
+if [ -n "${LLMC:-}" ]; then
+  llmc=$(cd "$LLMC" && pwd)
+  [ -f "$llmc/train_gpt2.py" ] || { echo "$llmc/train_gpt2.py: not an llm.c checkout" >&2; exit 2; }
+  mkdir -p "$work/llmc/stub"
+  # Tokens in llm.c's .bin format: a 256-int32 header (magic 20240520, version 1, count), uint16 ids.
+  "$py" - "$work/llmc" <<'PY'
+import sys, numpy as np
+header = np.zeros(256, dtype=np.int32)
+header[:3] = (20240520, 1, 1 << 20)
+tokens = np.random.default_rng(0).integers(0, 50257, 1 << 20).astype(np.uint16)
+with open(f"{sys.argv[1]}/tokens_val.bin", "wb") as f:
+    f.write(header.tobytes() + tokens.tobytes())
+PY
+  if ! "$py" -c "import tiktoken" 2>/dev/null; then
+    # Debian has no tiktoken; the script only names GPT-2's tokenizer (50 257 ids) to decode samples
+    # and write gpt2_tokenizer.bin. A stand-in with that vocabulary, not real BPE: memory does not
+    # depend on the text.
+    cat > "$work/llmc/stub/tiktoken.py" <<'PY'
+class Encoding:
+    n_vocab = 50257
+    max_token_value = eot_token = 50256
+    name = "gpt2"
+
+    def encode(self, text, **kwargs):
+        return list(text.encode("utf-8"))
+
+    encode_ordinary = encode
+
+    def decode_bytes(self, tokens):
+        return bytes(t % 256 for t in tokens)
+
+    def decode(self, tokens, errors="replace"):
+        return self.decode_bytes(tokens).decode("utf-8", errors=errors)
+
+
+def get_encoding(name):
+    return Encoding()
+PY
+  fi
+  common="--input_bin $work/llmc/tokens_val.bin --input_val_bin $work/llmc/tokens_val.bin --model d12 --num_iterations 3 --write_tensors 0 --val_loss_every 0 --sample_every 0"
+  # shellcheck disable=SC2086
+  {
+    PYTHONPATH="$work/llmc/stub" probe "$work/llmc" "llm.c train_gpt2.py d12 -b 4 -t 256 fp32" "$llmc/train_gpt2.py" $common \
+      --batch_size 4 --sequence_length 256 --total_batch_size 1024 --dtype float32
+    PYTHONPATH="$work/llmc/stub" probe "$work/llmc" "llm.c train_gpt2.py d12 -b 4 -t 256 bf16 flash compile" "$llmc/train_gpt2.py" \
+      $common --batch_size 4 --sequence_length 256 --total_batch_size 1024 --dtype bfloat16 --flash 1 --compile 1
+    PYTHONPATH="$work/llmc/stub" launch="--nproc-per-node 2" probe "$work/llmc" "llm.c train_gpt2.py d12 -b 4 -t 256, torchrun 2" \
+      "$llmc/train_gpt2.py" $common --batch_size 4 --sequence_length 256 --total_batch_size 2048 --zero_stage 0
+    PYTHONPATH="$work/llmc/stub" launch="--nproc-per-node 2" probe "$work/llmc" "llm.c train_gpt2.py d12 -b 4 -t 256, torchrun 2, ZeRO-1" \
+      "$llmc/train_gpt2.py" $common --batch_size 4 --sequence_length 256 --total_batch_size 2048 --zero_stage 1
   }
 fi
