@@ -226,17 +226,14 @@ class FakeDistributed:
         # minimum or maximum the same (a metric's [count, total] synchronised across processes).
         world = self._default(group).world_size
         if isinstance(tensor, pt.ProbeTensor) and pt.values_known(tensor):
-            ops = getattr(torch.distributed, "ReduceOp", None)
-            kind = str(op if op is not None else "SUM").rsplit(".", 1)[-1].upper()
-            if ops is not None and op is not None:
-                kind = next((k for k in ("SUM", "PRODUCT", "AVG", "MIN", "MAX", "BAND", "BOR")
-                             if getattr(ops, k, None) is not None and op == getattr(ops, k)), "OTHER")
-            if kind == "SUM":
+            ops = torch.distributed.ReduceOp
+            unchanged = [getattr(ops, k) for k in ("AVG", "MIN", "MAX", "BAND", "BOR") if hasattr(ops, k)]
+            if op is None or op == ops.SUM:
                 tensor.host.mul_(world)
-            elif kind == "PRODUCT":
+            elif op == ops.PRODUCT:
                 tensor.host.pow_(world)
-            elif kind not in ("AVG", "MIN", "MAX", "BAND", "BOR"):
-                pt.forget_values(tensor)
+            elif not any(op == u for u in unchanged):
+                pt.forget_values(tensor)  # PREMUL_SUM, BXOR: not worth guessing
         return self._collective(group=group, async_op=async_op)
 
     def reduce(self, tensor, dst=0, op=None, group=None, async_op=False):
