@@ -40,8 +40,9 @@ TEST(ScriptCommand, TheInterpreterIsTheOneTheCommandNames) {
   EXPECT_EQ(script_of_command({"/opt/venv/bin/python3.11", "-u", "t.py"}).interpreter, "/opt/venv/bin/python3.11");
   EXPECT_EQ(script_of_command({"env", "A=1", "venv/bin/python", "t.py"}).interpreter, "venv/bin/python");
   EXPECT_EQ(script_of_command({"python3", "-m", "torch.distributed.run", "t.py"}).interpreter, "python3");
-  // torchrun's launcher and a script run directly name no interpreter: colo's own runs the probe
-  EXPECT_EQ(script_of_command({"torchrun", "t.py"}).interpreter, "");
+  // torchrun's processes: the job's python3; a script run directly names none (colo's own probes it)
+  EXPECT_EQ(script_of_command({"torchrun", "t.py"}).interpreter, "python3");
+  EXPECT_EQ(script_of_command({"/opt/venv/bin/torchrun", "t.py"}).interpreter, "python3");
   EXPECT_EQ(script_of_command({"./train.py"}).interpreter, "");
   EXPECT_TRUE(is_python_interpreter("/usr/bin/python3.12"));
   EXPECT_FALSE(is_python_interpreter("/usr/bin/python3-config"));

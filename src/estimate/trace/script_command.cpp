@@ -91,7 +91,13 @@ ScriptCommand script_of_command(const std::vector<std::string>& argv) {
     }
     if (i == argv.size()) throw UserError("--probe-script: `env` runs no command");
   }
-  if (std::filesystem::path(argv[i]).filename() == "torchrun") return torchrun_script(argv, i + 1);
+  if (std::filesystem::path(argv[i]).filename() == "torchrun") {
+    // torchrun's processes run the Python it was installed with; `python3` in the job's PATH is
+    // that one where the job's environment is active (a virtual environment's bin first).
+    ScriptCommand t = torchrun_script(argv, i + 1);
+    t.interpreter = "python3";
+    return t;
+  }
   ScriptCommand c;
   if (ends_with(argv[i], ".py")) {
     c.script = argv[i];

@@ -18,7 +18,8 @@ struct ScriptCommand {
   std::int64_t torchrun = 0;
   static constexpr std::int64_t kOnePerGpu = -1;
   // The Python interpreter the command names, as written ("python3", "/opt/venv/bin/python3.11");
-  // "" when it names none (torchrun's own launcher, a `*.py` file run directly).
+  // "python3" under torchrun's launcher (looked up in the job's PATH); "" for a `*.py` file run
+  // directly.
   std::string interpreter;
 };
 
