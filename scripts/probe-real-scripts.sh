@@ -6,8 +6,9 @@
 # memory does not depend on its values. Prints one line per script: peak reserved MiB, estimate MiB,
 # probe seconds. With VISION=DIR (a pytorch/vision checkout), torchvision's reference classification
 # script (DIR/references/classification/train.py) too, on a generated ImageFolder data set. With
-# LLMC=DIR (a karpathy/llm.c checkout), its PyTorch reference train_gpt2.py on generated tokens.
-#   [VISION=DIR] [LLMC=DIR] bash scripts/probe-real-scripts.sh EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]
+# LLMC=DIR (a karpathy/llm.c checkout), its PyTorch reference train_gpt2.py on generated tokens. With
+# TIMM=DIR (a huggingface/pytorch-image-models checkout), timm's train.py on that ImageFolder.
+#   [VISION=DIR] [LLMC=DIR] [TIMM=DIR] bash scripts/probe-real-scripts.sh EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -98,19 +99,23 @@ launch="--data-parallel 2" probe "$work/cwd" "imagenet resnet50 -b 128 --multipr
 launch="--nproc-per-node 2" probe "$work/cwd" "ddp-tutorial-series multigpu_torchrun, torchrun 2" \
   "$ex/distributed/ddp-tutorial-series/multigpu_torchrun.py" 5 1 --batch_size 32
 launch="--nproc-per-node 4" probe "$gpt" "nanoGPT gpt2 124M, torchrun 4" train.py
-if [ -n "${VISION:-}" ]; then
-  ref=$(cd "$VISION" && pwd)/references/classification
-  [ -f "$ref/train.py" ] || { echo "$ref/train.py: not a pytorch/vision checkout" >&2; exit 2; }
+imagefolder() {  # an 8-class ImageFolder of random 256 x 320 pictures (train/, val/, validation/)
+  [ -d "$work/imagefolder/train" ] && return
   "$py" - "$work/imagefolder" <<'PY'
 import os, sys, numpy as np
 from PIL import Image
 rng = np.random.default_rng(0)
-for split in ("train", "val"):
+for split in ("train", "val", "validation"):
     for c in range(8):  # 8 classes: the script's top-5 accuracy needs at least 5
         os.makedirs(f"{sys.argv[1]}/{split}/c{c}", exist_ok=True)
         for i in range(8):
             Image.fromarray(rng.integers(0, 255, (256, 320, 3), dtype=np.uint8)).save(f"{sys.argv[1]}/{split}/c{c}/{i}.jpg")
 PY
+}
+if [ -n "${VISION:-}" ]; then
+  ref=$(cd "$VISION" && pwd)/references/classification
+  [ -f "$ref/train.py" ] || { echo "$ref/train.py: not a pytorch/vision checkout" >&2; exit 2; }
+  imagefolder
   common="--data-path $work/imagefolder --workers 0 --epochs 1 --output-dir $work/out"
   # shellcheck disable=SC2086
   {
@@ -175,5 +180,24 @@ PY
       "$llmc/train_gpt2.py" $common --batch_size 4 --sequence_length 256 --total_batch_size 2048 --zero_stage 0
     PYTHONPATH="$work/llmc/stub" launch="--nproc-per-node 2" probe "$work/llmc" "llm.c train_gpt2.py d12 -b 4 -t 256, torchrun 2, ZeRO-1" \
       "$llmc/train_gpt2.py" $common --batch_size 4 --sequence_length 256 --total_batch_size 2048 --zero_stage 1
+  }
+fi
+if [ -n "${TIMM:-}" ]; then
+  timm=$(cd "$TIMM" && pwd)
+  [ -f "$timm/train.py" ] && [ -d "$timm/timm" ] || { echo "$timm: not a pytorch-image-models checkout" >&2; exit 2; }
+  imagefolder
+  # timm's loader keeps its workers alive (persistent_workers): it needs at least one.
+  common="--data-dir $work/imagefolder --workers 1 --epochs 1 --num-classes 8 --output $work/out"
+  # shellcheck disable=SC2086
+  {
+    PYTHONPATH="$timm" probe "$work/cwd" "timm train.py resnet50 -b 16 (its prefetcher)" "$timm/train.py" $common \
+      --model resnet50 --batch-size 16
+    PYTHONPATH="$timm" probe "$work/cwd" "timm train.py resnet50 -b 16 --amp --model-ema --opt lamb --mixup 0.8 --cutmix 1.0 --aa rand-m9-mstd0.5-inc1 --reprob 0.25" \
+      "$timm/train.py" $common --model resnet50 --batch-size 16 --amp --model-ema --opt lamb --mixup 0.8 --cutmix 1.0 \
+      --aa rand-m9-mstd0.5-inc1 --reprob 0.25
+    PYTHONPATH="$timm" probe "$work/cwd" "timm train.py vit_small_patch16_224 -b 8 --grad-checkpointing" "$timm/train.py" \
+      $common --model vit_small_patch16_224 --batch-size 8 --grad-checkpointing
+    PYTHONPATH="$timm" launch="--nproc-per-node 2" probe "$work/cwd" "timm train.py resnet50 -b 16 --sync-bn, torchrun 2" \
+      "$timm/train.py" $common --model resnet50 --batch-size 16 --sync-bn
   }
 fi

@@ -502,12 +502,12 @@ class ScriptRun:
         p.set(cuda, "default_stream", lambda device=None: _Stream(stream_id=0))
 
         @contextlib.contextmanager
-        def stream(s=None):
+        def stream(stream=None):  # PyTorch's parameter name: timm's prefetcher passes stream=
             # Allocations inside come from that stream's pool (a prefetcher's next batch, say).
-            if s is None:
+            if stream is None:
                 yield
                 return
-            before, rec.stream = rec.stream, s.stream_id
+            before, rec.stream = rec.stream, stream.stream_id
             try:
                 yield
             finally:

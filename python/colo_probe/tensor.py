@@ -296,6 +296,10 @@ def _wrap_outputs(func, schema, args, kwargs, out):
         for a, v in pairs:
             if a.alias_info is not None and set(a.alias_info.before_set) & set(alias.before_set):
                 return v
+        if not alias.before_set:
+            # Tensor(a)[] (unbind, split, chunk: iterating a tensor): the schema exposes no alias
+            # set for the list's elements; they are views of the aliasing argument.
+            return next((v for a, v in pairs if a.alias_info is not None), None)
         return None
 
     single = len(schema.returns) == 1

@@ -666,6 +666,45 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         ops = {a[2] for a in Trace(text).allocs.values() if a[1] == "optimizer"}
         self.assertFalse({"sqrt", "div", "mul"} & ops, ops)  # no single-tensor temporaries
 
+    def test_timms_prefetcher_names_its_stream_by_keyword(self):
+        # timm's PrefetchLoader: partial(torch.cuda.stream, stream=s), PyTorch's parameter name.
+        # Before, every timm run with its default prefetcher raised TypeError at the first batch.
+        rc, text, err, _ = run_probe("""
+            import functools, torch, torch.nn as nn
+            model = nn.Linear(256, 256).cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            side = torch.cuda.Stream()
+            stream_context = functools.partial(torch.cuda.stream, stream=side)
+            while True:
+                with stream_context():
+                    x = torch.randn(32, 256).cuda(non_blocking=True)
+                torch.cuda.current_stream().wait_stream(side)
+                model(x).sum().backward(); opt.step(); opt.zero_grad()
+        """)
+        self.assertEqual(rc, 0, err)
+        moved = [line.split() for line in text.splitlines() if line.startswith("M ") and line.endswith(" to_cuda")]
+        self.assertEqual({f[3] for f in moved if int(f[2]) == 32 * 256 * 4}, {"1"})  # batches: the side stream
+
+    def test_the_elements_of_an_iterated_tensor_keep_their_values(self):
+        # timm's NaFlex grid sizes: [int(h.item()) for h, w in zip(max_y, max_x)]. Iterating is
+        # unbind, whose list elements PyTorch 1.13's schema gives no alias set: before, they lost
+        # their storage and read the assumed 0 (F.interpolate to size 0 then failed).
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            c = torch.tensor([3, 5]).cuda()
+            assert [c[i].item() for i in range(2)] == [3, 5]
+            assert [t.item() for t in c.unbind(0)] == [3, 5] and [t.item() for t in c] == [3, 5]
+            assert [t.tolist() for t in c.split(1)] == [[3], [5]] and [t.tolist() for t in c.chunk(2)] == [[3], [5]]
+            sizes = [int(h.item()) for h, w in zip(c, c)]
+            grid = nn.functional.interpolate(torch.randn(1, 8, 16, 16, device="cuda"), size=sizes)
+            assert tuple(grid.shape) == (1, 8, 3, 5)
+            model = nn.Linear(8, 8).cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            while True:
+                model(torch.randn(4, 8, device="cuda")).sum().backward(); opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+
     def test_profiling_and_device_queries_answer_as_on_the_gpu(self):
         # NVTX ranges, a CUDA generator, the memory-history recorder, utilization and the build's
         # architectures: a CPU build of PyTorch raises on each, a CUDA build on the target does not.
