@@ -117,7 +117,7 @@ def _wrap_plain_meta(x):
 def _small_on_host(func, args, kwargs, meta):
     """A small tensor a factory makes on the GPU, made on the CPU as well: its values
     (tensor.py, "Values"). None for a large one, or one made from probe tensors."""
-    if not isinstance(meta, torch.Tensor) or meta.numel() > pt.HOST_NUMEL:
+    if not pt.KEEP_VALUES[0] or not isinstance(meta, torch.Tensor) or meta.numel() > pt.HOST_NUMEL:
         return None
     flat, _ = tree_flatten((args, kwargs))
     if any(isinstance(x, pt.ProbeTensor) for x in flat):

@@ -790,6 +790,7 @@ def run_script(path, args, rec, steps, gpu, torchrun=None):
     # (argparse's "error: …") explains an exit.
     sys.stdout = sys.stderr = _LastLine(saved_stderr)
     pt.RECORDER = rec
+    pt.KEEP_VALUES[0] = True  # a script reads values back (tensor.py, "Values")
     rec.phase = "load"
     run.install()
     failure = None
@@ -811,6 +812,7 @@ def run_script(path, args, rec, steps, gpu, torchrun=None):
             failure = f"the script raised {reason(e)}{where} {_progress(run)}"
     finally:
         pt.RECORDER = None
+        pt.KEEP_VALUES[0] = False
         train._DEVICE[0] = None
         run.uninstall()
         sys.argv, sys.path[:], sys.stdout, sys.stderr = saved_argv, saved_path, saved_stdout, saved_stderr

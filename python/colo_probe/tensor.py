@@ -3,7 +3,7 @@ below autograd (what would really run on the GPU), and every storage has a token
 the storage's: views, in-place results and autograd's saved copies (detach) share their source's
 token; everything else an operator returns is a fresh storage = one allocation in the trace.
 
-Values: a probe tensor has none, except a small one made from host data (a batch's labels moved to
+Values (--script mode, KEEP_VALUES): a probe tensor has none, except a small one made from host data (a batch's labels moved to
 the GPU, torch.tensor([count, total], device="cuda"), a small factory) and what operators compute
 from such tensors alone: it keeps a host copy (`host`), computed on the CPU beside the meta run, so
 reading it (`.item()`, `.tolist()`, `bool(t)`) gives what the GPU would. Everything else read back
@@ -142,7 +142,7 @@ class ProbeTensor(torch.Tensor):
             out = meta_kernels.cpu_fallback(func, uargs, ukwargs)
             CPU_FALLBACKS[name] = CPU_FALLBACKS.get(name, 0) + 1
         hosts = _host_run(func, args, kwargs, out)
-        if hosts is None:
+        if hosts is None and KEEP_VALUES[0]:
             for written in _written(schema, args, kwargs):
                 forget_values(written)
         if name in _METADATA_INPLACE and isinstance(args[0], ProbeTensor):
@@ -161,7 +161,8 @@ class ProbeTensor(torch.Tensor):
             # 2-D inputs (BatchNorm1d on features) take PyTorch's own kernel.
             _current_op[0] = _BATCH_NORM_OPS[name]
         result = _wrap_outputs(func, schema, args, kwargs, out)
-        _attach_hosts(result, hosts)
+        if hosts is not None:
+            _attach_hosts(result, hosts)
         return result
 
 
@@ -178,6 +179,9 @@ def _to_cpu(kwargs):
 
 
 HOST_NUMEL = 1 << 16  # the largest probe tensor that keeps a host copy of its values (elements)
+# Whether probe tensors keep values at all: in --script mode, where the user's code reads them back.
+# The probe's own training step (--probe MODEL, bulk GPUMemNet rows) never does, and runs faster without.
+KEEP_VALUES = [False]
 
 
 def values_known(x):
@@ -202,6 +206,8 @@ def _host_run(func, args, kwargs, out):
     """func on the host copies, when every tensor argument is a probe tensor with known values and
     the result is small: what the GPU computes. In-place operators update the host copies in place
     (views' copies are views: they follow). None when it cannot run so."""
+    if not KEEP_VALUES[0]:
+        return None
     flat, _ = tree_flatten((args, kwargs))
     probes = 0
     for x in flat:
@@ -377,7 +383,8 @@ def wrap_new(t, op, host=None):
     if isinstance(t, ProbeTensor):
         return t
     elem = t if t.device.type == "meta" else torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
-    if host is None and t.device.type == "cpu" and t.layout == torch.strided and t.numel() <= HOST_NUMEL:
+    if (host is None and KEEP_VALUES[0] and t.device.type == "cpu" and t.layout == torch.strided
+            and t.numel() <= HOST_NUMEL):
         host = t.detach().clone()
     return ProbeTensor(elem, Storage(storage_bytes(elem), op), requires_grad=t.requires_grad, host=host)
 
