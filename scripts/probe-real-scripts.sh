@@ -133,7 +133,7 @@ fi
 if [ -n "${LLMC:-}" ]; then
   llmc=$(cd "$LLMC" && pwd)
   [ -f "$llmc/train_gpt2.py" ] || { echo "$llmc/train_gpt2.py: not an llm.c checkout" >&2; exit 2; }
-  mkdir -p "$work/llmc/stub"
+  mkdir -p "$work/llmc/tiktoken-standin"
   # Tokens in llm.c's .bin format: a 256-int32 header (magic 20240520, version 1, count), uint16 ids.
   "$py" - "$work/llmc" <<'PY'
 import sys, numpy as np
@@ -147,7 +147,7 @@ PY
     # Debian has no tiktoken; the script only names GPT-2's tokenizer (50 257 ids) to decode samples
     # and write gpt2_tokenizer.bin. A stand-in with that vocabulary, not real BPE: memory does not
     # depend on the text.
-    cat > "$work/llmc/stub/tiktoken.py" <<'PY'
+    cat > "$work/llmc/tiktoken-standin/tiktoken.py" <<'PY'
 class Encoding:
     n_vocab = 50257
     max_token_value = eot_token = 50256
@@ -172,13 +172,13 @@ PY
   common="--input_bin $work/llmc/tokens_val.bin --input_val_bin $work/llmc/tokens_val.bin --model d12 --num_iterations 3 --write_tensors 0 --val_loss_every 0 --sample_every 0"
   # shellcheck disable=SC2086
   {
-    PYTHONPATH="$work/llmc/stub" probe "$work/llmc" "llm.c train_gpt2.py d12 -b 4 -t 256 fp32" "$llmc/train_gpt2.py" $common \
+    PYTHONPATH="$work/llmc/tiktoken-standin" probe "$work/llmc" "llm.c train_gpt2.py d12 -b 4 -t 256 fp32" "$llmc/train_gpt2.py" $common \
       --batch_size 4 --sequence_length 256 --total_batch_size 1024 --dtype float32
-    PYTHONPATH="$work/llmc/stub" probe "$work/llmc" "llm.c train_gpt2.py d12 -b 4 -t 256 bf16 flash compile" "$llmc/train_gpt2.py" \
+    PYTHONPATH="$work/llmc/tiktoken-standin" probe "$work/llmc" "llm.c train_gpt2.py d12 -b 4 -t 256 bf16 flash compile" "$llmc/train_gpt2.py" \
       $common --batch_size 4 --sequence_length 256 --total_batch_size 1024 --dtype bfloat16 --flash 1 --compile 1
-    PYTHONPATH="$work/llmc/stub" launch="--nproc-per-node 2" probe "$work/llmc" "llm.c train_gpt2.py d12 -b 4 -t 256, torchrun 2" \
+    PYTHONPATH="$work/llmc/tiktoken-standin" launch="--nproc-per-node 2" probe "$work/llmc" "llm.c train_gpt2.py d12 -b 4 -t 256, torchrun 2" \
       "$llmc/train_gpt2.py" $common --batch_size 4 --sequence_length 256 --total_batch_size 2048 --zero_stage 0
-    PYTHONPATH="$work/llmc/stub" launch="--nproc-per-node 2" probe "$work/llmc" "llm.c train_gpt2.py d12 -b 4 -t 256, torchrun 2, ZeRO-1" \
+    PYTHONPATH="$work/llmc/tiktoken-standin" launch="--nproc-per-node 2" probe "$work/llmc" "llm.c train_gpt2.py d12 -b 4 -t 256, torchrun 2, ZeRO-1" \
       "$llmc/train_gpt2.py" $common --batch_size 4 --sequence_length 256 --total_batch_size 2048 --zero_stage 1
   }
 fi
