@@ -3,9 +3,9 @@ below autograd (what would really run on the GPU), and every storage has a token
 the storage's: views, in-place results and autograd's saved copies (detach) share their source's
 token; everything else an operator returns is a fresh storage = one allocation in the trace.
 
-Values (--script mode, KEEP_VALUES): a probe tensor has none, except a small one made from host data (a batch's labels moved to
-the GPU, torch.tensor([count, total], device="cuda"), a small factory) and what operators compute
-from such tensors alone: it keeps a host copy (`host`), computed on the CPU beside the meta run, so
+Values (--script mode, KEEP_VALUES): a probe tensor has none, except a small one made from host
+data (a batch's labels moved to the GPU, torch.tensor([count, total], device="cuda"), a small
+factory) and what operators compute from such tensors alone: it keeps a host copy (`host`), computed on the CPU beside the meta run, so
 reading it (`.item()`, `.tolist()`, `bool(t)`) gives what the GPU would. Everything else read back
 gets assumed values (_materialise_cpu)."""
 import copy
@@ -241,8 +241,7 @@ def _attach_hosts(result, hosts):
         if result.host is hosts:
             return  # in place: its host copy was updated
         ok = isinstance(hosts, torch.Tensor) and hosts.shape == result.shape and hosts.dtype == result.dtype
-        if ok or result.host is not None:
-            result.host = hosts if ok else None
+        result.host = hosts if ok else None
     elif isinstance(result, (list, tuple)):
         same = isinstance(hosts, (list, tuple)) and len(hosts) == len(result)
         for i, r in enumerate(result):
