@@ -310,8 +310,6 @@ def _refuse_sharding(patches):
             raise NotImplementedError(f"{what} is not supported by the probe (each GPU keeps a shard of the "
                                       "model); estimate the job with --mem")
         return init
-    if int(torch.__version__.split(".")[0]) < 2:
-        return  # 1.13's FSDP does not import on Python 3.11 (a dataclass default): a script using it fails there
     try:
         import torch.distributed.fsdp as fsdp
     except Exception:  # noqa: BLE001 - a PyTorch without FSDP has nothing to refuse

@@ -39,6 +39,7 @@ import inspect
 import os
 import runpy
 import sys
+import traceback
 import types
 
 import torch
@@ -294,6 +295,13 @@ def _without_generator(init):
     return wrapped
 
 
+def _parameter_instancecheck(cls, instance):
+    """PyTorch 2's _ParameterMeta.__instancecheck__ (torch/nn/parameter.py)."""
+    if cls is torch.nn.Parameter and isinstance(instance, torch.Tensor) and getattr(instance, "_is_param", False):
+        return True
+    return super(type(torch.nn.Parameter), cls).__instancecheck__(instance)
+
+
 class _NoAutocast(contextlib.ContextDecorator):
     """autocast(enabled=False): nothing, as a `with` block or as a decorator."""
 
@@ -358,6 +366,7 @@ class ScriptRun:
         self.steps = steps
         self.gpu = gpu
         self.torchrun = torchrun  # processes torchrun starts (the script is rank 0), None without torchrun
+        self.script = None        # the script's path
         self.optimizers = []   # [optimizer, steps taken]
         self.backwards = 0     # backward passes while no optimizer was built (hand-written updates)
         self.in_backward = False
@@ -585,6 +594,12 @@ class ScriptRun:
             init = getattr(torch.nn.init, name, None)
             if init is not None and "generator" not in inspect.signature(init).parameters:
                 p.set(torch.nn.init, name, _without_generator(init))
+        # 1.13 takes a tensor subclass flagged as a parameter (the probe's parameters) for an instance of
+        # every Parameter class, UninitializedParameter included, so Lightning's summary and lazy-module
+        # checks see uninitialised parameters; PyTorch 2's check applies the flag to Parameter only.
+        meta = type(torch.nn.Parameter)
+        if int(torch.__version__.split(".")[0]) < 2 and "__instancecheck__" in meta.__dict__:
+            p.set(meta, "__instancecheck__", _parameter_instancecheck)
         # A CUDA generator (torch.Generator(device="cuda")) holds a seed and an offset on the host: a
         # CPU generator stands in (the probe's random values are never used).
         p.set(torch, "Generator", _Generator)
@@ -618,8 +633,12 @@ class ScriptRun:
         p.set(torch.nn, "DataParallel", ScriptDataParallel)
         p.set(torch.nn.parallel, "DataParallel", ScriptDataParallel)
         # torch.distributed as rank 0 of the job; DistributedDataParallel's buckets and broadcasts.
+        from . import torch113_imports
+        torch113_imports.install(p)  # before anything imports torch.distributed._shard (FSDP, Lightning)
         from .distributed import FakeDistributed
         FakeDistributed(self.torchrun).install(p)
+        from . import children
+        children.install(p, self.script)  # no GPU for child processes; other ranks are not run
         # Optimizers: counted steps; phases around zero_grad and backward.
         init = torch.optim.Optimizer.__init__
 
@@ -782,6 +801,7 @@ def run_script(path, args, rec, steps, gpu, torchrun=None):
     if not os.path.isfile(path):
         raise ScriptSpecError(f"--script {path}: no such file")
     run = ScriptRun(rec, steps, gpu, torchrun)
+    run.script = path
     meta_kernels.register()
     saved_argv, saved_path, saved_stdout, saved_stderr = sys.argv, list(sys.path), sys.stdout, sys.stderr
     sys.argv = [path] + list(args)
@@ -798,7 +818,8 @@ def run_script(path, args, rec, steps, gpu, torchrun=None):
     device = ProbeDevice()
     train._DEVICE[0] = device  # DataParallel's GPU-0 buffers are named through it
     try:
-        with torchrun_environment(torchrun), target_gpu_kernels(), pytorch2_optimizers(), device:
+        with torchrun_environment(torchrun), visible_devices(gpu.count), target_gpu_kernels(), pytorch2_optimizers(), \
+                device:
             runpy.run_path(path, run_name="__main__")
     except ProbeStop:
         pass
@@ -810,6 +831,8 @@ def run_script(path, args, rec, steps, gpu, torchrun=None):
         if not run.done:
             where = _script_frame(e, path)
             failure = f"the script raised {reason(e)}{where} {_progress(run)}"
+            if os.environ.get("COLO_PROBE_VERBOSE"):  # the whole story, for whoever debugs a probe
+                saved_stderr.write("".join(traceback.format_exception(e)))
     finally:
         pt.RECORDER = None
         pt.KEEP_VALUES[0] = False
@@ -824,6 +847,26 @@ def run_script(path, args, rec, steps, gpu, torchrun=None):
         raise ScriptError(f"the script took {steps} optimizer steps without putting anything on the GPU: it trained on "
                           "the CPU (does it choose its device by a flag, or by an API the probe does not answer?)")
     return run
+
+
+@contextlib.contextmanager
+def visible_devices(count):
+    """CUDA_VISIBLE_DEVICES as the job will have it (colod and Slurm set it to the job's GPUs; here
+    their ordinals 0..count-1): scripts and libraries count their GPUs by it (PyTorch Lightning on
+    PyTorch < 2, `len(os.environ["CUDA_VISIBLE_DEVICES"].split(","))` in research code). Only the
+    script's view of os.environ changes: the process environment, which CUDA's driver and child
+    processes read, keeps the runner's empty value, so nothing in the probe can open a real GPU."""
+    env, name = os.environ, "CUDA_VISIBLE_DEVICES"
+    key = env.encodekey(name)
+    saved = env._data.get(key, _MISSING)
+    env._data[key] = env.encodevalue(",".join(str(i) for i in range(count)))  # no putenv: see above
+    try:
+        yield
+    finally:
+        if saved is _MISSING:
+            env._data.pop(key, None)
+        else:
+            env._data[key] = saved
 
 
 class _LastLine:

@@ -4,8 +4,11 @@ layout is checked against PyTorch's own: its bucket assignment function and a re
 DistributedDataParallel run on the CPU (gloo, one process), whose reducer reports its buckets."""
 import os
 import random
+import subprocess
 import sys
 import tempfile
+import textwrap
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
@@ -17,6 +20,20 @@ import torch.nn as nn  # noqa: E402
 from colo_probe.distributed import bucket_assignment  # noqa: E402
 from probe_util import Trace  # noqa: E402
 from test_script import footer, header, run_probe  # noqa: E402
+
+
+def _ends(pid, timeout_s):
+    """Whether process `pid` ends (gone, or a zombie no one has reaped yet) within the time bound."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def mlp():
@@ -325,8 +342,8 @@ class DistributedDataParallelScript(unittest.TestCase):
         self.assertIn("processes that train one GPU model together (torch.multiprocessing.Process with GPU tensors, "
                       "Hogwild) are not supported by the probe", err)
 
-    @unittest.skipIf(int(torch.__version__.split(".")[0]) < 2, "PyTorch 1.13's FSDP does not import on Python 3.11")
     def test_fsdp_is_refused_with_its_reason(self):
+        # On PyTorch 1.13 and Python 3.11 too: FSDP imports there under the probe (torch113_imports.py).
         rc, _, err, _ = run_probe("""
             import torch, torch.distributed as dist
             from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -335,6 +352,62 @@ class DistributedDataParallelScript(unittest.TestCase):
         """, probe_args=["--torchrun", "2"])
         self.assertEqual(rc, 1)
         self.assertIn("FullyShardedDataParallel is not supported by the probe", err)
+
+    # A script that launches its own ranks, as PyTorch Lightning's DDP launcher does: `python
+    # train.py` re-runs itself with LOCAL_RANK=1..N-1 (subprocess.Popen, os.environ's copy) and
+    # kills the job when a child exits with an error.
+    SELF_LAUNCHING = """
+        import os, subprocess, sys, time
+        import torch, torch.nn as nn
+        here = os.path.dirname(os.path.abspath(__file__))
+        rank = int(os.environ.get("LOCAL_RANK", "0"))
+        if rank > 0:  # another rank: it would train on its own GPU
+            with open(os.path.join(here, f"rank{rank}-ran"), "w") as f:
+                f.write(os.environ.get("CUDA_VISIBLE_DEVICES", "unset"))
+            sys.exit(3)
+        children = [subprocess.Popen([sys.executable, os.path.abspath(sys.argv[0])] + sys.argv[1:],
+                                     env=dict(os.environ, LOCAL_RANK=str(r))) for r in (1, 2, 3)]
+        tool = subprocess.run([sys.executable, "-c", "import os; print(repr(os.environ.get('CUDA_VISIBLE_DEVICES')))"],
+                              capture_output=True, text=True, check=True)
+        with open(os.path.join(here, "tool-saw"), "w") as f:
+            f.write(tool.stdout.strip())
+        model = nn.Linear(256, 256).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        while True:
+            for c in children:
+                assert c.poll() is None, f"a rank exited with {c.returncode}"
+            model(torch.randn(32, 256, device="cuda")).sum().backward()
+            opt.step()
+    """
+
+    def test_ranks_the_script_launches_itself_are_not_run_and_children_see_no_gpu(self):
+        rc, text, err, d = run_probe(self.SELF_LAUNCHING, probe_args=["--gpus", "4"])
+        self.assertEqual(rc, 0, err)
+        # Before: the three ranks ran the script unprobed (and, with the job's CUDA_VISIBLE_DEVICES in
+        # os.environ's copy, would have opened real GPUs); one exiting killed the job.
+        self.assertEqual([n for n in os.listdir(d) if n.endswith("-ran")], [])
+        self.assertEqual(open(os.path.join(d, "tool-saw")).read(), "''")  # any other child: no GPU
+        self.assertTrue(any(a[0] == 256 * 256 * 4 and a[1] == "load" for a in Trace(text).allocs.values()))  # rank 0's model
+
+    def test_the_stand_in_for_a_rank_ends_with_the_probe(self):
+        # The stand-in idles until its parent, the probe, is gone (PR_SET_PDEATHSIG): nothing is
+        # left behind when the probe is run directly rather than by colo, which reaps its group.
+        probe = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+            import subprocess, sys
+            from colo_probe import children
+            Popen = children.popen_for(sys.argv[1])
+            c = Popen([sys.executable, sys.argv[1]])
+            print(c.pid, flush=True)
+            sys.stdin.read()  # until the test closes it
+        """), os.path.abspath(__file__)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env=dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "..", "python")))
+        pid = int(probe.stdout.readline())
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            self.assertIn(b"signal.pause()", f.read())  # the stand-in, not this file
+        probe.stdin.close()
+        self.assertEqual(probe.wait(timeout=60), 0)
+        probe.stdout.close()
+        self.assertTrue(_ends(pid, timeout_s=60), f"stand-in {pid} outlived the probe")
 
 
 if __name__ == "__main__":

@@ -968,3 +968,48 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         self.assertEqual((len(fp32), len(fp16)), (1, 1))
         self.assertEqual(t.frees.get(fp32[0], (None,))[0], "load", "the float32 weight is freed by .half()")
         self.assertNotIn(fp16[0], t.frees)
+
+    def test_lightning_module_idioms_on_pytorch_1_13(self):
+        # What PyTorch Lightning's LightningModule does on PyTorch < 2.1: it imports the sharded-tensor
+        # state-dict hooks (before: "mutable default ... TensorProperties" on Python 3.11, so no
+        # Lightning script ran) and counts parameters, leaving out UninitializedParameter ones (1.13
+        # took every probe parameter for one: "0 params", and lazy-module checks misfired).
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            from torch.distributed._shard.sharded_tensor import pre_load_state_dict_hook, state_dict_hook
+            from torch.nn.parameter import UninitializedParameter
+            model = nn.Linear(1024, 1024).cuda()
+            model._register_state_dict_hook(state_dict_hook)
+            assert isinstance(model.weight, nn.Parameter)
+            lazy = [n for n, p in model.named_parameters() if isinstance(p, UninitializedParameter)]
+            assert not lazy, lazy
+            assert sum(p.numel() for p in model.parameters()) == 1024 * 1024 + 1024
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            while True:
+                model(torch.randn(8, 1024, device="cuda")).sum().backward()
+                opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(any(a[0] == 1024 * 1024 * 4 and a[1] == "load" for a in Trace(text).allocs.values()))
+
+    def test_cuda_visible_devices_lists_the_jobs_gpus_for_the_script_only(self):
+        # colod and Slurm set CUDA_VISIBLE_DEVICES to the job's GPUs, and scripts count their GPUs by
+        # it (Lightning on PyTorch < 2 too). Before, the script read the probe's own empty value and
+        # found no GPU. The process environment, which CUDA's driver reads, stays empty.
+        rc, text, err, _ = run_probe("""
+            import ctypes, os
+            import torch, torch.nn as nn
+            visible = os.environ["CUDA_VISIBLE_DEVICES"].split(",")
+            assert visible == ["0", "1", "2"], visible
+            assert os.getenv("CUDA_VISIBLE_DEVICES") == "0,1,2"
+            libc = ctypes.CDLL(None)
+            libc.getenv.restype = ctypes.c_char_p
+            assert libc.getenv(b"CUDA_VISIBLE_DEVICES") == b"", libc.getenv(b"CUDA_VISIBLE_DEVICES")
+            model = nn.DataParallel(nn.Linear(64, 64).cuda(), device_ids=list(range(len(visible))))
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            while True:
+                model(torch.randn(12, 64, device="cuda")).sum().backward()
+                opt.step()
+        """, probe_args=["--gpus", "3"])
+        self.assertEqual(rc, 0, err)
+        self.assertIn(" forward gather", text)  # DataParallel's outputs gathered on GPU 0
