@@ -7,8 +7,10 @@
 # probe seconds. With VISION=DIR (a pytorch/vision checkout), torchvision's reference classification
 # script (DIR/references/classification/train.py) too, on a generated ImageFolder data set. With
 # LLMC=DIR (a karpathy/llm.c checkout), its PyTorch reference train_gpt2.py on generated tokens. With
-# TIMM=DIR (a huggingface/pytorch-image-models checkout), timm's train.py on that ImageFolder.
-#   [VISION=DIR] [LLMC=DIR] [TIMM=DIR] bash scripts/probe-real-scripts.sh EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]
+# TIMM=DIR (a huggingface/pytorch-image-models checkout), timm's train.py on that ImageFolder. With
+# LIGHTNING=DIR (a Lightning-AI/pytorch-lightning 2.x checkout; lightning_utilities and torchmetrics
+# importable, from PYTHONPATH or installed), Lightning's Trainer and Fabric examples.
+#   [VISION=DIR] [LLMC=DIR] [TIMM=DIR] [LIGHTNING=DIR] bash scripts/probe-real-scripts.sh EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -199,5 +201,55 @@ if [ -n "${TIMM:-}" ]; then
       $common --model vit_small_patch16_224 --batch-size 8 --grad-checkpointing
     PYTHONPATH="$timm" launch="--nproc-per-node 2" probe "$work/cwd" "timm train.py resnet50 -b 16 --sync-bn, torchrun 2" \
       "$timm/train.py" $common --model resnet50 --batch-size 16 --sync-bn
+  }
+fi
+if [ -n "${LIGHTNING:-}" ]; then
+  # PyTorch Lightning's own examples, unmodified: the Trainer (its settings from PL_TRAINER_* as
+  # Lightning reads them) and Fabric (from LT_*, as `lightning run model` passes them).
+  lit=$(cd "$LIGHTNING" && pwd)
+  [ -f "$lit/src/lightning/__init__.py" ] && [ -d "$lit/examples/fabric" ] || { echo "$lit: not a pytorch-lightning checkout" >&2; exit 2; }
+  litpath="$lit/src${PYTHONPATH:+:$PYTHONPATH}"
+  PYTHONPATH="$litpath" "$py" -c "import lightning" ||
+    { echo "lightning does not import: it needs lightning_utilities and torchmetrics (installed, or their checkouts' src/ on PYTHONPATH), tqdm, fsspec, yaml" >&2; exit 2; }
+  # Fabric's image classifier reads ../../../Datasets from its own directory: copies of the scripts
+  # run in $work, so nothing is written into the checkout.
+  mkdir -p "$work/lightning/cwd/data/MNIST/raw" "$work/lightning/examples"
+  cp -r "$lit/examples/pytorch" "$lit/examples/fabric" "$work/lightning/examples/"
+  ln -sfn cwd/data "$work/lightning/Datasets"
+  "$py" - "$work/lightning/cwd/data" <<'PY'
+import struct, sys, numpy as np
+data = sys.argv[1]
+rng = np.random.default_rng(0)
+# MNIST's full size (the GAN's data module splits 5 000 validation images off 60 000)
+for prefix, n in (("train", 60000), ("t10k", 10000)):
+    with open(f"{data}/MNIST/raw/{prefix}-images-idx3-ubyte", "wb") as f:
+        f.write(struct.pack(">IIII", 2051, n, 28, 28) + rng.integers(0, 255, (n, 28, 28), dtype=np.uint8).tobytes())
+    with open(f"{data}/MNIST/raw/{prefix}-labels-idx1-ubyte", "wb") as f:
+        f.write(struct.pack(">II", 2049, n) + rng.integers(0, 10, n, dtype=np.uint8).tobytes())
+# WikiText-2's shape for Lightning's demo data set: 33 277 distinct words (+ <eos>: its vocabulary of
+# 33 278, which sizes the embedding and the decoder) in 36 718 lines
+words = np.array([f"w{i}" for i in range(33277)])
+tokens = np.concatenate([words, rng.choice(words, 36718 * 57 - len(words))])
+with open(f"{data}/wikitext-2.txt", "w") as f:
+    f.write("\n".join(" ".join(line) for line in tokens.reshape(36718, 57)) + "\n")
+PY
+  lw="$work/lightning/cwd" le="$work/lightning/examples"
+  {
+    PYTHONPATH="$litpath" probe "$lw" "lightning Trainer basics/transformer.py" "$le/pytorch/basics/transformer.py"
+    PYTHONPATH="$litpath" PL_TRAINER_PRECISION=16-mixed probe "$lw" "lightning Trainer basics/transformer.py, PL_TRAINER_PRECISION=16-mixed" \
+      "$le/pytorch/basics/transformer.py"
+    # The script launches its second rank itself (Lightning's DDP launcher): the probe runs rank 0
+    PYTHONPATH="$litpath" PL_TRAINER_DEVICES=2 PL_TRAINER_STRATEGY=ddp launch="--data-parallel 2" probe "$lw" \
+      "lightning Trainer basics/transformer.py, PL_TRAINER_DEVICES=2 PL_TRAINER_STRATEGY=ddp" "$le/pytorch/basics/transformer.py"
+    PYTHONPATH="$litpath" probe "$lw" "lightning Trainer domain_templates/generative_adversarial_net.py (two optimizers, manual)" \
+      "$le/pytorch/domain_templates/generative_adversarial_net.py"
+    PYTHONPATH="$litpath" probe "$lw" "lightning Fabric image_classifier/train_fabric.py" "$le/fabric/image_classifier/train_fabric.py"
+    PYTHONPATH="$litpath" LT_PRECISION=16-mixed probe "$lw" "lightning Fabric image_classifier/train_fabric.py, LT_PRECISION=16-mixed" \
+      "$le/fabric/image_classifier/train_fabric.py"
+    # `lightning run model --devices 2 --strategy ddp --precision bf16-mixed`: torchrun with Fabric's settings
+    PYTHONPATH="$litpath" LT_CLI_USED=1 LT_ACCELERATOR=cuda LT_DEVICES=2 LT_STRATEGY=ddp LT_PRECISION=bf16-mixed \
+      launch="--nproc-per-node 2" probe "$lw" "lightning Fabric image_classifier/train_fabric.py, lightning run model 2 GPUs ddp bf16-mixed" \
+      "$le/fabric/image_classifier/train_fabric.py"
+    PYTHONPATH="$litpath" probe "$lw" "lightning Fabric language_model/train.py" "$le/fabric/language_model/train.py"
   }
 fi
