@@ -973,11 +973,9 @@ void Daemon::start_probe(const JobRow& j) {
       who.user = pw->pw_name;
       who.home = pw->pw_dir;
     }
-    // The interpreter and modules the job's command would find (its PATH and PYTHONPATH).
-    for (const auto& [k, v] : job_base_environment(j)) {
-      if (k == "PATH") who.path = v;
-      if (k == "PYTHONPATH") who.pythonpath = v;
-    }
+    // The job's environment: the interpreter and modules its command would find (PATH,
+    // PYTHONPATH), and the settings its script reads.
+    who.env = job_base_environment(j);
     ProbeSettings settings;
     settings.timeout_seconds = cfg_.probe_timeout;
     settings.address_space_bytes = static_cast<std::uint64_t>(cfg_.probe_memory_mib) << 20;

@@ -250,6 +250,38 @@ for step in range(3):
   EXPECT_EQ(j.at("need_mib"), 3072) << j.dump(2);
 }
 
+// --probe-script in the job's environment: a script that reads its settings from the environment
+// (PyTorch Lightning's PL_TRAINER_*, a site's TORCH_HOME, its own variables) is probed with the
+// values the job will run with. Before, colod's probe had only the job's PATH and PYTHONPATH, so
+// such a script was probed with its defaults (or failed on a missing variable).
+TEST(ColodProbe, ProbeScriptReadsTheJobsEnvironment) {
+  if (const std::string why = cannot_probe_as_nobody(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const std::string work = write_models(dir.path() + "/models", dir.path());
+  std::ofstream(work + "/train.py") << R"(import os, torch, torch.nn as nn
+hidden = int(os.environ["TRAIN_HIDDEN"])
+device = "cuda" if torch.cuda.is_available() else "cpu"
+model = nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10)).to(device)
+opt = torch.optim.Adam(model.parameters())
+for step in range(3):
+    opt.zero_grad()
+    model(torch.randn(32, 64, device=device)).sum().backward()
+    opt.step()
+)";
+  ::chmod((work + "/train.py").c_str(), 0644);
+  ColodProcess d(dir.path(), "1x40GiB");
+  const auto [wide_id, wide] = submit_probed_as_nobody(
+      d, {"submit", "--workdir", work, "--env", "TRAIN_HIDDEN=8192", "--probe-script", "--", "python3", "train.py"});
+  const auto [narrow_id, narrow] = submit_probed_as_nobody(
+      d, {"submit", "--workdir", work, "--env", "TRAIN_HIDDEN=64", "--probe-script", "--", "python3", "train.py"});
+  ASSERT_FALSE(wide.is_null());
+  ASSERT_FALSE(narrow.is_null());
+  EXPECT_EQ(wide.at("need_source"), "trace") << wide.dump(2);
+  EXPECT_EQ(narrow.at("need_source"), "trace") << narrow.dump(2);
+  // 8192 wide with Adam: the weights, gradients and two moments of 0.6 M parameters more.
+  EXPECT_GT(wide.at("need_mib").get<std::int64_t>(), narrow.at("need_mib").get<std::int64_t>());
+}
+
 // --probe-script with torchrun: colod probes rank 0 of the processes torchrun would start (the
 // DistributedDataParallel buckets are in the estimate). The job itself runs under a stand-in
 // launcher of the same name: Debian's torchrun (PyTorch 1.13) fails on Python 3.11 before it

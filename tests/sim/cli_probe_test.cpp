@@ -287,6 +287,35 @@ while True:
   EXPECT_EQ(r.status, 0) << r.out;
 }
 
+// The probe never sees a real GPU, whatever CUDA_VISIBLE_DEVICES the caller has: its process
+// environment holds one, empty entry. Before, the caller's entry came first and the probe's empty
+// one after it, and C's getenv (what CUDA's driver reads) returns the first: "0".
+TEST(CliProbe, TheProbesProcessSeesNoGpuWhateverTheCallerHas) {
+  const std::string dir = std::string(COLO_BINARY_DIR) + "/cli_probe_test_cvd";
+  std::filesystem::create_directories(dir);
+  const std::string script = dir + "/train.py";
+  std::ofstream(script) << R"(import ctypes, os, torch, torch.nn as nn
+libc = ctypes.CDLL(None)
+libc.getenv.restype = ctypes.c_char_p
+assert libc.getenv(b"CUDA_VISIBLE_DEVICES") == b"", libc.getenv(b"CUDA_VISIBLE_DEVICES")
+with open("/proc/self/environ", "rb") as f:
+    entries = [e for e in f.read().split(b"\0") if e.startswith(b"CUDA_VISIBLE_DEVICES=")]
+assert entries == [b"CUDA_VISIBLE_DEVICES="], entries
+model = nn.Linear(64, 64).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+while True:
+    model(torch.randn(8, 64, device="cuda")).sum().backward()
+    opt.step()
+)";
+  const char* had = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string before = had ? had : "";
+  ::setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+  const auto r = run_colo_args("estimate --script " + script + " --estimator trace");
+  if (had) ::setenv("CUDA_VISIBLE_DEVICES", before.c_str(), 1);
+  else ::unsetenv("CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(r.status, 0) << r.out;
+}
+
 // A script that starts a process of its own session (a log shipper, a data server) leaves the
 // probe's stderr open after the probe ends: colo must answer anyway. Before the fix it waited for
 // that process, past any --probe-timeout; here the process never ends, so the old code hangs.

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -313,22 +314,33 @@ ProbeCommand probe_command(const ProbeRequest& req, const std::string& out_path,
   c.argv = {python, "-m", "colo_probe", "--out", out_path};
   c.argv.insert(c.argv.end(), args.begin(), args.end());
   std::string search_path = kDefaultPath, pythonpath;
+  const bool own_conf = !req.alloc_conf.empty() || req.default_alloc_conf;
+  // Every entry of the job's (or the caller's) environment but the ones the probe sets itself.
+  auto take = [&](const std::string& name, const std::string& value) {
+    if (name == "PYTHONPATH") {
+      pythonpath = value;
+      return;
+    }
+    if (name == "CUDA_VISIBLE_DEVICES" || (who && name == "PYTHONDONTWRITEBYTECODE")) return;
+    if (own_conf && (name == "PYTORCH_CUDA_ALLOC_CONF" || name == "PYTORCH_ALLOC_CONF")) return;
+    if (name == "PATH") search_path = value;
+    c.env.push_back(name + "=" + value);
+  };
   if (who) {
-    if (!who->path.empty()) search_path = who->path;
-    pythonpath = who->pythonpath;
-    c.env = {"PATH=" + search_path, "HOME=" + (who->home.empty() ? std::string("/") : who->home),
-             "USER=" + who->user, "LOGNAME=" + who->user, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"};
+    for (const auto& [name, value] : who->env) take(name, value);
+    auto has = [&](const std::string& name) {
+      return std::any_of(c.env.begin(), c.env.end(), [&](const std::string& e) { return e.rfind(name + "=", 0) == 0; });
+    };
+    if (!has("PATH")) c.env.push_back(std::string("PATH=") + kDefaultPath);
+    if (!has("HOME")) c.env.push_back("HOME=" + (who->home.empty() ? std::string("/") : who->home));
+    if (!has("USER")) c.env.push_back("USER=" + who->user);
+    if (!has("LOGNAME")) c.env.push_back("LOGNAME=" + who->user);
+    if (!has("LANG")) c.env.push_back("LANG=C.UTF-8");
+    c.env.push_back("PYTHONDONTWRITEBYTECODE=1");
   } else {
-    const bool own_conf = !req.alloc_conf.empty() || req.default_alloc_conf;
     for (char** e = environ; *e; ++e) {
-      if (std::strncmp(*e, "PYTHONPATH=", 11) == 0) {
-        pythonpath = *e + 11;
-        continue;
-      }
-      if (std::strncmp(*e, "PATH=", 5) == 0) search_path = *e + 5;
-      if (!own_conf || (std::strncmp(*e, "PYTORCH_CUDA_ALLOC_CONF=", 24) != 0 &&
-                        std::strncmp(*e, "PYTORCH_ALLOC_CONF=", 19) != 0))
-        c.env.emplace_back(*e);
+      const char* eq = std::strchr(*e, '=');
+      if (eq) take(std::string(*e, static_cast<std::size_t>(eq - *e)), eq + 1);
     }
   }
   if (!req.alloc_conf.empty()) c.env.push_back("PYTORCH_CUDA_ALLOC_CONF=" + req.alloc_conf);

@@ -37,11 +37,11 @@ struct ProbeRequest {
   // torchrun); the probe is rank 0 (python/colo_probe/distributed.py). At most data_parallel.
   std::int64_t torchrun = 0;
   // Script mode: the Python interpreter the job's command names ("python3", "/opt/venv/bin/python"),
-  // looked up as the job's own command would be (ProbeIdentity::path): the probe runs under it, so
+  // looked up as the job's own command would be (the PATH of ProbeIdentity::env): the probe runs under it, so
   // the script sees the job's PyTorch and packages. "" = probe_python().
   std::string python;
-  // PYTORCH_CUDA_ALLOC_CONF for the probe ("" = whatever its environment has): colod passes the
-  // job's own, as the probe's clean environment would not have it.
+  // PYTORCH_CUDA_ALLOC_CONF for the probe ("" = whatever its environment has): the job's own, as
+  // the client read it from the job's environment.
   std::string alloc_conf;
   // PyTorch's default allocator settings whatever the environment has (the measured data sets'
   // workloads, estimated by `estimate eval` and the simulator, ran with the defaults).
@@ -66,14 +66,17 @@ struct ProbeLimits {
 // Who the probe runs as. colod runs it as the submitting user: supplementary groups, gid and uid
 // are dropped before exec, then the probe is tied to colod's life (PR_SET_PDEATHSIG), so a
 // killed daemon leaves no probe behind and a restarted one starts it again.
-// With an identity the probe also gets a clean environment (PATH, HOME, USER, LOGNAME, LANG), not
-// its parent's.
+// With an identity the probe gets the job's environment, not its parent's.
 struct ProbeIdentity {
   std::int64_t uid = -1, gid = -1;
   std::string user, home;
-  // The job's own PATH and PYTHONPATH (from its environment), so that the probe finds the
-  // interpreter and the modules the job would: "" = /usr/local/bin:/usr/bin:/bin, and none.
-  std::string path, pythonpath;
+  // The environment the job's command will get (colod: Daemon::job_base_environment), so that the
+  // probe finds the interpreter and modules the job would (PATH, PYTHONPATH) and the script reads
+  // its own settings (PL_TRAINER_*, TORCH_HOME, WANDB_MODE, ...). The probe's own entries replace
+  // the job's: PYTHONPATH (the probe package first, then the job's), CUDA_VISIBLE_DEVICES (empty),
+  // the allocator settings when the request names them. Missing PATH = /usr/local/bin:/usr/bin:/bin;
+  // missing HOME, USER, LOGNAME, LANG = the identity's.
+  std::vector<std::pair<std::string, std::string>> env;
 };
 
 // A started probe (spawn_probe): its pid, which is also its process group.
