@@ -7,7 +7,7 @@ import sys
 
 import torch
 from torch.overrides import TorchFunctionMode
-from torch.utils._pytree import tree_flatten, tree_map
+from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 from . import tensor as pt
 
@@ -130,6 +130,11 @@ def _small_on_host(func, args, kwargs, meta):
 
 
 _TO = {torch.Tensor.to, torch.Tensor.cuda}
+# Made like another tensor, on the device they name: `torch.full_like(boxes, i, device=device)`
+# (torchvision's RoI pooler), `x.new_zeros(shape, device="cuda")`. Their device is keyword-only.
+_LIKE = {torch.empty_like, torch.zeros_like, torch.ones_like, torch.full_like, torch.rand_like, torch.randn_like,
+         torch.randint_like, torch.Tensor.new_empty, torch.Tensor.new_zeros, torch.Tensor.new_ones,
+         torch.Tensor.new_full, torch.Tensor.new_tensor, torch.Tensor.new_empty_strided}
 
 
 class ProbeDevice(TorchFunctionMode):
@@ -152,6 +157,12 @@ class ProbeDevice(TorchFunctionMode):
             if host is not None:
                 return pt.wrap_new(out, pt.current_op_name(), host=host)
             return tree_map(_wrap_plain_meta, out)
+        if func is torch.Tensor.__setitem__ and pt.KEEP_VALUES[0] and args and isinstance(args[0], pt.ProbeTensor):
+            return _setitem(func, args, kwargs)
+        if func in _LIKE and _is_gpu(kwargs.get("device")):
+            kwargs["device"] = "meta"
+            pt.set_op_name(func.__name__)
+            return tree_map(_wrap_plain_meta, func(*args, **kwargs))
         if func in _TO:
             args, kwargs = _redirect_to(func, args, kwargs)
             if args is None:
@@ -161,6 +172,38 @@ class ProbeDevice(TorchFunctionMode):
         out = func(*args, **kwargs)
         pt.set_op_name(getattr(func, "__name__", "op"))
         return tree_map(_wrap_plain_meta, out)
+
+
+def _host_part(x):
+    """x as the host computes with it: a probe tensor's known host copy (_UNKNOWN if it has none)."""
+    if isinstance(x, pt.ProbeTensor):
+        return x.host if pt.values_known(x) else _UNKNOWN
+    if isinstance(x, torch.Tensor) and x.device.type != "cpu":
+        return _UNKNOWN
+    return x
+
+
+_UNKNOWN = object()
+
+
+def _setitem(func, args, kwargs):
+    """`t[index] = value` on a tensor whose values are known: the same assignment on its host copy,
+    in place (its views' copies follow). The GPU write itself goes through the dispatcher, where a
+    Python number has become a meta tensor without a value (`mask[idx] = 1`, torchvision's
+    samplers), which made the values unknown."""
+    self, index, value = args[0], args[1], args[2]
+    known = self.host if pt.values_known(self) else None
+    flat, spec = tree_flatten((index, value))
+    hosts = [_host_part(x) for x in flat]
+    func(*args, **kwargs)
+    if known is not None and not any(h is _UNKNOWN for h in hosts):
+        host_index, host_value = tree_unflatten(hosts, spec)
+        try:
+            known[host_index] = host_value
+        except Exception:  # noqa: BLE001 - the values stay unknown
+            return None
+        pt.assume_values(self, known)
+    return None
 
 
 _TYPE_NAMES = {torch.float32: "FloatTensor", torch.float64: "DoubleTensor", torch.float16: "HalfTensor",

@@ -78,8 +78,81 @@ KERNELS = {
 }
 
 
+# torchvision's detection operators (torchvision/csrc/ops; torchvision 0.14 registers no meta
+# kernels, later versions some). Shapes follow from the inputs, except nms: how many boxes it keeps
+# depends on their values, which the probe does not have, so it keeps every one, the most it could
+# (as a data-dependent operator on the CPU fallback does): an upper bound on what follows from it.
+def _nms(dets, scores, iou_threshold):
+    return torch.empty((dets.size(0),), dtype=torch.int64, device=dets.device)
+
+
+def _roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned):
+    return input.new_empty((rois.size(0), input.size(1), pooled_height, pooled_width))
+
+
+def _roi_align_backward(grad, rois, spatial_scale, pooled_height, pooled_width, batch_size, channels, height, width,
+                        sampling_ratio, aligned):
+    return grad.new_empty((batch_size, channels, height, width))
+
+
+def _roi_pool(input, rois, spatial_scale, pooled_height, pooled_width):
+    shape = (rois.size(0), input.size(1), pooled_height, pooled_width)
+    return input.new_empty(shape), torch.empty(shape, dtype=torch.int32, device=input.device)
+
+
+def _roi_pool_backward(grad, rois, argmax, spatial_scale, pooled_height, pooled_width, batch_size, channels, height,
+                       width):
+    return grad.new_empty((batch_size, channels, height, width))
+
+
+TORCHVISION_KERNELS = {
+    "nms": _nms,
+    "roi_align": _roi_align,
+    "_roi_align_backward": _roi_align_backward,
+    "roi_pool": _roi_pool,
+    "_roi_pool_backward": _roi_pool_backward,
+}
+_TV_LIBS = []
+
+
+def _below_autograd(op):
+    """An AutogradMeta kernel for an operator with no autograd formula (nms: its inputs are detached
+    proposals): PyTorch 1.13 has no fallthrough for AutogradMeta, so a meta tensor stopped there."""
+    def kernel(*args, **kwargs):
+        guard = torch._C._AutoDispatchBelowAutograd
+        if hasattr(guard, "__enter__"):  # PyTorch 2: a context manager
+            with guard():
+                return op(*args, **kwargs)
+        held = guard()  # PyTorch 1.13: in force while the object lives
+        try:
+            return op(*args, **kwargs)
+        finally:
+            del held
+    return kernel
+
+
+def _register_torchvision():
+    try:
+        import torchvision  # noqa: F401 - loads its operators
+    except Exception:  # noqa: BLE001 - no torchvision, nothing to register
+        return
+    meta = torch.library.Library("torchvision", "IMPL", "Meta")
+    autograd = torch.library.Library("torchvision", "IMPL", "AutogradMeta")
+    _TV_LIBS.extend([meta, autograd])
+    for name, fn in TORCHVISION_KERNELS.items():
+        qualified = "torchvision::" + name
+        if not torch._C._dispatch_has_kernel(qualified):
+            continue
+        if not torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "Meta"):
+            meta.impl(name, fn)
+            REGISTERED.append(qualified)
+        if not any(torch._C._dispatch_has_kernel_for_dispatch_key(qualified, k) for k in ("Autograd", "AutogradMeta")) \
+                and not torch._C._dispatch_has_backend_fallback(torch._C.DispatchKey.AutogradMeta):
+            autograd.impl(name, _below_autograd(getattr(torch.ops.torchvision, name).default))
+
+
 def register():
-    """Registers every kernel in KERNELS the installed PyTorch lacks. Idempotent."""
+    """Registers every kernel in KERNELS the installed PyTorch lacks, and torchvision's. Idempotent."""
     global _LIB
     if _LIB is not None:
         return REGISTERED
@@ -88,6 +161,7 @@ def register():
         if not torch._C._dispatch_has_kernel_for_dispatch_key("aten::" + name, "Meta"):
             _LIB.impl(name, fn)
             REGISTERED.append(name)
+    _register_torchvision()
     return REGISTERED
 
 
@@ -102,6 +176,13 @@ def foreach(schema, args):
 
 # A CPU run costs real memory and time: refuse beyond this many elements over all inputs.
 CPU_FALLBACK_MAX_ELEMENTS = 1 << 27
+
+
+_NONZERO = {"aten::nonzero", "aten::nonzero_numpy", "aten::argwhere", "aten::masked_select"}
+# Operators whose output size depends on their input values: computed on the host copies where
+# those are known (tensor.py), else the fallback's upper bound.
+DATA_DEPENDENT = _NONZERO | {"aten::_unique", "aten::_unique2", "aten::unique_dim", "aten::unique_consecutive",
+                             "aten::unique_dim_consecutive", "aten::index", "aten::repeat_interleave"}
 
 
 def cpu_fallback(func, args, kwargs):
@@ -119,18 +200,22 @@ def cpu_fallback(func, args, kwargs):
             f"colo_probe: {func._schema.name} has no meta kernel in PyTorch {torch.__version__} and its "
             f"inputs ({total[0]} elements) are too large to run on the CPU")
 
+    name = func._schema.name
+
     def to_cpu(x):
         if isinstance(x, torch.Tensor) and x.device.type == "meta":
             if x.layout != torch.strided:
                 raise NotImplementedError(
-                    f"colo_probe: {func._schema.name} on a {str(x.layout).replace('torch.', '')} tensor: the probe "
+                    f"colo_probe: {name} on a {str(x.layout).replace('torch.', '')} tensor: the probe "
                     "records dense tensors only (a sparse gradient: nn.Embedding(sparse=True) with SparseAdam)")
-            # Floating and boolean inputs are ones, integers zeros (valid indices): a sampling operator
-            # such as multinomial refuses all-zero probabilities, and a data-dependent one (nonzero,
-            # masked_select) then keeps every element, the most it could (booleans read True, as host
-            # reads do). Other operators' shapes do not depend on the values.
-            fill = torch.ones if x.is_floating_point() or x.is_complex() or x.dtype == torch.bool else torch.zeros
-            return fill(x.shape, dtype=x.dtype)
+            # A data-dependent operator keeps every element, the most it could: nonzero of anything
+            # sees no zero. Otherwise floating, boolean and byte inputs
+            # (masks: `x[mask]`, torchvision's samplers' uint8 masks) are ones, other integers zeros
+            # (valid indices); a sampling operator such as multinomial refuses all-zero probabilities,
+            # booleans read True as host reads do. Other operators' shapes do not depend on the values.
+            ones = (name in _NONZERO or x.is_floating_point() or x.is_complex()
+                    or x.dtype in (torch.bool, torch.uint8))
+            return (torch.ones if ones else torch.zeros)(x.shape, dtype=x.dtype)
         return x
 
     def to_meta(x):

@@ -639,6 +639,8 @@ class ScriptRun:
         FakeDistributed(self.torchrun).install(p)
         from . import children
         children.install(p, self.script)  # no GPU for child processes; other ranks are not run
+        from . import detection
+        detection.install(p)  # torchvision's detection sampler: the sample that records the most
         # Optimizers: counted steps; phases around zero_grad and backward.
         init = torch.optim.Optimizer.__init__
 

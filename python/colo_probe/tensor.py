@@ -139,9 +139,18 @@ class ProbeTensor(torch.Tensor):
             else:
                 out = func(*uargs, **ukwargs)
         except NotImplementedError:
-            out = meta_kernels.cpu_fallback(func, uargs, ukwargs)
+            out = hosts = None
+            if name in meta_kernels.DATA_DEPENDENT:  # the output's size follows the values, where known
+                hosts = _host_run(func, args, kwargs, None)
+                if hosts is not None:
+                    out = tree_map(_meta_of, hosts)
+            if out is None:
+                out = meta_kernels.cpu_fallback(func, uargs, ukwargs)
             CPU_FALLBACKS[name] = CPU_FALLBACKS.get(name, 0) + 1
-        hosts = _host_run(func, args, kwargs, out)
+        else:
+            hosts = None
+        if hosts is None:
+            hosts = _host_run(func, args, kwargs, out)
         if hosts is None and KEEP_VALUES[0]:
             for written in _written(schema, args, kwargs):
                 forget_values(written)
@@ -187,6 +196,18 @@ KEEP_VALUES = [False]
 def values_known(x):
     """Whether a probe tensor's host copy holds the values the GPU would."""
     return x.host is not None and getattr(x.storage_token, "values_known", False)
+
+
+def _meta_of(x):
+    return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta") if isinstance(x, torch.Tensor) else x
+
+
+def assume_values(t, host):
+    """Gives a probe tensor whose values are unknown the values `host` (same shape and dtype): an
+    outcome the probe assumes, where the caller documents which and why (detection.py)."""
+    t.host = host
+    if isinstance(t.storage_token, Storage):
+        t.storage_token.values_known = True
 
 
 def forget_values(x):

@@ -147,7 +147,8 @@ void run_traced(const Opts& o) {
   const Estimate e = make_estimator(o.estimator)->estimate(req);
   nlohmann::ordered_json j;
   j["model"] = trace.header.value("model", std::string());
-  j["batch"] = req.batch;
+  if (trace.header.contains("batch")) j["batch"] = req.batch;
+  else j["batch"] = nullptr;  // a probed script chooses its own batch; the probe does not know which tensor it is
   j["optimizer"] = trace.header.value("optimizer", std::string());
   if (trace.header.contains("script")) j["script"] = trace.header.value("script", std::string());
   j["probe_seconds"] = std::round(probe_seconds * 1000) / 1000;

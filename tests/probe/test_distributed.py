@@ -386,7 +386,8 @@ class DistributedDataParallelScript(unittest.TestCase):
         # Before: the three ranks ran the script unprobed (and, with the job's CUDA_VISIBLE_DEVICES in
         # os.environ's copy, would have opened real GPUs); one exiting killed the job.
         self.assertEqual([n for n in os.listdir(d) if n.endswith("-ran")], [])
-        self.assertEqual(open(os.path.join(d, "tool-saw")).read(), "''")  # any other child: no GPU
+        with open(os.path.join(d, "tool-saw")) as f:
+            self.assertEqual(f.read(), "''")  # any other child: no GPU
         self.assertTrue(any(a[0] == 256 * 256 * 4 and a[1] == "load" for a in Trace(text).allocs.values()))  # rank 0's model
 
     def test_the_stand_in_for_a_rank_ends_with_the_probe(self):

@@ -108,6 +108,53 @@ class Foreach(unittest.TestCase):
         self.check(aten._foreach_addcmul_.Scalar, [t.clone() for t in ts], us, us, 0.1)
 
 
+class TorchvisionDetectionOps(unittest.TestCase):
+    """torchvision's RoI and NMS operators (detection models), against their CPU kernels."""
+
+    def setUp(self):
+        import torchvision  # noqa: F401 - its operators
+        g = torch.Generator().manual_seed(0)
+        self.features = torch.randn(2, 8, 25, 30, generator=g)
+        xy = torch.rand(11, 2, generator=g) * 20
+        boxes = torch.cat([xy, xy + 1 + torch.rand(11, 2, generator=g) * 10], 1)
+        self.rois = torch.cat([torch.randint(0, 2, (11, 1), generator=g).float(), boxes], 1)
+        self.scores = torch.rand(11, generator=g)
+
+    def test_roi_align_and_its_backward(self):
+        tv = torch.ops.torchvision
+        for aligned in (False, True):
+            real = tv.roi_align(self.features, self.rois, 0.5, 7, 5, 2, aligned)
+            meta = tv.roi_align(meta_like(self.features), meta_like(self.rois), 0.5, 7, 5, 2, aligned)
+            same(self, real, meta)
+            args = (0.5, 7, 5, 2, 8, 25, 30, 2, aligned)
+            same(self, tv._roi_align_backward(real, self.rois, *args),
+                 tv._roi_align_backward(meta_like(real), meta_like(self.rois), *args))
+
+    def test_gradients_flow_through_roi_align_on_meta_tensors(self):
+        # Its autograd kernel stays in force (the probe adds one below autograd only for operators
+        # without a formula, nms): the RoI heads' gradient reaches the features.
+        x = torch.empty(2, 8, 25, 30, device="meta", requires_grad=True)
+        y = torch.ops.torchvision.roi_align(x, meta_like(self.rois), 0.5, 7, 5, 2, False)
+        self.assertIsNotNone(y.grad_fn)
+        y.sum().backward()
+        self.assertEqual(tuple(x.grad.shape), (2, 8, 25, 30))
+
+    def test_roi_pool_and_its_backward(self):
+        tv = torch.ops.torchvision
+        real = tv.roi_pool(self.features, self.rois, 0.5, 7, 5)
+        meta = tv.roi_pool(meta_like(self.features), meta_like(self.rois), 0.5, 7, 5)
+        same(self, real, meta)
+        same(self, tv._roi_pool_backward(real[0], self.rois, real[1], 0.5, 7, 5, 2, 8, 25, 30),
+             tv._roi_pool_backward(meta_like(real[0]), meta_like(self.rois), meta_like(real[1]), 0.5, 7, 5, 2, 8, 25, 30))
+
+    def test_nms_keeps_every_box_the_most_it_could(self):
+        boxes = torch.tensor([[0.0, 0.0, 10.0, 10.0]]).repeat(11, 1) + torch.rand(11, 4) * 0.5  # all overlap
+        real = torch.ops.torchvision.nms(boxes, self.scores, 0.3)
+        meta = torch.ops.torchvision.nms(meta_like(boxes), meta_like(self.scores), 0.3)
+        self.assertEqual((meta.dtype, meta.device.type, tuple(meta.shape)), (real.dtype, "meta", (11,)))
+        self.assertEqual(real.numel(), 1)  # the real run keeps the best of the overlapping boxes
+
+
 class CpuFallback(unittest.TestCase):
     def test_runs_an_op_on_the_cpu_and_returns_meta_shapes(self):
         x = torch.randn(2, 3, 8, 8)

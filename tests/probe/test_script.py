@@ -1013,3 +1013,60 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         """, probe_args=["--gpus", "3"])
         self.assertEqual(rc, 0, err)
         self.assertIn(" forward gather", text)  # DataParallel's outputs gathered on GPU 0
+
+    def test_detection_models_train_with_their_targets_values(self):
+        # torchvision's detection tutorial loop: targets (boxes, labels, masks) built on the host keep
+        # their values (the models check that boxes have positive width and height), NMS keeps every
+        # box (an upper bound: how many it keeps depends on the network's outputs), RoI Align runs on
+        # its meta kernel, and the RoI pooler's `torch.full_like(..., device=device)` lands on the GPU.
+        # Before, each of these stopped a detection script.
+        rc, text, err, _ = run_probe("""
+            import torch, torchvision
+            model = torchvision.models.detection.maskrcnn_resnet50_fpn(
+                weights=None, weights_backbone=None, num_classes=3, min_size=320, max_size=320).cuda()
+            opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.01, momentum=0.9)
+            def target():
+                boxes = torch.tensor([[10.0, 20.0, 100.0, 120.0], [50.0, 60.0, 200.0, 220.0]])
+                masks = torch.zeros(2, 240, 320, dtype=torch.uint8)
+                masks[0, 20:120, 10:100] = 1
+                masks[1, 60:220, 50:200] = 1
+                return {"boxes": boxes.cuda(), "labels": torch.tensor([1, 2]).cuda(), "masks": masks.cuda()}
+            model.train()
+            while True:
+                images = [torch.rand(3, 240, 320).cuda() for _ in range(2)]
+                losses = model(images, [target(), target()])
+                loss = sum(losses.values())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        t = Trace(text)
+        ops = {a[2] for a in t.allocs.values()}
+        self.assertTrue({"torchvision::nms", "torchvision::roi_align", "torchvision::_roi_align_backward", "full_like"} <= ops,
+                        sorted(ops))
+        # The sample the probe assumes (detection.py): 512 proposals per image for the box head (its
+        # class logits), 128 of them positive for the mask head (its 28x28 mask logits). Before, with
+        # no values, every proposal (2 002 per image) ran through both heads.
+        sizes = {(a[2], a[0]) for a in t.allocs.values()}
+        self.assertIn(("addmm", 2 * 512 * 3 * 4), sizes)
+        self.assertIn(("convolution", 2 * 128 * 3 * 28 * 28 * 4), sizes)
+        self.assertNotIn(("addmm", 2 * 2002 * 3 * 4), sizes)
+
+    def test_tensors_made_like_others_on_the_gpu_are_recorded(self):
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            model = nn.Linear(256, 256).cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            host = torch.ones(128, 256)
+            while True:
+                a = torch.zeros_like(host, device="cuda")                 # a host tensor's shape, on the GPU
+                b = host.new_full((64, 256), 2.0, device=torch.device("cuda"))
+                c = torch.full_like(a, 3.0, device=a.device)
+                (model(a).sum() + model(b).sum() + model(c).sum()).backward()
+                opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        made = [a for a in Trace(text).allocs.values() if a[2] in ("zeros_like", "new_full", "full_like")]
+        self.assertEqual(sorted((a[2], a[0]) for a in made)[:3],
+                         [("full_like", 128 * 256 * 4), ("full_like", 128 * 256 * 4), ("new_full", 64 * 256 * 4)])

@@ -197,6 +197,8 @@ for epoch in range(100):
   ASSERT_TRUE(s.is_object() && p.is_object());
   EXPECT_EQ(s["script"], script);
   EXPECT_EQ(s["optimizer"], "adamw");
+  EXPECT_TRUE(s["batch"].is_null()) << s.dump();  // the script's own choice (before: 0)
+  EXPECT_EQ(p["batch"], 32);
   const double a = s["estimate_mib"].get<double>(), b = p["estimate_mib"].get<double>();
   EXPECT_LT(std::abs(a - b) / b, 0.02) << s.dump() << "\n" << p.dump();
 
