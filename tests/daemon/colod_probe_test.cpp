@@ -110,6 +110,20 @@ bool has_event(const json& j, const std::string& kind) {
 // Why colod cannot probe as nobody here ("" = it can): submitting as another user needs root, and
 // the submitter must be able to read the probe package (installed: /usr/share/colo/python; a
 // checkout under a private home directory is not readable by nobody).
+// A training script of an MLP as wide as `hidden` (a Python expression over `imports`) says, on the
+// GPU where there is one: colod probes it, then the job runs it for real on the CPU.
+std::string mlp_training_script(const std::string& imports, const std::string& hidden) {
+  return "import " + imports + ", torch, torch.nn as nn\nhidden = " + hidden + R"(
+device = "cuda" if torch.cuda.is_available() else "cpu"
+model = nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10)).to(device)
+opt = torch.optim.Adam(model.parameters())
+for step in range(3):
+    opt.zero_grad()
+    model(torch.randn(32, 64, device=device)).sum().backward()
+    opt.step()
+)";
+}
+
 std::string cannot_probe_as_nobody() {
   if (::geteuid() != 0) return "needs root to submit as another user";
   const std::string pkg = estimate::probe_package_dir() + "/colo_probe/__main__.py";
@@ -204,16 +218,7 @@ TEST(ColodProbe, ProbeScriptRunsUnderTheJobsOwnPython) {
                                              << "/venv/site\" exec /usr/bin/python3 \"$@\"\n";
   std::ofstream(work + "/venv/site/only_in_venv.py") << "HIDDEN = 2048\n";
   std::ofstream(work + "/lib/only_on_pythonpath.py") << "HIDDEN = 1024\n";
-  std::ofstream(work + "/train.py") << R"(import importlib, sys, torch, torch.nn as nn
-hidden = importlib.import_module(sys.argv[1]).HIDDEN
-device = "cuda" if torch.cuda.is_available() else "cpu"
-model = nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10)).to(device)
-opt = torch.optim.Adam(model.parameters())
-for step in range(3):
-    opt.zero_grad()
-    model(torch.randn(32, 64, device=device)).sum().backward()
-    opt.step()
-)";
+  std::ofstream(work + "/train.py") << mlp_training_script("importlib, sys", "importlib.import_module(sys.argv[1]).HIDDEN");
   for (const char* f : {"/venv/site/only_in_venv.py", "/lib/only_on_pythonpath.py", "/train.py"})
     ::chmod((work + f).c_str(), 0644);
   ::chmod((work + "/venv/bin/python3").c_str(), 0755);
@@ -258,16 +263,7 @@ TEST(ColodProbe, ProbeScriptReadsTheJobsEnvironment) {
   if (const std::string why = cannot_probe_as_nobody(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir;
   const std::string work = write_models(dir.path() + "/models", dir.path());
-  std::ofstream(work + "/train.py") << R"(import os, torch, torch.nn as nn
-hidden = int(os.environ["TRAIN_HIDDEN"])
-device = "cuda" if torch.cuda.is_available() else "cpu"
-model = nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10)).to(device)
-opt = torch.optim.Adam(model.parameters())
-for step in range(3):
-    opt.zero_grad()
-    model(torch.randn(32, 64, device=device)).sum().backward()
-    opt.step()
-)";
+  std::ofstream(work + "/train.py") << mlp_training_script("os", "int(os.environ[\"TRAIN_HIDDEN\"])");
   ::chmod((work + "/train.py").c_str(), 0644);
   ColodProcess d(dir.path(), "1x40GiB");
   const auto [wide_id, wide] = submit_probed_as_nobody(
