@@ -2,6 +2,7 @@
 of its job, and what a DistributedDataParallel rank keeps on its GPU is recorded. The bucket
 layout is checked against PyTorch's own: its bucket assignment function and a real
 DistributedDataParallel run on the CPU (gloo, one process), whose reducer reports its buckets."""
+import json
 import os
 import random
 import subprocess
@@ -394,17 +395,16 @@ class DistributedDataParallelScript(unittest.TestCase):
         # The stand-in idles until its parent, the probe, is gone (PR_SET_PDEATHSIG): nothing is
         # left behind when the probe is run directly rather than by colo, which reaps its group.
         probe = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
-            import subprocess, sys
+            import json, subprocess, sys
             from colo_probe import children
             Popen = children.popen_for(sys.argv[1])
             c = Popen([sys.executable, sys.argv[1]])
-            print(c.pid, flush=True)
+            print(json.dumps([c.pid, c.args]), flush=True)
             sys.stdin.read()  # until the test closes it
         """), os.path.abspath(__file__)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             env=dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "..", "python")))
-        pid = int(probe.stdout.readline())
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            self.assertIn(b"signal.pause()", f.read())  # the stand-in, not this file
+        pid, started = json.loads(probe.stdout.readline())
+        self.assertIn("signal.pause()", started[2])  # what was started: the stand-in, not this file
         probe.stdin.close()
         self.assertEqual(probe.wait(timeout=60), 0)
         probe.stdout.close()
