@@ -9,23 +9,35 @@ asyncio's subprocesses).
   script with LOCAL_RANK=1..N-1. The probe records rank 0, and the other ranks keep the same memory
   on their own GPUs, so the script is not run again (it would train unprobed, on the CPU). An idle
   process stands in for it instead: a launcher that watches its children (Lightning kills the job
-  when one exits with an error) sees it running, and it ends with the probe (PR_SET_PDEATHSIG).
+  when one exits with an error) sees it running, and it ends with the probe (PR_SET_PDEATHSIG, set
+  before it starts).
 """
 
+import ctypes
 import os
+import signal
 import subprocess
 import sys
 
-# The stand-in for another rank: idle until the probe (its parent) ends or it is signalled.
-_STAND_IN = ("import ctypes, os, signal, sys\n"
-             "ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"  # PR_SET_PDEATHSIG: killed when the probe ends
-             "if os.getppid() != int(sys.argv[1]):\n"
-             "    sys.exit(0)\n"  # the probe ended before prctl took effect
-             "while True:\n"
-             "    signal.pause()\n")
+# The stand-in for another rank: idle until it is signalled, or killed when the probe ends.
+_STAND_IN = "import signal\nwhile True:\n    signal.pause()\n"
+_PR_SET_PDEATHSIG = 1
+_LIBC_PRCTL = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the forked child only calls it
 
 
-_ENV = 9  # env's index among Popen's parameters after args
+def _dies_with(parent, then=None):
+    """A preexec_fn: between fork and exec, the child asks for SIGKILL when its parent (the probe)
+    ends, so it is in force once Popen returns; a parent already gone ends it at once."""
+    def preexec():
+        _LIBC_PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:
+            os._exit(0)
+        if then is not None:
+            then()
+    return preexec
+
+
+_ENV, _PREEXEC = 9, 5  # env's and preexec_fn's indices among Popen's parameters after args
 
 
 def _reruns(args, script):
@@ -58,9 +70,14 @@ def popen_for(script):
             else:
                 kwargs["env"] = _without_gpus(kwargs.get("env"))
             if _reruns(args, script):
-                args = [sys.executable, "-c", _STAND_IN, str(os.getpid())]
+                args = [sys.executable, "-c", _STAND_IN]
                 kwargs.pop("executable", None)
                 kwargs["shell"] = False
+                if len(positional) > _PREEXEC:
+                    positional = (positional[:_PREEXEC] + (_dies_with(os.getpid(), positional[_PREEXEC]),)
+                                  + positional[_PREEXEC + 1:])
+                else:
+                    kwargs["preexec_fn"] = _dies_with(os.getpid(), kwargs.get("preexec_fn"))
             super().__init__(args, *positional, **kwargs)
 
     Popen.__name__ = Popen.__qualname__ = "Popen"

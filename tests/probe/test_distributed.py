@@ -5,11 +5,12 @@ DistributedDataParallel run on the CPU (gloo, one process), whose reducer report
 import json
 import os
 import random
+import select
+import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
@@ -23,18 +24,11 @@ from probe_util import Trace  # noqa: E402
 from test_script import footer, header, run_probe  # noqa: E402
 
 
-def _ends(pid, timeout_s):
-    """Whether process `pid` ends (gone, or a zombie no one has reaped yet) within the time bound."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.05)
-    return False
+def _ends(pidfd, timeout_s):
+    """Whether the process behind `pidfd` (os.pidfd_open) exits: the descriptor becomes readable
+    when it does; the time bound only decides when to call it a failure."""
+    readable, _, _ = select.select([pidfd], [], [], timeout_s)
+    return bool(readable)
 
 
 def mlp():
@@ -405,10 +399,15 @@ class DistributedDataParallelScript(unittest.TestCase):
             env=dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "..", "python")))
         pid, started = json.loads(probe.stdout.readline())
         self.assertIn("signal.pause()", started[2])  # what was started: the stand-in, not this file
+        pidfd = os.pidfd_open(pid)  # held before its parent goes: the pid cannot be reused meanwhile
         probe.stdin.close()
         self.assertEqual(probe.wait(timeout=60), 0)
         probe.stdout.close()
-        self.assertTrue(_ends(pid, timeout_s=60), f"stand-in {pid} outlived the probe")
+        ended = _ends(pidfd, timeout_s=60)
+        if not ended:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)  # leave nothing behind a failure
+        os.close(pidfd)
+        self.assertTrue(ended, f"stand-in {pid} outlived the probe")
 
 
 if __name__ == "__main__":
