@@ -65,6 +65,17 @@ def _bn_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu
     return torch.empty_like(input)
 
 
+def _grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    return input.new_empty((input.size(0), input.size(1)) + tuple(grid.shape[1:4]))
+
+
+def _grid_sampler_backward(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask):
+    # aten/src/ATen/native/cuda/GridSampler.cpp: the input's gradient only where asked for, the
+    # grid's always (RAFT's correlation lookups, spatial transformers)
+    gi = torch.zeros_like(input, memory_format=torch.contiguous_format) if output_mask[0] else None
+    return gi, torch.empty_like(grid, memory_format=torch.contiguous_format)
+
+
 KERNELS = {
     "batch_norm_stats": _bn_stats,
     "batch_norm_gather_stats_with_counts": _bn_gather_stats_with_counts,
@@ -75,6 +86,9 @@ KERNELS = {
     "nll_loss2d_forward": _nll_loss2d_forward,
     "_adaptive_avg_pool2d_backward": _same_as_self,
     "_adaptive_avg_pool3d_backward": _same_as_self,
+    "grid_sampler_3d": _grid_sampler_3d,
+    "grid_sampler_2d_backward": _grid_sampler_backward,
+    "grid_sampler_3d_backward": _grid_sampler_backward,
 }
 
 
@@ -185,6 +199,26 @@ DATA_DEPENDENT = _NONZERO | {"aten::_unique", "aten::_unique2", "aten::unique_di
                              "aten::unique_dim_consecutive", "aten::index", "aten::repeat_interleave"}
 
 
+def _indexed_dims(indices):
+    """How many leading dimensions aten::index's indices reach: a mask as many as it has, an index
+    tensor or None (a whole dimension) one."""
+    return sum(i.dim() if i is not None and i.dtype in (torch.bool, torch.uint8) else 1 for i in indices)
+
+
+def _index_fallback(func, args):
+    """x[indices] where x has dimensions after the indexed ones: those pass through to the end of
+    the result unchanged (NumPy's advanced indexing, adjacent or not), so the fallback indexes an x
+    whose trailing dimensions are 1 and puts their sizes back: the same result shape, without
+    filling and copying x (RetinaNet's loss indexes its [anchors, classes] logits by a mask, 11 M
+    elements a picture)."""
+    x, indices = args
+    kept = _indexed_dims(indices)
+    trailing = tuple(x.shape[kept:])
+    small = torch.empty(tuple(x.shape[:kept]) + (1,) * len(trailing), dtype=x.dtype, device="meta")
+    out = cpu_fallback(func, (small, indices), {})
+    return torch.empty(tuple(out.shape[:out.dim() - len(trailing)]) + trailing, dtype=out.dtype, device="meta")
+
+
 def cpu_fallback(func, args, kwargs):
     """Runs an operator that has no meta kernel on filled CPU tensors of the same shapes and returns
     meta tensors shaped like its outputs."""
@@ -201,6 +235,9 @@ def cpu_fallback(func, args, kwargs):
             f"inputs ({total[0]} elements) are too large to run on the CPU")
 
     name = func._schema.name
+    if name == "aten::index" and len(args) == 2 and not kwargs and isinstance(args[0], torch.Tensor) \
+            and any(d != 1 for d in args[0].shape[_indexed_dims(args[1]):]):
+        return _index_fallback(func, args)
 
     def to_cpu(x):
         if isinstance(x, torch.Tensor) and x.device.type == "meta":

@@ -69,6 +69,21 @@ class AdaptivePoolBackward(unittest.TestCase):
              torch.ops.aten._adaptive_avg_pool3d_backward(meta_like(y), meta_like(x)))
 
 
+class GridSampler(unittest.TestCase):
+    def test_matches_cpu(self):
+        for op, shape, grid_shape in ((torch.ops.aten.grid_sampler_2d_backward, (2, 3, 7, 9), (2, 5, 4, 2)),
+                                      (torch.ops.aten.grid_sampler_3d_backward, (2, 3, 4, 5, 6), (2, 3, 2, 4, 3))):
+            x = torch.randn(shape)
+            grid = torch.rand(grid_shape) * 2 - 1
+            y = torch.nn.functional.grid_sample(x, grid, align_corners=False)
+            same(self, y, torch.nn.functional.grid_sample(meta_like(x), meta_like(grid), align_corners=False))
+            for mask in ([True, True], [False, True]):
+                with self.subTest(op=op._qualified_op_name, mask=mask):
+                    real = op(torch.randn(y.shape), x, grid, 0, 0, False, mask)
+                    meta = op(meta_like(y), meta_like(x), meta_like(grid), 0, 0, False, mask)
+                    same(self, [real[0] if mask[0] else None, real[1]], list(meta))
+
+
 class NllLoss2d(unittest.TestCase):
     def test_matches_cpu(self):
         x = torch.randn(2, 5, 6, 7).log_softmax(1)
@@ -174,6 +189,22 @@ class CpuFallback(unittest.TestCase):
         mask = torch.empty((5, 7), dtype=torch.bool, device="meta")
         meta = meta_kernels.cpu_fallback(torch.ops.aten.nonzero.default, (mask,), {})
         self.assertEqual(tuple(meta.shape), (35, 2))
+
+    def test_indexing_keeps_the_dimensions_after_the_indexed_ones(self):
+        # aten::index by a mask or index tensors of unknown values: every element kept, and the
+        # dimensions the indices do not reach keep their sizes, wherever NumPy's rules put them
+        # (the fallback indexes a tensor whose trailing dimensions are 1: RetinaNet's 11 M logits).
+        x = torch.randn(6, 5, 4, 3)
+        mask = torch.ones(6, dtype=torch.bool)
+        rows = torch.zeros(7, dtype=torch.long)
+        cols = torch.zeros(7, dtype=torch.long)
+        mask2 = torch.ones(6, 5, dtype=torch.bool)  # a mask reaches as many dimensions as it has
+        for indices in ([mask], [rows], [None, cols], [rows, None, cols], [rows, cols], [mask, None, None, None],
+                        [mask2], [mask2, None, torch.zeros(30, dtype=torch.long)], [None, torch.ones(5, dtype=torch.uint8)]):
+            with self.subTest(indices=[None if i is None else (tuple(i.shape), i.dtype) for i in indices]):
+                real = torch.ops.aten.index.Tensor(x, indices)
+                meta = meta_kernels.cpu_fallback(torch.ops.aten.index.Tensor, (meta_like(x), [meta_like(i) for i in indices]), {})
+                same(self, real, meta)
 
     def test_sparse_tensors_are_refused_with_the_reason(self):
         grad = torch.sparse_coo_tensor(torch.zeros((1, 3), dtype=torch.long), torch.ones(3, 4), (10, 4))
