@@ -196,11 +196,17 @@ def main(argv=None):
         _fail(1, f"building {args.model} failed: {type(e).__name__}: {e}")
     finally:
         sys.stdout = saved_stdout
+    if args.input is None and spec.default_input is not None:
+        args.input = spec.default_input
     if spec.input_fn is None and args.input is None:
-        if spec.default_input is not None:
-            args.input = spec.default_input
-        else:
-            _fail(2, f"{args.model}: the file has no input_fn(batch); give --input (e.g. 3x224x224)")
+        _fail(2, f"{args.model}: the file has no input_fn(batch); give --input (e.g. 3x224x224)")
+    if spec.check_input is not None and args.input is not None:
+        try:
+            spec.check_input(tuple(args.input))
+        except ValueError as e:
+            _fail(2, f"{args.model}: {e}")
+    if args.data_parallel > 1 and spec.no_data_parallel:
+        _fail(2, f"--data-parallel {args.data_parallel}: {args.model} is {spec.no_data_parallel}")
     dtype = getattr(torch, args.dtype)
     header = {"model": args.model, "batch": args.batch, "optimizer": args.optimizer, "amp": args.amp,
               "checkpointing": args.checkpointing, "set_to_none": not args.no_set_to_none,

@@ -1,4 +1,12 @@
-"""torchvision's detection models under --script: the sampler's outcome the probe assumes.
+"""torchvision's detection models: the batch `--probe torchvision:NAME` trains them on, and the
+sampler's outcome the probe assumes (under --probe and --script alike).
+
+The batch is what torchvision's detection reference (references/detection/train.py) feeds the
+model: a list of pictures and a list of per-picture targets — boxes and labels, plus masks for
+Mask R-CNN and keypoints for Keypoint R-CNN; the model returns its losses, whose sum is trained.
+The pictures are --input (default 3x480x640, COCO's most common size; the model's own transform
+resizes them to its training size, 800 px on the short side for the R-CNNs). Each holds OBJECTS
+objects. The targets' values are real host values the model checks and matches (tensor.py, Values).
 
 Faster, Mask and Keypoint R-CNN train their RoI heads on a sample of each image's proposals
 (torchvision/models/detection/_utils.py, BalancedPositiveNegativeSampler): at most
@@ -15,9 +23,93 @@ that sample, the upper bound of what a real step samples. Labels larger than the
 copies (the RPN's, one per anchor) keep the sampler's own path: every anchor passes, and the
 tensors that follow from them are a few MiB at most.
 """
+import math
+
 import torch
 
 from . import tensor as pt
+
+DEFAULT_INPUT = (3, 480, 640)
+# Objects per picture: COCO train2017 has 860 001 annotated objects on 117 266 pictures, 7.3 each
+# (its instances_train2017.json). Memory depends little on it: the sampler below bounds what the
+# heads train on, and a target costs a few KiB (a mask one picture's bytes).
+OBJECTS = 7
+
+
+# torchvision's detection reference trains with DistributedDataParallel, one process per GPU.
+NO_DATA_PARALLEL = ("a detection model: DataParallel's scatter cannot split its list of pictures "
+                    "(torchvision's reference trains it with DistributedDataParallel)")
+
+
+def checkpoint_root(model):
+    """What --checkpointing checkpoints: the backbone's stages (ResNet's layer1..4, SSD's feature
+    blocks), which hold the activations. The heads run on data-dependent samples of proposals;
+    recomputing them would draw another sample."""
+    backbone = getattr(model, "backbone", None)
+    if backbone is None:
+        return model
+    body = getattr(backbone, "body", None)  # the FPN backbones' IntermediateLayerGetter
+    return body if isinstance(body, torch.nn.Module) else backbone
+
+
+def _needs(model):
+    """(masks, keypoints per object or 0): what the model's targets must hold."""
+    heads = getattr(model, "roi_heads", None)
+    masks = bool(heads is not None and heads.has_mask())
+    keypoints = 0
+    if heads is not None and heads.has_keypoint():
+        keypoints = heads.keypoint_predictor.kps_score_lowres.out_channels
+    return masks, keypoints
+
+
+def batch_fn(model):
+    """input_fn(batch, input_shape) of a detection model: (pictures, targets) on the host."""
+    masks, keypoints = _needs(model)
+
+    def make(batch, input_shape=None):
+        shape = tuple(input_shape) if input_shape else DEFAULT_INPUT
+        check_input(shape)
+        _, height, width = shape
+        pictures = [torch.empty(shape, device="meta") for _ in range(batch)]  # values unread: no host copy
+        return pictures, [_target(height, width, masks, keypoints) for _ in range(batch)]
+    return make
+
+
+def check_input(shape):
+    """A ValueError unless `shape` is a picture the batch can be made of."""
+    if len(shape) != 3 or shape[0] != 3:
+        raise ValueError(f"--input {'x'.join(map(str, shape))}: a detection model trains on pictures, "
+                         "3xHEIGHTxWIDTH (e.g. 3x480x640)")
+    if shape[1] < 32 or shape[2] < 32:
+        raise ValueError(f"--input {'x'.join(map(str, shape))}: pictures of at least 32x32 pixels hold "
+                         f"{OBJECTS} objects")
+
+
+def _target(height, width, masks, keypoints):
+    """OBJECTS upright boxes on a grid over the picture, label 1 (any valid class: memory does not
+    depend on which), masks (one picture's bytes each, too large for the probe to keep values of),
+    keypoints spread inside each box (COCO's visible = 2)."""
+    cols = math.ceil(math.sqrt(OBJECTS))
+    rows = math.ceil(OBJECTS / cols)
+    cell_w, cell_h = width / cols, height / rows
+    boxes = torch.tensor([[(k % cols + 0.1) * cell_w, (k // cols + 0.1) * cell_h,
+                           (k % cols + 0.9) * cell_w, (k // cols + 0.9) * cell_h] for k in range(OBJECTS)])
+    target = {"boxes": boxes, "labels": torch.ones(OBJECTS, dtype=torch.int64)}
+    if masks:
+        target["masks"] = torch.empty((OBJECTS, height, width), dtype=torch.uint8, device="meta")
+    if keypoints:
+        t = (torch.arange(keypoints, dtype=torch.float32) + 0.5) / keypoints
+        x = boxes[:, None, 0] + t * (boxes[:, None, 2] - boxes[:, None, 0])
+        y = boxes[:, None, 1] + t * (boxes[:, None, 3] - boxes[:, None, 1])
+        target["keypoints"] = torch.stack([x, y, torch.full_like(x, 2.0)], 2)
+    return target
+
+
+def loss_fn(output, batch):
+    """The reference's loss: the sum of the losses the model returns in training mode."""
+    if not isinstance(output, dict) or not output:
+        raise ValueError("the detection model returned no losses (is it in training mode with targets?)")
+    return sum(output.values())
 
 
 def _assume_full_sample(sampler, labels):
@@ -29,7 +121,7 @@ def _assume_full_sample(sampler, labels):
     host = torch.full((n,), -1, dtype=labels.dtype)
     host[:num_pos] = 1
     host[num_pos:num_pos + num_neg] = 0
-    pt.assume_values(labels, host)
+    pt.set_values(labels, host)
 
 
 def install(patches):

@@ -159,6 +159,10 @@ class ProbeDevice(TorchFunctionMode):
             return tree_map(_wrap_plain_meta, out)
         if func is torch.Tensor.__setitem__ and pt.KEEP_VALUES[0] and args and isinstance(args[0], pt.ProbeTensor):
             return _setitem(func, args, kwargs)
+        if func is torch.Tensor.new_tensor and args:
+            out = _new_tensor(*args, **kwargs)
+            if out is not None:
+                return out
         if func in _LIKE and _is_gpu(kwargs.get("device")):
             kwargs["device"] = "meta"
             pt.set_op_name(func.__name__)
@@ -172,6 +176,22 @@ class ProbeDevice(TorchFunctionMode):
         out = func(*args, **kwargs)
         pt.set_op_name(getattr(func, "__name__", "op"))
         return tree_map(_wrap_plain_meta, out)
+
+
+def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    """x.new_tensor(data) that lands on the probe's GPU (x is there, or device= names it): data
+    copied from the host in x's dtype unless given, keeping its values as torch.tensor(data,
+    device="cuda") does (tensor.py, "Values"). None where data is not host data."""
+    if not (_is_gpu(device) or (device is None and isinstance(self, pt.ProbeTensor))):
+        return None
+    if isinstance(data, torch.Tensor):
+        if isinstance(data, pt.ProbeTensor) or data.device.type != "cpu":
+            return None
+        host = data.detach().clone().to(dtype or self.dtype)
+    else:
+        host = torch.tensor(data, dtype=dtype or self.dtype)
+    out = pt.wrap_new(host, "new_tensor")
+    return out.requires_grad_(requires_grad) if requires_grad else out
 
 
 def _host_part(x):
@@ -202,7 +222,7 @@ def _setitem(func, args, kwargs):
             known[host_index] = host_value
         except Exception:  # noqa: BLE001 - the values stay unknown
             return None
-        pt.assume_values(self, known)
+        pt.set_values(self, known)
     return None
 
 

@@ -47,6 +47,7 @@ import torch
 from . import tensor as pt
 from .amp import Autocast, recompute_under_same_autocast
 from .errors import exit_status, reason
+from .patches import MISSING as _MISSING, Patches
 
 
 class ProbeStop(BaseException):
@@ -318,46 +319,6 @@ def _cuda_autocast(enabled=True, dtype=torch.float16, cache_enabled=True):
     return _cuda_autocast_to(dtype)
 
 
-class _Patches:
-    """Attribute replacements, undone in reverse order."""
-
-    def __init__(self):
-        self.saved = []
-
-    def set(self, owner, name, value):
-        self.saved.append((owner, name, owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else
-                           getattr(owner, name, _MISSING)))
-        setattr(owner, name, value)
-
-    def set_module(self, name, module):
-        """A module importable by `name` (`import torch.accelerator`) while the script runs."""
-        self.saved.append((_SysModules, name, sys.modules.get(name, _MISSING)))
-        sys.modules[name] = module
-
-    def undo(self):
-        for owner, name, old in reversed(self.saved):
-            if owner is _SysModules:
-                if old is _MISSING:
-                    sys.modules.pop(name, None)
-                else:
-                    sys.modules[name] = old
-            elif old is _MISSING:
-                try:
-                    delattr(owner, name)
-                except AttributeError:
-                    pass
-            else:
-                setattr(owner, name, old)
-        self.saved.clear()
-
-
-_MISSING = object()
-
-
-class _SysModules:
-    """_Patches' owner for sys.modules entries."""
-
-
 class ScriptRun:
     """The state of one probed script: the recorder, the optimizers it built and their steps."""
 
@@ -372,7 +333,7 @@ class ScriptRun:
         self.in_backward = False
         self.recorded = 0      # the last S record written
         self.done = False
-        self.patches = _Patches()
+        self.patches = Patches()
 
     # --- the optimizer step: counts, labels, and ends the run --------------------------------------
     def _adopt(self, opt):

@@ -202,9 +202,10 @@ def _meta_of(x):
     return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta") if isinstance(x, torch.Tensor) else x
 
 
-def assume_values(t, host):
-    """Gives a probe tensor whose values are unknown the values `host` (same shape and dtype): an
-    outcome the probe assumes, where the caller documents which and why (detection.py)."""
+def set_values(t, host):
+    """Gives a probe tensor the values `host` (same shape and dtype): the host tensor it was copied
+    from, values the caller computed, or an outcome the probe assumes, where the caller documents
+    which and why (detection.py)."""
     t.host = host
     if isinstance(t.storage_token, Storage):
         t.storage_token.values_known = True

@@ -20,10 +20,11 @@ import torch
 import torch.nn.functional as F
 
 from . import tensor as pt
-from . import meta_kernels
+from . import detection, meta_kernels
 from .amp import Autocast, GradScalerModel, recompute_under_same_autocast
 from .factories import MetaInit, ProbeDevice
 from .optim2 import pytorch2_optimizers
+from .patches import Patches
 from .target_kernels import target_gpu_kernels
 from .trace import TraceWriter
 
@@ -76,8 +77,11 @@ def _to_gpu(batch, memo=None):
             if batch.device.type == "meta":
                 memo[id(batch)] = pt.wrap_new(batch, "input")
             else:  # a host tensor: one new storage (wrap_new here would see its meta twin made a probe tensor too)
-                memo[id(batch)] = _new_gpu0(batch.shape, batch.dtype, "input", batch.stride())
-                memo[id(batch)].requires_grad_(batch.requires_grad)
+                gpu = _new_gpu0(batch.shape, batch.dtype, "input", batch.stride())
+                if pt.KEEP_VALUES[0] and batch.layout == torch.strided and batch.numel() <= pt.HOST_NUMEL:
+                    pt.set_values(gpu, batch.detach().clone())  # boxes, labels, lengths the model reads back
+                gpu.requires_grad_(batch.requires_grad)
+                memo[id(batch)] = gpu
         return memo[id(batch)]
     if isinstance(batch, dict):
         return {k: _to_gpu(v, memo) for k, v in batch.items()}
@@ -424,11 +428,16 @@ def run_probe(opts):
     model = spec.module
     model.train()
     pt.RECORDER = rec
+    # Values (tensor.py): where the model's code reads them back (a model file's code, detection).
+    pt.KEEP_VALUES[0] = spec.keep_values
+    patches = Patches()
+    if spec.keep_values:
+        detection.install(patches)  # torchvision's detection sampler: the sample that records the most
     try:
         rec.phase = "load"
         to_probe_gpu(model)
         if opts["checkpointing"]:
-            _checkpoint_children(model)
+            _checkpoint_children(spec.checkpoint_root or model)
         opt = make_optimizer(opts["optimizer"], [p for p in model.parameters() if p.requires_grad], opts["foreach"])
         amp = opts["amp"]
         scaler = GradScalerModel() if amp == "fp16" else None
@@ -480,6 +489,8 @@ def run_probe(opts):
                 rec.step(step)
     finally:
         pt.RECORDER = None
+        pt.KEEP_VALUES[0] = False
+        patches.undo()
         _DEVICE[0] = None
     rec.footer({"seconds": round(time.perf_counter() - t0, 3), "peak_live_bytes": rec.peak,
                 "peak_phase": rec.peak_at[0], "peak_op": rec.peak_at[1], "allocations": rec.allocs,

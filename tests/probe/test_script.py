@@ -468,6 +468,27 @@ class HostValues(unittest.TestCase):
         self.assertTrue(any(a[0] == 64 * 1000 * 4 for a in Trace(text).allocs.values()))  # the weight
         self.assertEqual(footer(text)["value_reads"], 0)  # nothing was assumed
 
+    def test_new_tensor_on_the_gpu_keeps_its_data(self):
+        # x.new_tensor(data) of a GPU tensor, or with device="cuda": before, its values were lost
+        # (every read gave the assumed 0) and it was not recorded as made from host data.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            model = nn.Linear(8, 4).cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            x = torch.randn(2, 8, device="cuda")
+            while True:
+                counts = x.new_tensor([37, 3])               # x's dtype and device
+                assert counts.dtype == torch.float32 and counts.tolist() == [37.0, 3.0], counts.tolist()
+                sizes = torch.zeros(1).new_tensor(torch.tensor([5, 6]), dtype=torch.int64, device="cuda")
+                assert sizes.is_cuda and sizes.max().item() == 6, sizes.tolist()
+                model(x[:, :int(counts.min())].repeat(1, 3)[:, :8]).sum().backward()
+                opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        made = sorted(a[0] for a in Trace(text).allocs.values() if a[2] == "new_tensor")
+        self.assertEqual(made, [8, 8, 16, 16])  # two steps of 2 float32 and 2 int64
+        self.assertEqual(footer(text)["value_reads"], 0)
+
     def test_values_follow_factories_views_and_in_place_operators(self):
         rc, text, err, _ = run_probe("""
             import torch, torch.nn as nn
