@@ -159,6 +159,8 @@ class ProbeDevice(TorchFunctionMode):
             return tree_map(_wrap_plain_meta, out)
         if func is torch.Tensor.__setitem__ and pt.KEEP_VALUES[0] and args and isinstance(args[0], pt.ProbeTensor):
             return _setitem(func, args, kwargs)
+        if func in _CTC and len(args) >= 4:
+            args = _ctc_lengths_on_host(args)
         if func is torch.Tensor.new_tensor and args:
             out = _new_tensor(*args, **kwargs)
             if out is not None:
@@ -176,6 +178,25 @@ class ProbeDevice(TorchFunctionMode):
         out = func(*args, **kwargs)
         pt.set_op_name(getattr(func, "__name__", "op"))
         return tree_map(_wrap_plain_meta, out)
+
+
+_CTC = {torch.ctc_loss, torch.nn.functional.ctc_loss}  # (the second reaches the mode first, and calls the first)
+
+
+def _ctc_lengths_on_host(args):
+    """torch.ctc_loss with length tensors whose values the host has: the lengths as lists. CUDA's
+    ctc_loss reads tensor lengths into lists itself (the fast path of LossCTC.cpp); with a tensor
+    subclass such as the probe's it takes its composite path instead, which divides the GPU loss by
+    the length tensor and so needs the lengths on the GPU: on the host, they failed there."""
+    args = list(args)
+    for i in (2, 3):
+        x = args[i]
+        if isinstance(x, pt.ProbeTensor):
+            if pt.values_known(x):
+                args[i] = x.host.reshape(-1).tolist()
+        elif isinstance(x, torch.Tensor) and x.device.type == "cpu" and not x.is_floating_point():
+            args[i] = x.reshape(-1).tolist()
+    return tuple(args)
 
 
 def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):

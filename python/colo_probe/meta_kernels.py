@@ -65,6 +65,111 @@ def _bn_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu
     return torch.empty_like(input)
 
 
+# A kernel registered from Python receives the arguments the caller gave, without the schema's
+# defaults: each default is repeated in the kernel's signature.
+def _pool_out(size, k, s, p, d, ceil):
+    # aten/src/ATen/native/Pool.h, pooling_output_shape
+    out = (size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil else 0)) // s + 1
+    if ceil and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def _triple(v, default=None):
+    v = list(v) if v else list(default)
+    return v * 3 if len(v) == 1 else v
+
+
+def _max_pool3d_with_indices(self, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    # 3-D max pooling (S3D's, C3D's): values and int64 indices of the pooled shape
+    k = _triple(kernel_size)
+    st, p, d = _triple(stride, k), _triple(padding), _triple(dilation)
+    shape = tuple(self.shape[:-3]) + tuple(_pool_out(self.size(i - 3), k[i], st[i], p[i], d[i], ceil_mode)
+                                           for i in range(3))
+    return self.new_empty(shape), self.new_empty(shape, dtype=torch.int64)
+
+
+def _grad_like_self(grad_output, self, *rest):
+    return torch.empty_like(self, memory_format=torch.contiguous_format)
+
+
+def _max_unpool2d(self, indices, output_size):
+    return self.new_empty(tuple(self.shape[:-2]) + tuple(output_size))
+
+
+def _max_unpool3d(self, indices, output_size, stride, padding):
+    return self.new_empty(tuple(self.shape[:-3]) + tuple(output_size))
+
+
+def _embedding_bag_dense_backward(grad, indices, offset2bag, bag_size, maximum_indices, num_weights,
+                                  scale_grad_by_freq, mode, per_sample_weights, padding_idx=-1):
+    return grad.new_empty((num_weights, grad.size(1)))  # the whole table's gradient (DLRM's tables)
+
+
+def _weight_norm(v, g, dim=0):
+    # weight_norm (WaveNet, wav2vec 2.0's positional convolution): the weight, and the norms in
+    # the accumulation type, shaped like g
+    return (torch.empty_like(v, memory_format=torch.contiguous_format),
+            torch.empty_strided(g.shape, g.stride(), dtype=_acc_dtype(g), device=g.device))
+
+
+def _weight_norm_backward(grad_w, saved_v, saved_g, saved_norms, dim):
+    return (torch.empty_like(saved_v, memory_format=torch.contiguous_format),
+            torch.empty_like(saved_g, memory_format=torch.contiguous_format))
+
+
+def _reduced(self, dim, keepdim):
+    dim = dim % max(self.dim(), 1)
+    shape = list(self.shape)
+    if self.dim():
+        if keepdim:
+            shape[dim] = 1
+        else:
+            del shape[dim]
+    return self.new_empty(shape), self.new_empty(shape, dtype=torch.int64)
+
+
+def _median_dim(self, dim=-1, keepdim=False):  # median.dim, mode
+    return _reduced(self, dim, keepdim)
+
+
+def _kthvalue(self, k, dim=-1, keepdim=False):
+    return _reduced(self, dim, keepdim)
+
+
+def _median(self):
+    return self.new_empty(())
+
+
+def _max_target_length(targets, target_lengths):
+    """CTC's longest target (LossCTC.cu: the largest target length); where the lengths' values are
+    unknown, the most they could be: padded targets' width, or all concatenated targets."""
+    if target_lengths:
+        return max(target_lengths)
+    return targets.size(1) if targets.dim() == 2 else targets.numel()
+
+
+def _ctc_loss(args, input_lengths, target_lengths):
+    # aten::_ctc_loss(log_probs [T, B, C], targets, input_lengths, target_lengths, blank, zero_infinity)
+    # -> (neg_log_likelihood [B], log_alpha [B, T, 2 x longest target + 1]) as LossCTC.cu allocates
+    # them. The lengths' values set log_alpha's size, so this runs where the probe knows them (the
+    # int[] overload, or length tensors on the host), not as a meta kernel.
+    log_probs, targets = args[0], args[1]
+    batch = log_probs.size(1)
+    alpha = (batch, log_probs.size(0), 2 * _max_target_length(targets, target_lengths) + 1)
+    return log_probs.new_empty((batch,)), log_probs.new_empty(alpha)
+
+
+def _ctc_loss_backward(args, input_lengths, target_lengths):
+    # the gradient, like log_probs (LossCTC.cu: full_like(log_probs, -inf)); its log_beta, the size
+    # of log_alpha, lives only during the kernel and is not recorded
+    return torch.empty_like(args[1], memory_format=torch.contiguous_format)
+
+
+# operator (both overloads: int[] lengths, or tensors) -> (kernel, position of input_lengths)
+CTC = {"aten::_ctc_loss": (_ctc_loss, 2), "aten::_ctc_loss_backward": (_ctc_loss_backward, 3)}
+
+
 def _grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
     return input.new_empty((input.size(0), input.size(1)) + tuple(grid.shape[1:4]))
 
@@ -86,6 +191,24 @@ KERNELS = {
     "nll_loss2d_forward": _nll_loss2d_forward,
     "_adaptive_avg_pool2d_backward": _same_as_self,
     "_adaptive_avg_pool3d_backward": _same_as_self,
+    "max_pool3d_with_indices": _max_pool3d_with_indices,
+    "max_pool3d_with_indices_backward": _grad_like_self,
+    "max_unpool2d": _max_unpool2d,
+    "max_unpool3d": _max_unpool3d,
+    "replication_pad2d_backward": _grad_like_self,
+    "replication_pad3d_backward": _grad_like_self,
+    "smooth_l1_loss_backward": _grad_like_self,
+    "huber_loss_backward": _grad_like_self,
+    "soft_margin_loss_backward": _grad_like_self,
+    "_embedding_bag_dense_backward": _embedding_bag_dense_backward,
+    "_weight_norm_interface": _weight_norm,
+    "_weight_norm_interface_backward": _weight_norm_backward,
+    "median": _median,
+    "nanmedian": _median,
+    "median.dim": _median_dim,
+    "nanmedian.dim": _median_dim,
+    "kthvalue": _kthvalue,
+    "mode": _median_dim,
     "grid_sampler_3d": _grid_sampler_3d,
     "grid_sampler_2d_backward": _grid_sampler_backward,
     "grid_sampler_3d_backward": _grid_sampler_backward,

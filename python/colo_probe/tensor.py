@@ -136,6 +136,9 @@ class ProbeTensor(torch.Tensor):
         try:
             if name.startswith("aten::_foreach_"):  # 1.13 has no meta kernels for them
                 out = meta_kernels.foreach(schema, uargs)
+            elif name in meta_kernels.CTC:  # shapes from the lengths' values, which a meta kernel lacks
+                kernel, at = meta_kernels.CTC[name]
+                out = kernel(uargs, _host_ints(args[at]), _host_ints(args[at + 1]))
             else:
                 out = func(*uargs, **ukwargs)
         except NotImplementedError:
@@ -180,6 +183,18 @@ _METADATA_INPLACE = {"aten::squeeze_", "aten::unsqueeze_", "aten::t_", "aten::tr
 
 _BATCH_NORM_OPS = {"aten::native_batch_norm": "cudnn_batch_norm",
                    "aten::native_batch_norm_backward": "cudnn_batch_norm_backward"}
+
+
+def _host_ints(x):
+    """An int[] argument, or a tensor of ints whose values the host has (a CPU tensor, a probe
+    tensor with known values), as a list; None when unknown."""
+    if isinstance(x, (list, tuple)):
+        return [int(v) for v in x]
+    if isinstance(x, ProbeTensor):
+        return x.host.reshape(-1).tolist() if values_known(x) else None
+    if isinstance(x, torch.Tensor) and x.device.type == "cpu":
+        return x.reshape(-1).tolist()
+    return None
 
 
 def _to_cpu(kwargs):

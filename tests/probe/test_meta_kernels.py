@@ -84,6 +84,107 @@ class GridSampler(unittest.TestCase):
                     same(self, [real[0] if mask[0] else None, real[1]], list(meta))
 
 
+class PoolingLossesAndNorms(unittest.TestCase):
+    """Training operators 1.13 has no meta kernel for (they ran on the CPU, 16 s a step for a
+    small 3-D CNN): 3-D max pooling, unpooling, padding and loss backwards, embedding bags,
+    weight norm, median and friends."""
+
+    def test_max_pool3d_and_its_backward(self):
+        aten = torch.ops.aten
+        x = torch.randn(2, 3, 7, 9, 11)
+        for k, st, pad, dil, ceil in (([2], [], [0], [1], False), ([3], [2], [1], [1], False),
+                                     ([1, 3, 3], [1, 2, 2], [0, 1, 1], [1, 1, 1], True), ([2], [1], [0], [2], False),
+                                     ([3, 2, 3], [2, 2, 2], [1, 0, 1], [1, 1, 1], True)):
+            with self.subTest(kernel=k, stride=st, padding=pad, dilation=dil, ceil=ceil):
+                real = aten.max_pool3d_with_indices(x, k, st, pad, dil, ceil)
+                meta = aten.max_pool3d_with_indices(meta_like(x), k, st, pad, dil, ceil)
+                same(self, list(real), list(meta))
+                g = torch.randn(real[0].shape)
+                same(self, aten.max_pool3d_with_indices_backward(g, x, k, st, pad, dil, ceil, real[1]),
+                     aten.max_pool3d_with_indices_backward(meta_like(g), meta_like(x), k, st, pad, dil, ceil,
+                                                           meta_like(real[1])))
+        same(self, list(aten.max_pool3d_with_indices(x[0], [2])), list(aten.max_pool3d_with_indices(meta_like(x[0]), [2])))
+
+    def test_unpooling_padding_and_loss_backwards(self):
+        aten = torch.ops.aten
+        x = torch.randn(2, 3, 8, 10)
+        y, idx = torch.nn.functional.max_pool2d(x, 2, return_indices=True)
+        same(self, aten.max_unpool2d(y, idx, [8, 10]), aten.max_unpool2d(meta_like(y), meta_like(idx), [8, 10]))
+        x3 = torch.randn(2, 3, 4, 6, 8)
+        y3, idx3 = torch.nn.functional.max_pool3d(x3, 2, return_indices=True)
+        same(self, aten.max_unpool3d(y3, idx3, [4, 6, 8], [2, 2, 2], [0, 0, 0]),
+             aten.max_unpool3d(meta_like(y3), meta_like(idx3), [4, 6, 8], [2, 2, 2], [0, 0, 0]))
+        for op, inp, pad in ((aten.replication_pad2d_backward, x, [1, 2, 3, 0]),
+                             (aten.replication_pad3d_backward, x3, [1, 1, 2, 0, 1, 1])):
+            out = (aten.replication_pad2d if inp.dim() == 4 else aten.replication_pad3d)(inp, pad)
+            g = torch.randn(out.shape)
+            same(self, op(g, inp, pad), op(meta_like(g), meta_like(inp), pad))
+        t = torch.randn(x.shape)
+        for reduction in (0, 1):
+            g = torch.randn(x.shape) if reduction == 0 else torch.tensor(1.0)
+            for op, extra in ((aten.smooth_l1_loss_backward, (1.0,)), (aten.huber_loss_backward, (1.0,)),
+                              (aten.soft_margin_loss_backward, ())):
+                with self.subTest(op=str(op), reduction=reduction):
+                    same(self, op(g, x, t, reduction, *extra), op(meta_like(g), meta_like(x), meta_like(t), reduction, *extra))
+
+    def test_embedding_bag_backward_is_the_whole_tables_gradient(self):
+        weight = torch.randn(1000, 16, requires_grad=True)
+        for mode in ("sum", "mean"):
+            out = torch.nn.functional.embedding_bag(torch.randint(0, 1000, (40,)), weight, torch.arange(0, 40, 5),
+                                                    mode=mode)
+            real = torch.autograd.grad(out.sum(), weight)[0]
+            meta_w = torch.empty(1000, 16, device="meta", requires_grad=True)
+            meta_out = torch.nn.functional.embedding_bag(torch.empty(40, dtype=torch.long, device="meta"), meta_w,
+                                                         torch.empty(8, dtype=torch.long, device="meta"), mode=mode)
+            with self.subTest(mode=mode):
+                same(self, real, torch.autograd.grad(meta_out.sum(), meta_w)[0])
+
+    def test_weight_norm_and_its_backward(self):
+        aten = torch.ops.aten
+        for dtype in (torch.float32, torch.float64):
+            for v, dim in ((torch.randn(8, 4, 3), 0), (torch.randn(8, 4, 3), 2)):
+                v = v.to(dtype)
+                g = torch.norm_except_dim(v, 2, dim)
+                with self.subTest(dtype=dtype, dim=dim):
+                    real = aten._weight_norm_interface(v, g, dim)
+                    same(self, list(real), list(aten._weight_norm_interface(meta_like(v), meta_like(g), dim)))
+                    gw = torch.randn(v.shape, dtype=dtype)
+                    same(self, list(aten._weight_norm_interface_backward(gw, v, g, real[1], dim)),
+                         list(aten._weight_norm_interface_backward(meta_like(gw), meta_like(v), meta_like(g),
+                                                                   meta_like(real[1]), dim)))
+
+    def test_median_kthvalue_and_mode(self):
+        x = torch.randn(3, 5, 7)
+        m = meta_like(x)
+        same(self, x.median(), m.median())
+        for dim in (0, 1, -1):
+            for keepdim in (False, True):
+                with self.subTest(dim=dim, keepdim=keepdim):
+                    same(self, list(x.median(dim, keepdim)), list(m.median(dim, keepdim)))
+                    same(self, list(x.kthvalue(2, dim, keepdim)), list(m.kthvalue(2, dim, keepdim)))
+                    same(self, list(x.mode(dim, keepdim)), list(m.mode(dim, keepdim)))
+        same(self, list(x.mode()), list(m.mode()))
+
+    def test_ctc_loss_takes_its_shapes_from_the_lengths(self):
+        # log_alpha is [batch, T, 2 x longest target + 1]: the lengths' values, which the probe has
+        # on the host; unknown, the most they could be (padded targets' width).
+        log_probs = torch.randn(30, 4, 6).log_softmax(-1)
+        targets = torch.randint(1, 6, (4, 12))
+        input_lengths, target_lengths = [30, 28, 30, 25], [12, 7, 3, 9]
+        real = torch.ops.aten._ctc_loss(log_probs, targets, input_lengths, target_lengths)
+        kernel, _ = meta_kernels.CTC["aten::_ctc_loss"]
+        meta = kernel([meta_like(log_probs), meta_like(targets)], input_lengths, target_lengths)
+        same(self, list(real), list(meta))
+        self.assertEqual(tuple(kernel([meta_like(log_probs), meta_like(targets)], None, None)[1].shape), (4, 30, 25))
+        concatenated = torch.randint(1, 6, (31,))
+        real = torch.ops.aten._ctc_loss(log_probs, concatenated, input_lengths, target_lengths)
+        same(self, list(real), list(kernel([meta_like(log_probs), meta_like(concatenated)], input_lengths, target_lengths)))
+        grad = torch.ops.aten._ctc_loss_backward(torch.ones(4), log_probs, targets, input_lengths, target_lengths,
+                                                 *torch.ops.aten._ctc_loss(log_probs, targets, input_lengths, target_lengths), 0)
+        kernel, _ = meta_kernels.CTC["aten::_ctc_loss_backward"]
+        same(self, grad, kernel([None, meta_like(log_probs)], input_lengths, target_lengths))
+
+
 class NllLoss2d(unittest.TestCase):
     def test_matches_cpu(self):
         x = torch.randn(2, 5, 6, 7).log_softmax(1)

@@ -1035,6 +1035,34 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn(" forward gather", text)  # DataParallel's outputs gathered on GPU 0
 
+    def test_ctc_loss_with_its_lengths_on_the_host_or_the_gpu(self):
+        # Speech and OCR models (DeepSpeech, CRNN) train with nn.CTCLoss, usually with host length
+        # tensors. Before, those failed the step ("found at least two devices, meta and cpu").
+        # log_alpha is [batch, T, 2 x longest target + 1]: its size follows the lengths' values.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            head = nn.Linear(40, 30).cuda()
+            opt = torch.optim.Adam(head.parameters())
+            ctc = nn.CTCLoss()
+            x = torch.randn(100, 8, 40).cuda()
+            targets = torch.randint(1, 30, (8, 20)).cuda()
+            step = 0
+            while True:
+                lengths = torch.full((8,), 100, dtype=torch.long)
+                target_lengths = torch.tensor([17, 15, 9, 12, 17, 3, 7, 11])
+                if step:  # the second step with its lengths on the GPU
+                    lengths, target_lengths = lengths.cuda(), target_lengths.cuda()
+                ctc(head(x).log_softmax(-1), targets, lengths, target_lengths).backward()
+                opt.step()
+                opt.zero_grad()
+                step += 1
+        """)
+        self.assertEqual(rc, 0, err)
+        alphas = [a[0] for a in Trace(text).allocs.values() if a[2] == "_ctc_loss"]
+        self.assertEqual(sorted(alphas), [8 * 4] * 2 + [8 * 100 * (2 * 17 + 1) * 4] * 2)
+        grads = [a[0] for a in Trace(text).allocs.values() if a[2] == "_ctc_loss_backward"]
+        self.assertEqual(grads, [100 * 8 * 30 * 4] * 2)
+
     def test_detection_models_train_with_their_targets_values(self):
         # torchvision's detection tutorial loop: targets (boxes, labels, masks) built on the host keep
         # their values (the models check that boxes have positive width and height), NMS keeps every
