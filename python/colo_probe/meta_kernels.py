@@ -170,6 +170,31 @@ def _ctc_loss_backward(args, input_lengths, target_lengths):
 CTC = {"aten::_ctc_loss": (_ctc_loss, 2), "aten::_ctc_loss_backward": (_ctc_loss_backward, 3)}
 
 
+def _cdist_backward(grad, x1, x2, p, cdist):
+    return torch.empty_like(x1, memory_format=torch.contiguous_format)
+
+
+def _pdist_forward(self, p=2.0):
+    n = self.size(0)
+    return self.new_empty((n * (n - 1) // 2,))
+
+
+def _pdist_backward(grad, self, p, pdist):
+    return torch.empty_like(self, memory_format=torch.contiguous_format)
+
+
+def _cdist_compute_mode(args, kwargs):
+    # PyTorch 1.13's own meta kernel of _cdist_forward compares its compute_mode with 0 and fails on
+    # None, torch.cdist's default; ATen reads None as 0 (value_or(0)), which changes no shape
+    if len(args) > 3 and args[3] is None:
+        args = tuple(args[:3]) + (0,) + tuple(args[4:])
+    return args, kwargs
+
+
+# operator -> fix of the arguments its installed meta kernel mishandles
+ARGUMENT_FIXES = {"aten::_cdist_forward": _cdist_compute_mode}
+
+
 def _grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
     return input.new_empty((input.size(0), input.size(1)) + tuple(grid.shape[1:4]))
 
@@ -209,6 +234,9 @@ KERNELS = {
     "nanmedian.dim": _median_dim,
     "kthvalue": _kthvalue,
     "mode": _median_dim,
+    "_cdist_backward": _cdist_backward,
+    "_pdist_forward": _pdist_forward,
+    "_pdist_backward": _pdist_backward,
     "grid_sampler_3d": _grid_sampler_3d,
     "grid_sampler_2d_backward": _grid_sampler_backward,
     "grid_sampler_3d_backward": _grid_sampler_backward,

@@ -133,6 +133,8 @@ class ProbeTensor(torch.Tensor):
             return _materialise_cpu(args[0]).reshape(-1)[0].item() if args[0].numel() else False
         uargs = tree_map(_unwrap, args)
         ukwargs = tree_map(_unwrap, kwargs)
+        if name in meta_kernels.ARGUMENT_FIXES:
+            uargs, ukwargs = meta_kernels.ARGUMENT_FIXES[name](uargs, ukwargs)
         try:
             if name.startswith("aten::_foreach_"):  # 1.13 has no meta kernels for them
                 out = meta_kernels.foreach(schema, uargs)

@@ -165,6 +165,25 @@ class PoolingLossesAndNorms(unittest.TestCase):
                     same(self, list(x.mode(dim, keepdim)), list(m.mode(dim, keepdim)))
         same(self, list(x.mode()), list(m.mode()))
 
+    def test_pairwise_distances_and_their_backwards(self):
+        aten = torch.ops.aten
+        x1, x2 = torch.randn(3, 5, 4), torch.randn(3, 6, 4)
+        for p in (1.0, 2.0, 3.0):
+            with self.subTest(p=p):
+                d = aten._cdist_forward(x1, x2, p, None)
+                g = torch.randn(d.shape)
+                same(self, aten._cdist_backward(g, x1, x2, p, d),
+                     aten._cdist_backward(meta_like(g), meta_like(x1), meta_like(x2), p, meta_like(d)))
+                x = torch.randn(7, 4)
+                pd = aten._pdist_forward(x, p)
+                same(self, pd, aten._pdist_forward(meta_like(x), p))
+                same(self, aten._pdist_backward(torch.randn(pd.shape), x, p, pd),
+                     aten._pdist_backward(meta_like(pd), meta_like(x), p, meta_like(pd)))
+        # torch.cdist's default compute_mode is None, which 1.13's own meta kernel of
+        # _cdist_forward refuses; the probe passes ATen's reading of it (0)
+        args, _ = meta_kernels.ARGUMENT_FIXES["aten::_cdist_forward"]((meta_like(x1), meta_like(x2), 1.0, None), {})
+        same(self, aten._cdist_forward(x1, x2, 1.0, None), aten._cdist_forward(*args))
+
     def test_ctc_loss_takes_its_shapes_from_the_lengths(self):
         # log_alpha is [batch, T, 2 x longest target + 1]: the lengths' values, which the probe has
         # on the host; unknown, the most they could be (padded targets' width).

@@ -1,6 +1,7 @@
 """What the probe records: parameters, optimizer state, gradients, autograd's saved tensors (freed
 in backward, not when the forward's Python references die), the target GPU's dropout mask and fused
 attention, checkpointing, mixed precision, zero_grad(set_to_none) and user model files."""
+import json
 import os
 import subprocess
 import sys
@@ -250,6 +251,47 @@ class MixedPrecision(unittest.TestCase):
         m = meta_module(lambda: nn.Linear(64, 10))
         t, text = probe(m, input_shape=(64,), batch=8, amp="fp16")
         self.assertIn("S 2", text)
+
+
+class LayersOfEveryKind(unittest.TestCase):
+    """Layers whose operators 1.13 has no meta kernel for, or whose kernel needs values: each
+    trains through the probe's own step with no operator run on the CPU (before, 3-D pooling ran
+    there, cdist with p != 2 and CTC with host lengths failed)."""
+
+    class Apply(nn.Module):
+        def __init__(self, body, fn):
+            super().__init__()
+            self.body = body
+            self.fn = fn
+
+        def forward(self, x):
+            return self.fn(self.body, x)
+
+    def check(self, ctor, fn, shape):
+        module = meta_module(lambda: self.Apply(ctor(), fn))
+        t, text = probe(module=module, batch=shape[0], input_shape=shape[1:], loss_fn=lambda out, b: out.float().sum(),
+                        input_fn=lambda n: (torch.randn((n,) + tuple(shape[1:]), device="meta"),))
+        footer = json.loads(text.splitlines()[-1][2:])
+        self.assertEqual(footer["cpu_fallbacks"], {})
+        return t
+
+    def test_each_trains_on_meta_kernels(self):
+        cases = {
+            "3-d max pooling": (lambda: nn.Conv3d(4, 8, 3, padding=1), lambda m, x: F.max_pool3d(m(x), 2), (2, 4, 8, 16, 16)),
+            "cdist, p = 1": (lambda: nn.Linear(16, 16), lambda m, x: torch.cdist(m(x), x, p=1), (2, 32, 16)),
+            "pdist": (lambda: nn.Linear(16, 16), lambda m, x: torch.pdist(m(x[0])), (2, 32, 16)),
+            "weight norm": (lambda: nn.utils.weight_norm(nn.Conv1d(8, 8, 3, padding=1)), lambda m, x: m(x), (2, 8, 64)),
+            "smooth L1": (lambda: nn.Linear(16, 16), lambda m, x: F.smooth_l1_loss(m(x), x), (4, 16)),
+            "max unpooling": (lambda: nn.Conv2d(4, 4, 1), lambda m, x: F.max_unpool2d(*F.max_pool2d(m(x), 2, return_indices=True), 2),
+                              (2, 4, 16, 16)),
+            "median": (lambda: nn.Linear(16, 16), lambda m, x: m(x) - m(x).median(-1, keepdim=True)[0], (4, 16)),
+            "ctc, host lengths": (lambda: nn.Linear(16, 10), lambda m, x: F.ctc_loss(
+                m(x).log_softmax(-1).transpose(0, 1), torch.ones(x.shape[0], 5, dtype=torch.long, device=x.device),
+                torch.full((x.shape[0],), x.shape[1], dtype=torch.long), torch.tensor([5, 3])), (2, 20, 16)),
+        }
+        for name, (ctor, fn, shape) in cases.items():
+            with self.subTest(layer=name):
+                self.check(ctor, fn, shape)
 
 
 class UserFiles(unittest.TestCase):
