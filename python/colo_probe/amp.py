@@ -1,7 +1,8 @@
 """Automatic mixed precision as CUDA's autocast does it, for the probe's meta tensors (autocast's
 dispatch keys act on CUDA/CPU tensors only). Source of the op lists: PyTorch's autocast op reference
-(docs: "CUDA Ops that can autocast to float16" / "to float32"), abridged to the ops training
-code calls through torch.nn.functional and torch. Like autocast, casts of leaf tensors (the
+(docs: "CUDA Ops that can autocast to float16" / "to float32"), each under every name training code
+calls it by: torch.X, the Tensor method, torch.nn.functional.X (autocast acts on the operator, so
+x.exp() is cast as torch.exp(x) is). The RNN cells of the float16 list are not covered. Like autocast, casts of leaf tensors (the
 parameters) are cached for the duration of the autocast region, so each weight is cast once per
 forward and the fp16 copy stays alive (saved for backward) until the region ends."""
 import functools
@@ -10,17 +11,25 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-_LOWER = {F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d,
-          F.linear, torch.matmul, torch.mm, torch.bmm, torch.addmm, torch.baddbmm, torch.addbmm,
-          torch.Tensor.matmul, torch.Tensor.__matmul__, torch.Tensor.mm, torch.Tensor.bmm, torch.conv2d,
-          torch.conv1d, torch.conv3d, torch.prelu, torch.chain_matmul,
-          # not on autocast's list themselves, but they run as bmm/mm, which are: their operands
-          # become half precision as autocast casts the bmm's
-          torch.einsum, torch.tensordot}
-_FP32 = {F.softmax, F.log_softmax, F.cross_entropy, F.nll_loss, F.layer_norm, F.group_norm, F.mse_loss,
-         F.l1_loss, F.smooth_l1_loss, F.binary_cross_entropy_with_logits, F.kl_div, F.cosine_similarity,
-         torch.softmax, torch.log_softmax, torch.Tensor.softmax, torch.Tensor.log_softmax, torch.exp,
-         torch.log, torch.pow, torch.sum, torch.cumsum, torch.norm, torch.layer_norm, torch.group_norm}
+def _callables(names, owners):
+    """Every spelling of the named operators that exists: torch.X, torch.Tensor.X (x.X()), F.X."""
+    return {getattr(owner, n) for n in names.split() for owner in owners if callable(getattr(owner, n, None))}
+
+
+_OWNERS = (torch, torch.Tensor, F, torch.linalg)
+# "CUDA Ops that can autocast to float16"
+_LOWER = _callables("__matmul__ addbmm addmm addmv addr baddbmm bmm chain_matmul multi_dot conv1d conv2d conv3d "
+                    "conv_transpose1d conv_transpose2d conv_transpose3d linear matmul mm mv prelu", _OWNERS)
+# not on autocast's list themselves, but they run as bmm/mm, which are: their operands become half
+# precision as autocast casts the bmm's
+_LOWER |= {torch.einsum, torch.tensordot}
+# "CUDA Ops that can autocast to float32": x.exp(), x.sum(), x ** 2, 1 / x as well as torch.exp(x)
+_FP32 = _callables("__pow__ __rdiv__ __rpow__ __rtruediv__ acos asin binary_cross_entropy_with_logits cosh "
+                   "cosine_embedding_loss cdist cosine_similarity cross_entropy cumprod cumsum dist erfinv exp expm1 "
+                   "group_norm hinge_embedding_loss kl_div l1_loss layer_norm log log_softmax log10 log1p log2 "
+                   "margin_ranking_loss mse_loss multilabel_margin_loss multi_margin_loss nll_loss norm pdist "
+                   "poisson_nll_loss pow prod reciprocal rsqrt sinh smooth_l1_loss soft_margin_loss softmax "
+                   "softmin softplus sum renorm tan triplet_margin_loss", _OWNERS)
 try:
     _LOWER.add(F.scaled_dot_product_attention)
 except AttributeError:

@@ -247,6 +247,29 @@ class MixedPrecision(unittest.TestCase):
         mm = [a for _, a in t.by_op("mm") if a[3] == 2 and a[1] == "forward"]
         self.assertTrue(mm and all(a[0] in (8 * 64 * 2, 8 * 10 * 2) for a in mm), mm)
 
+    def test_an_operator_is_cast_by_whichever_name_calls_it(self):
+        # Autocast acts on the operator: x.exp() and x ** 2 run in float32 as torch.exp(x) and
+        # torch.pow(x, 2) do, x.mv(v) in half precision as torch.mv does. Before, only the torch.X
+        # spelling of a short list was cast.
+        class Mixed(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(64, 64)
+                self.v = nn.Parameter(torch.empty(64))
+
+            def forward(self, x):
+                h = self.lin(x)                            # float16
+                a = h.exp() + torch.exp(h)                 # float32 both
+                b = h ** 2 + h.pow(2) + 1 / h + h.rsqrt()  # float32
+                c = h.mv(self.v)                           # float16
+                return a.sum() + b.sum() + c.float().sum()
+        t, _ = probe(meta_module(Mixed), input_shape=(64,), batch=8, amp="fp16", optimizer="sgd", loss_fn=lambda o, b: o)
+        step2 = [(a[2], a[0]) for a in t.allocs.values() if a[3] == 2 and a[1] == "forward"]
+        for op in ("exp", "pow", "reciprocal", "rsqrt"):
+            sizes = [n for o, n in step2 if o == op]
+            self.assertTrue(sizes and all(n == 8 * 64 * 4 for n in sizes), (op, sizes))
+        self.assertIn(("mv", 8 * 2), step2)
+
     def test_fp16_runs_with_a_grad_scaler(self):
         m = meta_module(lambda: nn.Linear(64, 10))
         t, text = probe(m, input_shape=(64,), batch=8, amp="fp16")
