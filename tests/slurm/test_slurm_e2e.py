@@ -70,8 +70,9 @@ class SlurmEndToEnd(unittest.TestCase):
             agent = f.read()[-3000:]
         self.fail(f"{msg}\n--- agent\n{agent}\n{self.cluster.log_tail()}")
 
-    def sbatch(self, colo_flags, script, extra=(), check=True):
-        r = self.cluster.run([self.colo, "sbatch", *colo_flags, "--parsable", "-o", f"{script}.out", *extra, script],
+    def sbatch(self, colo_flags, script, extra=(), check=True, out=None):
+        out = out or f"{script}.out"
+        r = self.cluster.run([self.colo, "sbatch", *colo_flags, "--parsable", "-o", out, *extra, script],
                              check=False, as_user=True)
         if check and r.returncode != 0:
             self.fail_with_logs(f"colo sbatch failed ({r.returncode}): {r.stderr}")
@@ -100,17 +101,22 @@ class SlurmEndToEnd(unittest.TestCase):
         release = os.path.join(self.root, "jobs", "share.release")
         s = self.job_script("share.sh", 'echo "GPUS=$SLURM_JOB_GPUS SHARDS=$SLURM_SHARDS_ON_NODE '
                                         'LIMIT=$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"\n' + self.wrapped("8GiB", release))
-        a = self.job_id(self.sbatch(["--gpu-mem", "8GiB", "--no-history"], s))
-        b = self.job_id(self.sbatch(["--gpu-mem", "8GiB", "--no-history"], s, extra=["-J", "second"]))
+        # Each job its own output file: Slurm truncates an output file when a job starts, so a
+        # shared one lost the first job's line whenever the second started after it was written.
+        outs = [f"{s}.{name}.out" for name in ("first", "second")]
+        a = self.job_id(self.sbatch(["--gpu-mem", "8GiB", "--no-history"], s, out=outs[0]))
+        b = self.job_id(self.sbatch(["--gpu-mem", "8GiB", "--no-history"], s, extra=["-J", "second"], out=outs[1]))
         ja, jb = self.cluster.wait_state(a, "RUNNING"), self.cluster.wait_state(b, "RUNNING")
         # 8 GiB + 10 % margin = 9 shards of 1 GiB; colo's record in the comment.
         self.assertEqual(ja["tres_per_node"], "gres:shard:9")
         self.assertTrue(ja["comment"].startswith("colo:mem_mib=8192,est=user,fp=u"), ja["comment"])
-        outs = [os.path.join(self.root, "jobs", "share.sh.out")]
         # Both wrote their line before the fake job took its memory: both are on one GPU now.
         def lines():
-            with open(outs[0]) as f:
-                got = [ln for ln in f.read().splitlines() if ln.startswith("GPUS=")]
+            got = []
+            for out in outs:
+                if os.path.exists(out):
+                    with open(out) as f:
+                        got += [ln for ln in f.read().splitlines() if ln.startswith("GPUS=")]
             return got if len(got) == 2 else None
         got = wait_for("both jobs' GPU lines", lines, timeout=60)
         gpus = {re.search(r"GPUS=(\S*)", ln).group(1) for ln in got}
