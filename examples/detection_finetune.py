@@ -81,7 +81,9 @@ def main():
     ap.add_argument("--trainable-backbone-layers", type=int, default=None)
     ap.add_argument("--amp", action="store_true")
     ap.add_argument("--workers", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="the shuffle's seed: which pictures (1-4 objects) come first")
     args = ap.parse_args()
+    torch.manual_seed(args.seed)
 
     device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
     model = build(args.model, 2, args.weights, args.trainable_backbone_layers).to(device)
