@@ -190,12 +190,10 @@ def _ctc_lengths_on_host(args):
     the length tensor and so needs the lengths on the GPU: on the host, they failed there."""
     args = list(args)
     for i in (2, 3):
-        x = args[i]
-        if isinstance(x, pt.ProbeTensor):
-            if pt.values_known(x):
-                args[i] = x.host.reshape(-1).tolist()
-        elif isinstance(x, torch.Tensor) and x.device.type == "cpu" and not x.is_floating_point():
-            args[i] = x.reshape(-1).tolist()
+        if isinstance(args[i], torch.Tensor) and not args[i].is_floating_point():
+            values = pt.host_ints(args[i])
+            if values is not None:
+                args[i] = values
     return tuple(args)
 
 

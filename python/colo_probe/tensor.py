@@ -140,7 +140,7 @@ class ProbeTensor(torch.Tensor):
                 out = meta_kernels.foreach(schema, uargs)
             elif name in meta_kernels.CTC:  # shapes from the lengths' values, which a meta kernel lacks
                 kernel, at = meta_kernels.CTC[name]
-                out = kernel(uargs, _host_ints(args[at]), _host_ints(args[at + 1]))
+                out = kernel(uargs, host_ints(args[at]), host_ints(args[at + 1]))
             else:
                 out = func(*uargs, **ukwargs)
         except NotImplementedError:
@@ -187,7 +187,7 @@ _BATCH_NORM_OPS = {"aten::native_batch_norm": "cudnn_batch_norm",
                    "aten::native_batch_norm_backward": "cudnn_batch_norm_backward"}
 
 
-def _host_ints(x):
+def host_ints(x):
     """An int[] argument, or a tensor of ints whose values the host has (a CPU tensor, a probe
     tensor with known values), as a list; None when unknown."""
     if isinstance(x, (list, tuple)):
