@@ -353,7 +353,13 @@ class ScriptRun:
         self.optimizers.append(entry)
         run = self
         from .optim2 import fused_step
-        orig = fused_step(opt) if getattr(opt, "_colo_fused", None) else opt.step
+        from . import lbfgs
+        if getattr(opt, "_colo_fused", None):
+            orig = fused_step(opt)
+        elif lbfgs.uses_pytorch_step(opt):  # its step's length follows values the probe lacks
+            orig = lbfgs.longest_path_step(opt)
+        else:
+            orig = opt.step
 
         def step(self_opt, *args, **kwargs):
             if run.done:  # the script caught the stop (a bare except) and stepped on: stop it again

@@ -776,6 +776,60 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         self.assertEqual(state["sgd"], 1)     # the momentum buffer
         self.assertGreater(state["adamw-foreach"], 2)  # foreach: the state and a temporary list per step
 
+    LBFGS = """
+        import sys, torch, torch.nn as nn
+        torch.manual_seed(0)
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        model = nn.Linear(256, 256, bias=False).to(device)
+        search = None if sys.argv[1] == "none" else sys.argv[1]
+        opt = torch.optim.LBFGS(model.parameters(), lr=0.5, history_size=5, max_iter=4, line_search_fn=search)
+        x = torch.randn(512, 256, device=device); y = torch.randn(512, 256, device=device)
+        evals = 0
+        def closure():
+            global evals
+            evals += 1
+            with open("evals", "w") as f:
+                f.write(str(evals))
+            opt.zero_grad()
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            return loss
+        for _ in range(int(sys.argv[2]) if len(sys.argv) > 2 else 10**9):
+            opt.step(closure)
+        state = opt.state[next(model.parameters())]
+        flat = [t for k, v in state.items() for t in (v if isinstance(v, list) else [v])
+                if isinstance(t, torch.Tensor) and t.numel() == 256 * 256]
+        print(len(flat), len(state["old_dirs"]))
+    """
+
+    def test_lbfgs_steps_its_longest_path_with_a_full_history(self):
+        # LBFGS's step length follows values: on the probe's assumed ones PyTorch's step returned
+        # after one closure with no history, though a training job holds history_size pairs of flat
+        # vectors. The real run on the CPU (a regression that does not converge in 12 steps) fills
+        # its history; the probe's trace must hold as many parameter-sized tensors at its end.
+        d = tempfile.mkdtemp(prefix="colo-lbfgs-")
+        _DIRS.append(d)
+        with open(os.path.join(d, "train.py"), "w") as f:
+            f.write(textwrap.dedent(self.LBFGS))
+        real = subprocess.run([sys.executable, "train.py", "none", "12"], cwd=d, capture_output=True, text=True,
+                              timeout=600, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
+        self.assertEqual(real.returncode, 0, real.stderr)
+        flat, pairs = map(int, real.stdout.split())
+        self.assertEqual((flat, pairs), (2 * 5 + 2, 5))  # old_dirs, old_stps, prev_flat_grad, d
+        weight = 256 * 256 * 4
+        for search, evals in (("none", 2 * 4), ("strong_wolfe", 2 * (1 + 1 + 25))):
+            rc, text, err, sd = run_probe(self.LBFGS, [search])
+            self.assertEqual(rc, 0, f"{search}: {err}")
+            trace = Trace(text)
+            state = [a for a in trace.live_at_end().values() if a[0] == weight and a[1] == "optimizer"]
+            self.assertEqual(len(state), flat, search)
+            # per step: max_iter closures; or the first, the line search's first trial and its max_ls=25
+            # further trials (max_eval is tested only after the line search)
+            self.assertEqual(int(_read(os.path.join(sd, "evals"))), evals, search)
+            if search == "strong_wolfe":
+                # the line search's copy of the parameters and its four gradients live over a closure
+                self.assertGreaterEqual(trace.live_peak(), (flat + 1 + 1 + 4) * weight)
+
     def test_ema_lerp_and_sdpa_backend_choice_as_in_pytorch2(self):
         # torch._foreach_lerp_ (EMA) and torch.nn.attention.sdpa_kernel exist under the probe on 1.13
         # too; forcing the math backend records the [batch, heads, seq, seq] scores, a fused one not.
