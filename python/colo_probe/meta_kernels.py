@@ -161,13 +161,33 @@ def _ctc_loss(args, input_lengths, target_lengths):
 
 
 def _ctc_loss_backward(args, input_lengths, target_lengths):
-    # the gradient, like log_probs (LossCTC.cu: full_like(log_probs, -inf)); its log_beta, the size
-    # of log_alpha, lives only during the kernel and is not recorded
+    # the gradient, like log_probs (LossCTC.cu: full_like(log_probs, -inf)); the kernel's own
+    # temporaries are in SCRATCH
     return torch.empty_like(args[1], memory_format=torch.contiguous_format)
 
 
 # operator (both overloads: int[] lengths, or tensors) -> (kernel, position of input_lengths)
 CTC = {"aten::_ctc_loss": (_ctc_loss, 2), "aten::_ctc_loss_backward": (_ctc_loss_backward, 3)}
+
+
+def _ctc_loss_backward_scratch(args):
+    """What ctc_loss_backward_gpu_template (LossCTC.cu, 1.13 to 2.x) allocates besides its output:
+    log_beta, like log_alpha, before the gradient and until it returns; and, for a problem it calls
+    large (2 T + 24 B / 10 + 2 C / 10 > 450: most speech batches), the blank term's
+    logsumexp(log_alpha[..., ::2] + log_beta[..., ::2]) - their sum and logsumexp's exp(x - max),
+    [B, T, longest target + 1] each - after it. Its three [B] int64 index tensors are not recorded
+    (a few hundred bytes)."""
+    log_probs, log_alpha = args[1], args[6]
+    steps, batch, labels = log_probs.shape
+    beta = log_alpha.numel() * log_alpha.element_size()
+    large = (2 * steps + (24 * batch) // 10 + (2 * labels) // 10) > 450
+    half = batch * log_alpha.size(1) * (log_alpha.size(2) // 2 + 1) * log_alpha.element_size()
+    return [beta], ([half, half] if large else [])
+
+
+# operator -> function(unwrapped args) -> (bytes held from before the output is allocated until the
+# kernel returns, bytes alive together once it is allocated): temporaries a kernel makes on the GPU
+SCRATCH = {"aten::_ctc_loss_backward": _ctc_loss_backward_scratch}
 
 
 def _cdist_backward(grad, x1, x2, p, cdist):

@@ -135,6 +135,10 @@ class ProbeTensor(torch.Tensor):
         ukwargs = tree_map(_unwrap, kwargs)
         if name in meta_kernels.ARGUMENT_FIXES:
             uargs, ukwargs = meta_kernels.ARGUMENT_FIXES[name](uargs, ukwargs)
+        scratch = after = None
+        if name in meta_kernels.SCRATCH:
+            held, after = meta_kernels.SCRATCH[name](uargs)
+            scratch = [Storage(n, name[6:]) for n in held]
         try:
             if name.startswith("aten::_foreach_"):  # 1.13 has no meta kernels for them
                 out = meta_kernels.foreach(schema, uargs)
@@ -177,6 +181,10 @@ class ProbeTensor(torch.Tensor):
         result = _wrap_outputs(func, schema, args, kwargs, out)
         if hosts is not None:
             _attach_hosts(result, hosts)
+        if after:
+            temporaries = [Storage(n, name[6:]) for n in after]
+            del temporaries
+        del scratch
         return result
 
 

@@ -1093,16 +1093,20 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         # Speech and OCR models (DeepSpeech, CRNN) train with nn.CTCLoss, usually with host length
         # tensors. Before, those failed the step ("found at least two devices, meta and cpu").
         # log_alpha is [batch, T, 2 x longest target + 1]: its size follows the lengths' values.
-        rc, text, err, _ = run_probe("""
-            import torch, torch.nn as nn
+        # The backward kernel holds log_beta, like log_alpha, while it makes the gradient, and a
+        # problem it calls large (2 T + 24 B / 10 + 2 C / 10 > 450: T = 240 here, not T = 100) two
+        # [B, T, longest + 1] temporaries besides; before, none of them was recorded.
+        script = """
+            import sys, torch, torch.nn as nn
+            T = int(sys.argv[1])
             head = nn.Linear(40, 30).cuda()
             opt = torch.optim.Adam(head.parameters())
             ctc = nn.CTCLoss()
-            x = torch.randn(100, 8, 40).cuda()
+            x = torch.randn(T, 8, 40).cuda()
             targets = torch.randint(1, 30, (8, 20)).cuda()
             step = 0
             while True:
-                lengths = torch.full((8,), 100, dtype=torch.long)
+                lengths = torch.full((8,), T, dtype=torch.long)
                 target_lengths = torch.tensor([17, 15, 9, 12, 17, 3, 7, 11])
                 if step:  # the second step with its lengths on the GPU
                     lengths, target_lengths = lengths.cuda(), target_lengths.cuda()
@@ -1110,12 +1114,23 @@ class ScriptsAsWrittenToday(unittest.TestCase):
                 opt.step()
                 opt.zero_grad()
                 step += 1
-        """)
-        self.assertEqual(rc, 0, err)
-        alphas = [a[0] for a in Trace(text).allocs.values() if a[2] == "_ctc_loss"]
-        self.assertEqual(sorted(alphas), [8 * 4] * 2 + [8 * 100 * (2 * 17 + 1) * 4] * 2)
-        grads = [a[0] for a in Trace(text).allocs.values() if a[2] == "_ctc_loss_backward"]
-        self.assertEqual(grads, [100 * 8 * 30 * 4] * 2)
+        """
+        for steps, large in ((100, False), (240, True)):
+            rc, text, err, _ = run_probe(script, [str(steps)])
+            self.assertEqual(rc, 0, err)
+            trace = Trace(text)
+            alpha = 8 * steps * (2 * 17 + 1) * 4
+            alphas = [a[0] for a in trace.allocs.values() if a[2] == "_ctc_loss"]
+            self.assertEqual(sorted(alphas), [8 * 4] * 2 + [alpha] * 2)
+            grad, half = steps * 8 * 30 * 4, 8 * steps * (17 + 1) * 4
+            made = [i for i, a in trace.allocs.items() if a[2] == "_ctc_loss_backward"]
+            per_step = [alpha, grad] + ([half, half] if large else [])
+            self.assertEqual([trace.allocs[i][0] for i in made], per_step * 2, steps)
+            for step in range(2):  # log_beta: made first, freed once the gradient and temporaries were made
+                beta, *rest = made[step * len(per_step):(step + 1) * len(per_step)]
+                freed = trace.order.index(("F", beta))
+                self.assertTrue(all(trace.order.index(("M", i)) < freed for i in rest))
+                self.assertEqual(trace.frees[beta][0], "backward")
 
     def test_detection_models_train_with_their_targets_values(self):
         # torchvision's detection tutorial loop: targets (boxes, labels, masks) built on the host keep
