@@ -43,6 +43,16 @@ class Storage:
         if RECORDER is not None and self.ident and self.recorder is RECORDER:
             RECORDER.free(self.ident, self.nbytes)
 
+    def grow(self, nbytes, op):
+        """A resize past the storage's size: CUDA allocates the larger block, copies, frees the old
+        one; every tensor sharing the storage sees the new block."""
+        if RECORDER is not None:
+            ident = RECORDER.malloc(nbytes, op)
+            if self.ident and self.recorder is RECORDER:
+                RECORDER.free(self.ident, self.nbytes)
+            self.ident, self.recorder = ident, RECORDER
+        self.nbytes = nbytes
+
 
 def storage_bytes(t):
     """Bytes of the storage a fresh tensor needs: its furthest element + 1, times the element size."""
@@ -142,6 +152,11 @@ class ProbeTensor(torch.Tensor):
         try:
             if name.startswith("aten::_foreach_"):  # 1.13 has no meta kernels for them
                 out = meta_kernels.foreach(schema, uargs)
+            elif name == "aten::set_" and len(uargs) == 2 and isinstance(uargs[1], torch.Tensor):
+                # t.set_(source): t takes source's metadata and storage, done here directly (under
+                # --script the meta kernel returned another wrapper, not t, and t kept its shape)
+                _DATA.__set__(uargs[0], uargs[1])
+                out = uargs[0]
             elif name in meta_kernels.CTC:  # shapes from the lengths' values, which a meta kernel lacks
                 kernel, at = meta_kernels.CTC[name]
                 out = kernel(uargs, host_ints(args[at]), host_ints(args[at + 1]))
@@ -178,6 +193,8 @@ class ProbeTensor(torch.Tensor):
             # CUDA runs batch norm on >= 3-D inputs through cuDNN (which loads cuDNN: a larger context);
             # 2-D inputs (BatchNorm1d on features) take PyTorch's own kernel.
             _current_op[0] = _BATCH_NORM_OPS[name]
+        if name == "aten::set_" and len(args) > 1 and isinstance(args[1], ProbeTensor):
+            args[0].storage_token = args[1].storage_token  # t.set_(source): the source's storage, shared
         result = _wrap_outputs(func, schema, args, kwargs, out)
         if hosts is not None:
             _attach_hosts(result, hosts)
@@ -365,7 +382,7 @@ def _wrap_outputs(func, schema, args, kwargs, out):
         token = _token_of(src)
         if isinstance(o, torch.Tensor):
             if isinstance(src, ProbeTensor) and src.elem is o:
-                res.append(src)  # in-place: the very same tensor
+                res.append(_follow_resize(src))  # in-place: the very same tensor
             else:
                 res.append(ProbeTensor(o, token))
         elif isinstance(o, (list, tuple)):
@@ -373,7 +390,7 @@ def _wrap_outputs(func, schema, args, kwargs, out):
             items = []
             for i, t in enumerate(o):
                 if srcs is not None and i < len(srcs) and isinstance(srcs[i], ProbeTensor) and srcs[i].elem is t:
-                    items.append(srcs[i])
+                    items.append(_follow_resize(srcs[i]))
                 elif isinstance(t, torch.Tensor):
                     items.append(ProbeTensor(t, _token_of(srcs[i]) if srcs and i < len(srcs) else token))
                 else:
@@ -382,6 +399,22 @@ def _wrap_outputs(func, schema, args, kwargs, out):
         else:
             res.append(o)
     return res[0] if single else tuple(res)
+
+
+def _follow_resize(t):
+    """t, written in place: where the operator changed its shape (resize_, resize_as_, an out=
+    argument of another size, set_), the wrapper takes its inner tensor's metadata, as on the GPU,
+    and a storage that must grow grows (Storage.grow). Before, the wrapper kept its old shape and
+    the larger storage was never recorded (Rprop's `grad.new().resize_as_(grad)` state: 0 bytes)."""
+    inner = t.elem
+    if inner.shape == t.shape and inner.stride() == t.stride() and inner.storage_offset() == t.storage_offset():
+        return t
+    token = t.storage_token
+    need = storage_bytes(inner)
+    if isinstance(token, Storage) and need > token.nbytes:
+        token.grow(need, _current_op[0])
+    _DATA.__set__(t, ProbeTensor(inner, token))  # `t.data = ...`: t's metadata, t's identity
+    return t
 
 
 _current_op = ["?"]

@@ -830,6 +830,50 @@ class ScriptsAsWrittenToday(unittest.TestCase):
                 # the line search's copy of the parameters and its four gradients live over a closure
                 self.assertGreaterEqual(trace.live_peak(), (flat + 1 + 1 + 4) * weight)
 
+    def test_tensors_resized_in_place_take_their_new_size(self):
+        # resize_, resize_as_, an out= argument of another size and set_ change a GPU tensor's
+        # shape, and a storage that must grow is reallocated (the larger block, then the old one
+        # freed). Before, the tensor kept its old shape under the probe and the larger storage was
+        # never recorded: Rprop's step size (`grad.new().resize_as_(grad)` on 1.13) was 0 bytes.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            buf = torch.empty(0, device="cuda")
+            buf.resize_(1000, 1000)
+            assert buf.shape == (1000, 1000), buf.shape
+            out = torch.empty(0, device="cuda")
+            torch.cat([torch.ones(500, 100, device="cuda"), torch.ones(500, 100, device="cuda")], out=out)
+            assert out.shape == (1000, 100), out.shape
+            a = torch.ones(100, 100, device="cuda")
+            b = torch.empty(0, device="cuda")
+            b.set_(a)
+            view = b[:10]
+            b.resize_(200, 100)  # grows the storage a, b and the view share
+            assert (a.shape, b.shape, view.shape) == ((100, 100), (200, 100), (10, 100))
+            del buf, out
+            model = nn.Linear(256, 256, bias=False).cuda()
+            opt = torch.optim.Rprop(model.parameters(), lr=0.01)
+            while True:
+                model(torch.randn(64, 256, device="cuda")).square().mean().backward()
+                opt.step()
+                opt.zero_grad()
+        """)
+        self.assertEqual(rc, 0, err)
+        trace = Trace(text)
+        sizes = {a[2]: a[0] for a in trace.allocs.values() if a[1] == "load" and a[2] in ("resize_", "cat")}
+        self.assertEqual(sizes, {"resize_": 200 * 100 * 4, "cat": 1000 * 100 * 4})
+        grown = [i for i, a in trace.allocs.items() if a[2] == "resize_"]
+        self.assertEqual([trace.allocs[i][0] for i in grown], [1000 * 1000 * 4, 200 * 100 * 4])
+        self.assertIn(grown[0], trace.frees)  # `del buf`: the grown block is the one freed
+        # a's 40 000-byte block gave way to the 80 000-byte one, which stays
+        ones = [i for i, a in trace.allocs.items() if a[2] == "ones" and a[0] == 100 * 100 * 4]
+        self.assertIn(ones[0], trace.frees)
+        self.assertNotIn(grown[1], trace.frees)
+        # Rprop's state: prev and the step sizes, both like the weight (PyTorch 2 makes the step
+        # sizes with full_like, 1.13 with new().resize_as_())
+        weight = 256 * 256 * 4
+        state = [a for a in trace.live_at_end().values() if a[0] == weight and a[1] == "optimizer"]
+        self.assertEqual(len(state), 2)
+
     def test_ema_lerp_and_sdpa_backend_choice_as_in_pytorch2(self):
         # torch._foreach_lerp_ (EMA) and torch.nn.attention.sdpa_kernel exist under the probe on 1.13
         # too; forcing the math backend records the [batch, heads, seq, seq] scores, a fused one not.
