@@ -211,8 +211,17 @@ def _cdist_compute_mode(args, kwargs):
     return args, kwargs
 
 
+def _refuses_none_compute_mode():
+    # PyTorch 2's meta kernel takes None (and refuses 0): the fix is for the versions that need it
+    try:
+        torch.ops.aten._cdist_forward(torch.empty(2, 2, device="meta"), torch.empty(2, 2, device="meta"), 2.0, None)
+    except (RuntimeError, TypeError):
+        return True
+    return False
+
+
 # operator -> fix of the arguments its installed meta kernel mishandles
-ARGUMENT_FIXES = {"aten::_cdist_forward": _cdist_compute_mode}
+ARGUMENT_FIXES = {"aten::_cdist_forward": _cdist_compute_mode} if _refuses_none_compute_mode() else {}
 
 
 def _grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
@@ -289,6 +298,11 @@ def _roi_pool_backward(grad, rois, argmax, spatial_scale, pooled_height, pooled_
                        width):
     return grad.new_empty((batch_size, channels, height, width))
 
+
+# Operators the probe always answers itself, whatever kernel is installed: torchvision 0.17 and
+# later give nms a fake kernel that refuses meta tensors (its output size is data-dependent), and a
+# kernel registered from Python cannot be replaced.
+PROBE_KERNELS = {"torchvision::nms": _nms}
 
 TORCHVISION_KERNELS = {
     "nms": _nms,

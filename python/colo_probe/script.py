@@ -250,6 +250,42 @@ class ScriptGradScaler:
         pass
 
 
+def _integer_devices_are_cuda(p):
+    """PyTorch 2.5 and later read an integer device (`model.to(rank)`, `torch.device(0)`) as the
+    current accelerator, which a CPU build lacks ("Cannot access accelerator device when none is
+    available"); on the target it is a CUDA ordinal, as PyTorch < 2.5 reads it everywhere. Where the
+    installed PyTorch refuses, torch.device and Module.to's parser (torch._C._nn._parse_to) read it
+    so. Tensor.to(0) and factories' device=0 reach the probe before any parser (factories.py)."""
+    try:
+        torch.device(0)
+        return
+    except RuntimeError:
+        pass
+    real = torch.device
+
+    def cuda(d):
+        return real("cuda", d) if isinstance(d, int) and not isinstance(d, bool) else d
+
+    class _DeviceType(type):  # isinstance(x, torch.device) as before
+        def __instancecheck__(cls, obj):
+            return isinstance(obj, real)
+
+        def __subclasscheck__(cls, sub):
+            return issubclass(sub, real)
+
+    class device(metaclass=_DeviceType):
+        def __new__(cls, *args, **kwargs):
+            return real(*((cuda(args[0]),) + args[1:] if args else args), **kwargs)
+    parse_to = torch._C._nn._parse_to
+
+    def parse_to_cuda(*args, **kwargs):
+        if "device" in kwargs:
+            kwargs["device"] = cuda(kwargs["device"])
+        return parse_to(*((cuda(args[0]),) + args[1:] if args else args), **kwargs)
+    p.set(torch, "device", device)
+    p.set(torch._C._nn, "_parse_to", parse_to_cuda)
+
+
 def _cuda_autocast_to(dtype):
     """CUDA autocast to `dtype`: float16 (the default) or bfloat16 casts; float32 changes nothing
     (llm.c wraps its forward in autocast whatever --dtype says: an fp32 run keeps fp32 tensors)."""
@@ -505,6 +541,7 @@ class ScriptRun:
         if hasattr(torch, "amp") and hasattr(torch.amp, "autocast"):  # the same class as torch.autocast
             p.set(torch.amp, "autocast", autocast)
         self._install_accelerator(device_index)
+        _integer_devices_are_cuda(p)
         # A checkpoint saved within the first two steps (an "initial" one): not written.
         p.set(torch, "save", _skip_save)
         import torch.utils.checkpoint as checkpoint_module

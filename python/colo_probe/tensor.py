@@ -157,11 +157,20 @@ class ProbeTensor(torch.Tensor):
                 # --script the meta kernel returned another wrapper, not t, and t kept its shape)
                 _DATA.__set__(uargs[0], uargs[1])
                 out = uargs[0]
+            elif name in meta_kernels.PROBE_KERNELS:
+                out = meta_kernels.PROBE_KERNELS[name](*uargs, **ukwargs)
             elif name in meta_kernels.CTC:  # shapes from the lengths' values, which a meta kernel lacks
                 kernel, at = meta_kernels.CTC[name]
                 out = kernel(uargs, host_ints(args[at]), host_ints(args[at + 1]))
             else:
-                out = func(*uargs, **ukwargs)
+                try:
+                    out = func(*uargs, **ukwargs)
+                except RuntimeError:
+                    mixed = _cpu_beside_meta(uargs, ukwargs)
+                    if mixed is None:
+                        raise
+                    uargs, ukwargs = mixed
+                    out = func(*uargs, **ukwargs)
         except NotImplementedError:
             out = hosts = None
             if name in meta_kernels.DATA_DEPENDENT:  # the output's size follows the values, where known
@@ -210,6 +219,21 @@ _METADATA_INPLACE = {"aten::squeeze_", "aten::unsqueeze_", "aten::t_", "aten::tr
 
 _BATCH_NORM_OPS = {"aten::native_batch_norm": "cudnn_batch_norm",
                    "aten::native_batch_norm_backward": "cudnn_batch_norm_backward"}
+
+
+def _cpu_beside_meta(args, kwargs):
+    """(args, kwargs) with their CPU tensors on the meta device, for an operator that refused a CPU
+    tensor beside a meta one; None when there is none. Such a mix comes from model construction,
+    which puts a module's plain tensor attributes on the meta device (SSD's default-box sizes), where
+    on the GPU they and what the forward makes from them stay on the host. PyTorch 1.13's meta
+    kernels accept the mix; PyTorch 2's Python ones (torch._refs.cat) check the devices."""
+    flat, _ = tree_flatten((args, kwargs))
+    if not any(isinstance(x, torch.Tensor) and x.device.type == "cpu" and x.dim() > 0 for x in flat):
+        return None
+
+    def to_meta(x):
+        return x.to("meta") if isinstance(x, torch.Tensor) and x.device.type == "cpu" and x.dim() > 0 else x
+    return tree_map(to_meta, args), tree_map(to_meta, kwargs)
 
 
 def host_ints(x):
