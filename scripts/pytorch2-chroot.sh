@@ -26,7 +26,7 @@ setup() {
   [ "$(id -u)" = 0 ] || { echo "$0: setup needs root (debootstrap, chroot, mount)" >&2; exit 2; }
   command -v debootstrap > /dev/null || apt-get install -y debootstrap
   if [ ! -x "$dir/usr/bin/python3" ]; then
-    debootstrap --variant=minbase --include=python3,python3-torch,python3-torchvision,python3-numpy,python3-pil \
+    debootstrap --variant=minbase --include=python3,python3-torch,python3-torchvision,python3-numpy,python3-pil,python3-six,python3-yaml,python3-packaging,python3-tqdm,python3-fsspec \
       trixie "$dir" http://deb.debian.org/debian
   fi
   mkdir -p "$dir/proc" "$dir/sys" "$dir/dev" "$dir/tmp" "$dir$parent"
