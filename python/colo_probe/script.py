@@ -250,6 +250,21 @@ class ScriptGradScaler:
         pass
 
 
+def _set_to_none_by_default(zero_grad):
+    """zero_grad() as PyTorch 2 has it: set_to_none=True unless the script says otherwise. PyTorch
+    1.13's default, False, keeps every gradient allocated (zeroed) into the next forward; a job on
+    a GPU never runs Debian's CPU-only 1.13, so the probe takes the target's default (as it takes
+    PyTorch 2's optimizers and attention) on every version."""
+    param = inspect.signature(zero_grad).parameters.get("set_to_none")
+    if param is None or param.default is True:
+        return zero_grad
+
+    def zero_grad_2(self, set_to_none=True):
+        return zero_grad(self, set_to_none=set_to_none)
+    zero_grad_2.__wrapped__ = zero_grad
+    return zero_grad_2
+
+
 def _integer_devices_are_cuda(p):
     """PyTorch 2.5 and later read an integer device (`model.to(rank)`, `torch.device(0)`) as the
     current accelerator, which a CPU build lacks ("Cannot access accelerator device when none is
@@ -671,7 +686,8 @@ class ScriptRun:
             return out
         p.set(torch.nn.Module, "_apply", apply_and_rebind)
         for owner in (torch.optim.Optimizer, torch.nn.Module):
-            p.set(owner, "zero_grad", self._in_phase(owner.zero_grad, "optimizer", after="forward"))
+            p.set(owner, "zero_grad", self._in_phase(_set_to_none_by_default(owner.zero_grad), "optimizer",
+                                                     after="forward"))
         p.set(torch.Tensor, "backward", self._counted(self._in_phase(torch.Tensor.backward, "backward", after="optimizer")))
         p.set(torch.autograd, "backward",
               self._counted(self._in_phase(torch.autograd.backward, "backward", after="optimizer")))

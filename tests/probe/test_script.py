@@ -874,6 +874,35 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         state = [a for a in trace.live_at_end().values() if a[0] == weight and a[1] == "optimizer"]
         self.assertEqual(len(state), 2)
 
+    def test_zero_grad_sets_gradients_to_none_by_default_as_in_pytorch2(self):
+        # PyTorch 1.13's zero_grad() kept the gradients allocated (zeroed) into the next forward;
+        # PyTorch 2's, the target's (a GPU job never runs Debian's CPU-only 1.13), frees them and the
+        # backward makes them again. set_to_none=False, asked for, keeps them on every version.
+        script = """
+            import sys, torch, torch.nn as nn
+            m = nn.Linear(1024, 1024, bias=False).cuda()
+            opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            while True:
+                if sys.argv[1] == "default":
+                    opt.zero_grad()
+                else:
+                    m.zero_grad(set_to_none=False)
+                m(torch.randn(8, 1024, device="cuda")).sum().backward()
+                opt.step()
+        """
+        weight = 1024 * 1024 * 4
+        for how in ("default", "keep"):
+            rc, text, err, _ = run_probe(script, [how])
+            self.assertEqual(rc, 0, f"{how}: {err}")
+            trace = Trace(text)
+            # each backward makes the weight's gradient; the second is added into a kept first one
+            made = [i for i, a in trace.allocs.items() if a[0] == weight and a[1] == "backward"]
+            self.assertEqual(len(made), 2, how)
+            if how == "default":  # the first step's gradient freed before the second is made
+                self.assertLess(trace.order.index(("F", made[0])), trace.order.index(("M", made[1])))
+            else:
+                self.assertNotIn(made[0], trace.frees)
+
     def test_ema_lerp_and_sdpa_backend_choice_as_in_pytorch2(self):
         # torch._foreach_lerp_ (EMA) and torch.nn.attention.sdpa_kernel exist under the probe on 1.13
         # too; forcing the math backend records the [batch, heads, seq, seq] scores, a fused one not.
