@@ -108,6 +108,29 @@ def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sca
     return _FusedAttention.apply(query, key, value)
 
 
+def _in_projection_packed(q, k, v, w, b):
+    """The packed in-projection as PyTorch 2 makes it: self-attention projects once and copies the
+    [.., 3 E] result into one contiguous [3, .., E] block whose three rows are q, k and v (PyTorch
+    1.13 returns three chunks of the projection, which the caller then copied one by one: three
+    blocks, not one); encoder-decoder attention does the same for k and v; otherwise three
+    projections."""
+    E = q.size(-1)
+
+    def stacked(proj, n):  # [.., n E] -> one contiguous [n, .., E] block
+        return proj.unflatten(-1, (n, E)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+    if k is v and q is k:
+        proj = stacked(F.linear(q, w, b), 3)
+        return proj[0], proj[1], proj[2]
+    if k is v:
+        w_q, w_kv = w.split([E, 2 * E])
+        b_q, b_kv = b.split([E, 2 * E]) if b is not None else (None, None)
+        kv = stacked(F.linear(k, w_kv, b_kv), 2)
+        return F.linear(q, w_q, b_q), kv[0], kv[1]
+    w_q, w_k, w_v = w.chunk(3)
+    b_q, b_k, b_v = b.chunk(3) if b is not None else (None, None, None)
+    return F.linear(q, w_q, b_q), F.linear(k, w_k, b_k), F.linear(v, w_v, b_v)
+
+
 def _mha_as_pytorch2(real):
     """F.multi_head_attention_forward as PyTorch 2 runs it when no weights are asked for."""
     def mha(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias, bias_k, bias_v,
@@ -129,12 +152,10 @@ def _mha_as_pytorch2(real):
         tgt_len, bsz, embed_dim = query.shape
         head_dim = embed_dim // num_heads
         if not use_separate_proj_weight:
-            q, k, v = F._in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+            q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
         else:
             b_q, b_k, b_v = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
             q, k, v = F._in_projection(query, key, value, q_proj_weight, k_proj_weight, v_proj_weight, b_q, b_k, b_v)
-        # PyTorch 2's packed projection returns contiguous q, k, v (1.13's returns chunks of one tensor)
-        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
         src_len = k.shape[0]
         # PyTorch 2 merges the masks into one [batch x heads, target or 1, source] float mask.
         mask = None
