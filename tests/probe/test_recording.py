@@ -153,6 +153,11 @@ class TargetGpuKernels(unittest.TestCase):
         t, _ = probe(meta_module(Block), batch=batch, input_fn=input_fn, loss_fn=loss_fn)
         self.assertFalse([a for a in t.allocs.values() if a[0] >= batch * 2 * seq * seq * 4], "no [B, H, S, S] tensor")
         self.assertTrue([a for a in t.allocs.values() if a[0] == batch * 2 * seq * 4], "the fused kernel's log-sum-exp")
+        # q, k and v: PyTorch 2 copies the packed projection into one [3, S, B, E] block (1.13 returned
+        # three chunks, which the probe copied into three blocks)
+        clones = [a[0] for a in t.allocs.values() if a[2] == "clone" and a[1] == "forward"]
+        self.assertEqual(clones.count(3 * batch * seq * 16 * 4), 2, clones)  # one per step
+        self.assertEqual(len(clones), 6, clones)  # and the input's and the output's layout copies
 
 
 class Recorders(unittest.TestCase):
