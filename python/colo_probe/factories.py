@@ -63,12 +63,8 @@ def _meta_if_mixed(args, kwargs):
     flat, _ = tree_flatten((args, kwargs))
     if not any(isinstance(x, torch.Tensor) and x.device.type == "meta" for x in flat):
         return args, kwargs
-
-    def to_meta(x):
-        if isinstance(x, torch.Tensor) and x.device.type == "cpu" and x.dim() > 0:
-            return x.to("meta")
-        return x
-    return tree_map(to_meta, args), tree_map(to_meta, kwargs)
+    mixed = pt.cpu_beside_meta(args, kwargs)
+    return mixed if mixed is not None else (args, kwargs)
 
 
 class MetaInit(TorchFunctionMode):

@@ -166,7 +166,7 @@ class ProbeTensor(torch.Tensor):
                 try:
                     out = func(*uargs, **ukwargs)
                 except RuntimeError:
-                    mixed = _cpu_beside_meta(uargs, ukwargs)
+                    mixed = cpu_beside_meta(uargs, ukwargs)
                     if mixed is None:
                         raise
                     uargs, ukwargs = mixed
@@ -221,12 +221,13 @@ _BATCH_NORM_OPS = {"aten::native_batch_norm": "cudnn_batch_norm",
                    "aten::native_batch_norm_backward": "cudnn_batch_norm_backward"}
 
 
-def _cpu_beside_meta(args, kwargs):
+def cpu_beside_meta(args, kwargs):
     """(args, kwargs) with their CPU tensors on the meta device, for an operator that refused a CPU
-    tensor beside a meta one; None when there is none. Such a mix comes from model construction,
-    which puts a module's plain tensor attributes on the meta device (SSD's default-box sizes), where
-    on the GPU they and what the forward makes from them stay on the host. PyTorch 1.13's meta
-    kernels accept the mix; PyTorch 2's Python ones (torch._refs.cat) check the devices."""
+    tensor beside a meta one; None when there is none (factories.MetaInit uses it too). Such a mix
+    comes from model construction, which puts a module's plain tensor attributes on the meta device
+    (SSD's default-box sizes), where on the GPU they and what the forward makes from them stay on
+    the host. PyTorch 1.13's meta kernels accept the mix; PyTorch 2's Python ones (torch._refs.cat)
+    check the devices."""
     flat, _ = tree_flatten((args, kwargs))
     if not any(isinstance(x, torch.Tensor) and x.device.type == "cpu" and x.dim() > 0 for x in flat):
         return None
