@@ -667,20 +667,37 @@ class ScriptRun:
             init(self_opt, *args, **kwargs)
             run._adopt(self_opt)
         p.set(torch.optim.Optimizer, "__init__", optimizer_init)
-        # model.cuda() after the optimizer was built: PyTorch keeps each Parameter object (it swaps
-        # its data), the probe's move makes new ones; the optimizers built earlier are pointed at
-        # them, or their state would never reach the GPU (the trace lost Adam's two tensors).
+        # model.cuda(): PyTorch swaps each Parameter's data in place, so a Parameter two modules
+        # share (tied embeddings: `lm_head.weight = wte.weight`) stays one. The probe's move cannot
+        # (a CPU tensor's data cannot become a subclass'), and Module._apply makes a new Parameter
+        # per module entry: a tied weight would become two, each with a gradient and optimizer
+        # state. So one move per tensor across the whole call (`once`), and entries that held one
+        # Parameter hold one new Parameter. Optimizers built before the move are pointed at the new
+        # ones, or their state would never reach the GPU (the trace lost Adam's two tensors).
         module_apply = torch.nn.Module._apply
+        applying = [False]  # inside the outermost call: the children's calls pass through
 
         def apply_and_rebind(self_mod, fn, *args, **kwargs):
+            if applying[0]:
+                return module_apply(self_mod, fn, *args, **kwargs)
+            memo = {}
+
+            def once(t):
+                if id(t) not in memo:
+                    memo[id(t)] = (t, fn(t))  # t kept alive: its id is not reused within the call
+                return memo[id(t)][1]
             before = {(id(m), k): q for m in self_mod.modules() for k, q in m._parameters.items() if q is not None}
-            out = module_apply(self_mod, fn, *args, **kwargs)
+            applying[0] = True
+            try:
+                out = module_apply(self_mod, once, *args, **kwargs)
+            finally:
+                applying[0] = False
             moved = {}
             for m in self_mod.modules():
                 for k, q in m._parameters.items():
                     old = before.get((id(m), k))
                     if old is not None and q is not old:
-                        moved[id(old)] = q
+                        m._parameters[k] = moved.setdefault(id(old), q)
             if moved:
                 run._rebind(moved)
             return out

@@ -30,7 +30,7 @@ class Storage:
     the trace it was allocated in: a storage kept alive by a reference cycle can be collected while
     a later probe in the same process records (colo_probe.gpumemnet probes many rows in one), and
     its free is not that trace's."""
-    __slots__ = ("ident", "nbytes", "recorder", "values_known", "__weakref__")
+    __slots__ = ("ident", "nbytes", "recorder", "values_known", "address", "__weakref__")
 
     def __init__(self, nbytes, op):
         self.nbytes = nbytes
@@ -38,6 +38,7 @@ class Storage:
         self.values_known = True
         self.recorder = RECORDER
         self.ident = RECORDER.malloc(nbytes, op) if RECORDER is not None else 0
+        self.address = _device_address(nbytes)
 
     def __del__(self):
         if RECORDER is not None and self.ident and self.recorder is RECORDER:
@@ -52,6 +53,22 @@ class Storage:
                 RECORDER.free(self.ident, self.nbytes)
             self.ident, self.recorder = ident, RECORDER
         self.nbytes = nbytes
+        self.address = _device_address(nbytes)
+
+
+_NEXT_ADDRESS = [0x7F0000000000]  # where CUDA's allocations typically lie in a process' address space
+
+
+def _device_address(nbytes):
+    """A distinct GPU address for a new storage (CUDA's 512-byte alignment; empty storages are null,
+    as CUDA's). Scripts read data_ptr() to find shared or tied parameters (a common dedup is
+    `{p.data_ptr(): p for p in params}`); a meta tensor's is 0 for every storage, and such a script
+    would then optimise a single parameter. Addresses are never reused: two live storages differ."""
+    if nbytes <= 0:
+        return 0
+    address = _NEXT_ADDRESS[0]
+    _NEXT_ADDRESS[0] += (nbytes + 511) // 512 * 512
+    return address
 
 
 def storage_bytes(t):
@@ -89,6 +106,14 @@ class ProbeTensor(torch.Tensor):
 
     def __repr__(self):
         return f"ProbeTensor({tuple(self.shape)}, {self.dtype})"
+
+    def data_ptr(self):
+        # The storage's GPU address (_device_address) plus the view's offset, so that views and
+        # tied parameters share an address and separate storages never do.
+        token = self.storage_token
+        if token is None or not token.address:
+            return 0
+        return token.address + self.storage_offset() * self.element_size()
 
     def __format__(self, format_spec):
         # f"{loss:.3f}" on a 0-d GPU tensor: PyTorch formats its .item(), a host read (assumed

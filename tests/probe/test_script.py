@@ -1261,3 +1261,38 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         made = [a for a in Trace(text).allocs.values() if a[2] in ("zeros_like", "new_full", "full_like")]
         self.assertEqual(sorted((a[2], a[0]) for a in made)[:3],
                          [("full_like", 128 * 256 * 4), ("full_like", 128 * 256 * 4), ("new_full", 64 * 256 * 4)])
+
+    def test_tied_weights_stay_one_parameter_and_data_ptr_tells_storages_apart(self):
+        # model.cuda() made a tied weight two Parameters (two gradients, two Adam states). And a common
+        # idiom keys parameters by data_ptr() (dedup, tied weights): a meta tensor's is 0 for
+        # every storage, so this script optimised one parameter, and the trace lacked Adam's state of
+        # the rest. The checks run in the script; a failed one stops it with status 1.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            emb = nn.Embedding(1000, 64)
+            head = nn.Linear(64, 1000, bias=False)
+            head.weight = emb.weight                                   # tied
+            model = nn.Sequential(emb, nn.Linear(64, 64), head).cuda()
+            ptrs = [p.data_ptr() for p in model.parameters()]
+            assert len(set(ptrs)) == len(ptrs) == 3 and 0 not in ptrs, ptrs
+            assert head.weight.data_ptr() == emb.weight.data_ptr()
+            w = model[1].weight
+            assert w[1].data_ptr() == w.data_ptr() + 64 * 4            # a view: the storage's address + offset
+            assert torch.empty(0, device="cuda").data_ptr() == 0       # as CUDA's empty tensors
+            unique = {}
+            for m in model.modules():
+                for p in m.parameters(recurse=False):
+                    unique.setdefault(p.data_ptr(), p)
+            opt = torch.optim.Adam(unique.values(), lr=1e-3)
+            while True:
+                x = torch.randint(0, 1000, (8, 16), device="cuda")
+                model(x).sum().backward()
+                opt.step()
+                opt.zero_grad()
+        """)
+        self.assertEqual(rc, 0, err)
+        state = [a for a in Trace(text).allocs.values() if a[1] == "optimizer" and a[3] == 1]
+        # exp_avg and exp_avg_sq of all three parameters (the 1000x64 table, 64x64, the bias 64)
+        sizes = sorted(a[0] for a in state if a[2] in ("zeros_like", "empty_like", "zeros"))
+        self.assertEqual(sizes.count(1000 * 64 * 4), 2, state)
+        self.assertEqual(sizes.count(64 * 64 * 4), 2, state)
