@@ -21,13 +21,24 @@ cmd=${1:-}
 shift
 
 mounted() { mountpoint -q "$dir$1"; }
+# PyTorch 2, and what the real-scripts campaign's scripts import (scripts/probe-real-scripts.sh)
+packages=(python3 python3-torch python3-torchvision python3-numpy python3-pil python3-six python3-yaml
+          python3-packaging python3-tqdm python3-fsspec)
 
 setup() {
   [ "$(id -u)" = 0 ] || { echo "$0: setup needs root (debootstrap, chroot, mount)" >&2; exit 2; }
   command -v debootstrap > /dev/null || apt-get install -y debootstrap
   if [ ! -x "$dir/usr/bin/python3" ]; then
-    debootstrap --variant=minbase --include=python3,python3-torch,python3-torchvision,python3-numpy,python3-pil,python3-six,python3-yaml,python3-packaging,python3-tqdm,python3-fsspec \
-      trixie "$dir" http://deb.debian.org/debian
+    debootstrap --variant=minbase --include="$(IFS=,; echo "${packages[*]}")" trixie "$dir" http://deb.debian.org/debian
+  else  # a chroot made by an older version of this script: add what the list has gained since
+    local missing=() p
+    for p in "${packages[@]}"; do
+      chroot "$dir" dpkg-query -W -f '${Status}' "$p" 2> /dev/null | grep -q 'ok installed' || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+      cp -L /etc/resolv.conf "$dir/etc/resolv.conf"
+      chroot "$dir" apt-get update -q && chroot "$dir" apt-get install -y -q --no-install-recommends "${missing[@]}"
+    fi
   fi
   mkdir -p "$dir/proc" "$dir/sys" "$dir/dev" "$dir/tmp" "$dir$parent"
   mounted /proc || mount -t proc proc "$dir/proc"
