@@ -5,6 +5,7 @@ calls it by: torch.X, the Tensor method, torch.nn.functional.X (autocast acts on
 x.exp() is cast as torch.exp(x) is). The RNN cells of the float16 list are not covered. Like autocast, casts of leaf tensors (the
 parameters) are cached for the duration of the autocast region, so each weight is cast once per
 forward and the fp16 copy stays alive (saved for backward) until the region ends."""
+import contextlib
 import functools
 
 import torch
@@ -39,7 +40,10 @@ DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 class Autocast(TorchFunctionMode):
-    _active = []  # the regions entered and not yet left, innermost last
+    # The regions entered and not yet left, innermost last; None for a disabled one (NoAutocast).
+    # Only the innermost region casts: each enclosing one still sees every operator (its mode is
+    # lower on the stack), and must let it pass as it comes.
+    _active = []
 
     def __init__(self, amp):
         super().__init__()
@@ -82,6 +86,8 @@ class Autocast(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if Autocast.current() is not self:  # an inner region decides: disabled, or another dtype
+            return func(*args, **kwargs)
         target = None
         if func in _LOWER or func is getattr(F, "scaled_dot_product_attention", None):
             target = self.dtype
@@ -91,6 +97,42 @@ class Autocast(TorchFunctionMode):
             args = tuple(self._cast(a, target) for a in args)
             kwargs = {k: self._cast(v, target) for k, v in kwargs.items()}
         return func(*args, **kwargs)
+
+
+class NoAutocast(contextlib.ContextDecorator):
+    """autocast(enabled=False) (or to float32, which casts nothing down): no casts inside it, even
+    within an enabled region, as on CUDA: a loss computed in float32 within the forward's region,
+    `custom_fwd(cast_inputs=torch.float32)`, rotary embeddings in float32. Before, the enclosing
+    region went on casting to half precision there, and recorded half the bytes."""
+
+    def __enter__(self):
+        Autocast._active.append(None)
+        return self
+
+    def __exit__(self, *exc):
+        Autocast._active.pop()
+        return False
+
+
+def autocast_state_queries(is_enabled, gpu_dtype, dtype_of):
+    """torch.is_autocast_enabled, torch.get_autocast_gpu_dtype and (PyTorch >= 2.4)
+    torch.get_autocast_dtype answering for the probe's regions on CUDA: code that asks (custom_fwd,
+    custom_bwd, checkpointing, models that cast by the answer) sees what it would on the GPU. The
+    real functions answer for other devices."""
+    def is_autocast_enabled(device_type=None):
+        if device_type in (None, "cuda"):
+            return Autocast.current() is not None
+        return is_enabled(device_type)
+
+    def get_autocast_gpu_dtype():
+        region = Autocast.current()
+        return region.dtype if region is not None else gpu_dtype()
+
+    def get_autocast_dtype(device_type):
+        if device_type == "cuda":
+            return get_autocast_gpu_dtype()
+        return dtype_of(device_type)
+    return is_autocast_enabled, get_autocast_gpu_dtype, get_autocast_dtype
 
 
 def recompute_under_same_autocast(fn):

@@ -45,7 +45,8 @@ import types
 import torch
 
 from . import tensor as pt
-from .amp import Autocast, recompute_under_same_autocast
+from . import amp
+from .amp import Autocast, NoAutocast, recompute_under_same_autocast
 from .errors import exit_status, reason
 from .patches import MISSING as _MISSING, Patches
 
@@ -309,7 +310,7 @@ def _cuda_autocast_to(dtype):
     if dtype == torch.bfloat16:
         return Autocast("bf16")
     if dtype == torch.float32:
-        return _NoAutocast()
+        return NoAutocast()
     raise NotImplementedError(f"autocast to {dtype} on CUDA is not supported by the probe (float16, bfloat16 or "
                               "float32)")
 
@@ -319,7 +320,7 @@ def _autocast_factory(real):
         if device_type != "cuda":
             return real(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
         if not enabled:
-            return _NoAutocast()
+            return NoAutocast()
         return _cuda_autocast_to(dtype)
     return autocast
 
@@ -354,8 +355,8 @@ def _parameter_instancecheck(cls, instance):
     return super(type(torch.nn.Parameter), cls).__instancecheck__(instance)
 
 
-class _NoAutocast(contextlib.ContextDecorator):
-    """autocast(enabled=False): nothing, as a `with` block or as a decorator."""
+class _NoOp(contextlib.ContextDecorator):
+    """A region that does nothing, as a `with` block or as a decorator (NVTX ranges)."""
 
     def __enter__(self):
         return self
@@ -366,7 +367,7 @@ class _NoAutocast(contextlib.ContextDecorator):
 
 def _cuda_autocast(enabled=True, dtype=torch.float16, cache_enabled=True):
     if not enabled:
-        return _NoAutocast()
+        return NoAutocast()
     return _cuda_autocast_to(dtype)
 
 
@@ -555,10 +556,27 @@ class ScriptRun:
         p.set(torch, "autocast", autocast)
         if hasattr(torch, "amp") and hasattr(torch.amp, "autocast"):  # the same class as torch.autocast
             p.set(torch.amp, "autocast", autocast)
+        # custom_fwd/custom_bwd enter autocast by their module's own name for it
+        import torch.cuda.amp.autocast_mode as cuda_autocast_mode
+        p.set(cuda_autocast_mode, "autocast", _cuda_autocast)
+        try:
+            import torch.amp.autocast_mode as amp_autocast_mode  # PyTorch 2
+            p.set(amp_autocast_mode, "autocast", autocast)
+        except ImportError:
+            pass
+        # and what the regions are, asked
+        enabled, gpu_dtype, dtype_of = amp.autocast_state_queries(
+            torch.is_autocast_enabled, torch.get_autocast_gpu_dtype, getattr(torch, "get_autocast_dtype", None))
+        p.set(torch, "is_autocast_enabled", enabled)
+        p.set(torch, "get_autocast_gpu_dtype", gpu_dtype)
+        if hasattr(torch, "get_autocast_dtype"):
+            p.set(torch, "get_autocast_dtype", dtype_of)
         self._install_accelerator(device_index)
         _integer_devices_are_cuda(p)
         # A checkpoint saved within the first two steps (an "initial" one): not written.
         p.set(torch, "save", _skip_save)
+        from . import checkpoint_load
+        checkpoint_load.install(p)  # and one loaded onto the GPU is there
         import torch.utils.checkpoint as checkpoint_module
         p.set(checkpoint_module, "checkpoint", _checkpoint_factory(checkpoint_module.checkpoint))
         # PyTorch 2's spellings (torch.amp.GradScaler from 2.3, torch.compile from 2.0) exist under the
@@ -566,6 +584,8 @@ class ScriptRun:
         if hasattr(torch, "amp"):
             p.set(torch.amp, "GradScaler", lambda device="cuda", *a, **k: ScriptGradScaler(*a, **k))
         p.set(torch, "compile", lambda model=None, *a, **k: model if model is not None else (lambda m: m))
+        from . import torchscript
+        torchscript.install(p)  # torch.jit.script/trace of a module: the eager module, as torch.compile
         # torch.set_default_device (PyTorch 2; provided on 1.13 too): factories without device= go there.
         from . import factories as factories_module
 
@@ -627,7 +647,7 @@ class ScriptRun:
             if hasattr(cuda, "nvtx") and hasattr(cuda.nvtx, name):
                 p.set(cuda.nvtx, name, lambda *a, **k: 0)
         if hasattr(cuda, "nvtx"):
-            p.set(cuda.nvtx, "range", lambda *a, **k: _NoAutocast())
+            p.set(cuda.nvtx, "range", lambda *a, **k: _NoOp())
         for name in ("_record_memory_history", "_dump_snapshot"):  # provided where missing (2.1+)
             p.set(cuda.memory, name, lambda *a, **k: None)
         # What nvidia-smi would say of an idle target before the job starts (assumed: 0 %), and the

@@ -1,6 +1,7 @@
 """--script: a user's unmodified training script probed as it stands. Each test writes a script the
 way users write them and runs `python3 -m colo_probe --script` as a subprocess (the real entry
 point: argv handling, the stop after two steps, the exit status and the one-line errors)."""
+import collections
 import json
 import os
 import shutil
@@ -10,6 +11,8 @@ import tempfile
 import textwrap
 import unittest
 
+import torch
+import torch.nn as nn
 from probe_util import Trace
 
 PYTHON_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "python")
@@ -1296,3 +1299,150 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         sizes = sorted(a[0] for a in state if a[2] in ("zeros_like", "empty_like", "zeros"))
         self.assertEqual(sizes.count(1000 * 64 * 4), 2, state)
         self.assertEqual(sizes.count(64 * 64 * 4), 2, state)
+
+    def test_a_checkpoint_loaded_onto_the_gpu_is_there_as_pytorch_places_it(self):
+        # Resuming (`torch.load(path, map_location="cuda")`) failed on the CPU-only PyTorch ("Storage
+        # device not recognized"); a checkpoint saved on a GPU, loaded without map_location, too.
+        d = tempfile.mkdtemp(prefix="colo-ckpt-")
+        _DIRS.append(d)
+        model = nn.Sequential(nn.Embedding(1000, 64), nn.Linear(64, 1000, bias=False))
+        model[1].weight = model[0].weight  # tied: saved once
+        opt = torch.optim.Adam(model.parameters())
+        model(torch.zeros(2, 3, dtype=torch.long)).sum().backward()
+        opt.step()
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "epoch": 7}, f"{d}/cpu.pt")
+        # The same saved from a GPU: storages tagged 'cuda:0' (PyTorch's own location-tag registry).
+        torch.serialization.register_package(0, lambda obj: "cuda:0", lambda obj, location: None)
+        try:
+            torch.save({"model": model.state_dict()}, f"{d}/gpu.pt")
+        finally:
+            del torch.serialization._package_registry[0]
+        table = 1000 * 64 * 4
+        script = """
+            import sys, torch, torch.nn as nn
+            model = nn.Sequential(nn.Embedding(1000, 64), nn.Linear(64, 1000, bias=False)).cuda()
+            model[1].weight = model[0].weight
+            opt = torch.optim.Adam(model.parameters())
+            where = {"cuda": "cuda", "cpu": "cpu", "none": None, "dict": {"cuda:0": "cpu"},
+                     "keep": lambda s, loc: s, "move": lambda s, loc: s.cuda(), "gpu1": "cuda:1"}[sys.argv[2]]
+            ck = torch.load(sys.argv[1], map_location=where)
+            model.load_state_dict(ck["model"])
+            if "opt" in ck:
+                opt.load_state_dict(ck["opt"])
+                assert ck["epoch"] == 7
+            while True:
+                model(torch.zeros(8, 16, dtype=torch.long, device="cuda")).sum().backward()
+                opt.step()
+        """
+        # (file, placement, what torch.load puts on the GPU, tables moved by .to: the model's own two,
+        # and Adam's moments where they were loaded onto the host)
+        for path, where, loaded, moved in (("cpu.pt", "cuda", [table] * 3, 2), ("cpu.pt", "move", [table] * 3, 2),
+                                           ("gpu.pt", "none", [table], 2), ("cpu.pt", "cpu", [], 4),
+                                           ("cpu.pt", "keep", [], 4), ("gpu.pt", "dict", [], 2)):
+            rc, text, err, _ = run_probe(script, script_args=(f"{d}/{path}", where))
+            self.assertEqual(rc, 0, f"{path} {where}: {err}")
+            allocs = Trace(text).allocs.values()
+            got = sorted(a[0] for a in allocs if a[2] == "torch.load" and a[0] >= table)
+            # the tied table once; with the optimizer's state, its two moments
+            self.assertEqual(got, loaded, f"{path} {where}")
+            # and nothing else at load (no second copy of what was read; the model's Linear table is freed
+            # when tied), but 1.13's Optimizer.load_state_dict deep-copying the state it is given
+            ops = collections.Counter(a[2] for a in allocs if a[1] == "load" and a[0] >= table)
+            self.assertEqual((ops["to_cuda"], ops["torch.load"]), (moved, len(loaded)), f"{path} {where}: {ops}")
+            self.assertEqual(sum(ops.values()) - ops["clone"], moved + len(loaded), f"{path} {where}: {ops}")
+        # a whole module saved (torch.save(model)), loaded onto the GPU and trained
+        torch.save(model, f"{d}/module.pt")
+        rc, text, err, _ = run_probe("""
+            import sys, torch
+            model = torch.load(sys.argv[1], map_location="cuda:0", weights_only=False)  # 2.6 defaults to True
+            assert model[1].weight is model[0].weight
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            while True:
+                model(torch.zeros(8, 16, dtype=torch.long, device="cuda")).sum().backward()
+                opt.step()
+        """, script_args=(f"{d}/module.pt",))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(sorted(a[0] for a in Trace(text).allocs.values() if a[1] == "load" and a[0] >= table), [table])
+        rc, text, err, _ = run_probe(script, script_args=(f"{d}/gpu.pt", "gpu1"))
+        self.assertEqual(rc, 1)
+        self.assertIn("Attempting to deserialize object on CUDA device 1 but torch.cuda.device_count() is 1", err)
+
+    def test_torchscript_modules_train_as_their_eager_modules(self):
+        # A scripted or traced module ran in TorchScript's interpreter, which aborted the probe process
+        # (a C++ terminate: no trace, no reason). It is now the eager module, as torch.compile is.
+        script = """
+            import sys, torch, torch.nn as nn
+            jit = sys.argv[1] == "jit"
+            @torch.jit.script
+            def bias_gelu(bias, y):  # a scripted function runs in the interpreter, on the probe's tensors
+                x = bias + y
+                return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
+            body = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 64)).cuda()
+            head = nn.Linear(64, 10).cuda()
+            if jit:
+                body = torch.jit.script(body)
+                head = torch.jit.trace(head, torch.randn(2, 64, device="cuda"))
+            bias = nn.Parameter(torch.zeros(64, device="cuda"))
+            opt = torch.optim.Adam([*body.parameters(), *head.parameters(), bias])
+            while True:
+                x = torch.randn(32, 64, device="cuda")
+                head(bias_gelu(bias, body(x))).logsumexp(1).mean().backward()
+                opt.step()
+                opt.zero_grad()
+        """
+        rc, jitted, err, _ = run_probe(script, script_args=("jit",))
+        self.assertEqual(rc, 0, err)
+        rc, eager, err, _ = run_probe(script, script_args=("eager",))
+        self.assertEqual(rc, 0, err)
+        sizes = lambda text: sorted(a[0] for a in Trace(text).allocs.values() if a[1] != "load")  # noqa: E731
+        self.assertEqual(sizes(jitted), sizes(eager))
+        rc, _, err, _ = run_probe("""
+            import torch
+            model = torch.jit.load("model.pt")
+        """)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("torch.jit.load: a TorchScript model file runs in TorchScript's interpreter", err)
+
+    def test_a_disabled_autocast_region_inside_an_enabled_one_casts_nothing(self):
+        # autocast(enabled=False) within the forward's region did nothing: the enclosing region went
+        # on casting, so a float32 head or loss was recorded in float16 (half its bytes), and
+        # torch.is_autocast_enabled() was False everywhere, so custom_fwd(cast_inputs=float32)
+        # never cast. Each check runs in the script: a failed one stops it with status 1.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            from torch.cuda.amp import custom_fwd
+            class Fp32Matmul(torch.autograd.Function):
+                @staticmethod
+                @custom_fwd(cast_inputs=torch.float32)
+                def forward(ctx, x, w):
+                    assert not torch.is_autocast_enabled() and x.dtype == torch.float32
+                    ctx.save_for_backward(x, w)
+                    return x.mm(w)
+                @staticmethod
+                def backward(ctx, g):
+                    x, w = ctx.saved_tensors
+                    return g.mm(w.t()), x.t().mm(g)
+            body, head = nn.Linear(512, 512).cuda(), nn.Linear(512, 384).cuda()
+            w = nn.Parameter(torch.randn(512, 320, device="cuda"))
+            opt = torch.optim.SGD([*body.parameters(), *head.parameters(), w], lr=0.1)
+            while True:
+                with torch.autocast("cuda", dtype=torch.float16):
+                    h = body(torch.randn(256, 512, device="cuda"))
+                    assert h.dtype == torch.float16 and torch.is_autocast_enabled()
+                    assert torch.get_autocast_gpu_dtype() == torch.float16
+                    with torch.autocast("cuda", enabled=False):
+                        assert not torch.is_autocast_enabled()
+                        out = head(h.float())
+                        assert out.dtype == torch.float32, out.dtype
+                        with torch.autocast("cuda", dtype=torch.bfloat16):  # enabled again, another dtype
+                            assert head(h.float()).dtype == torch.bfloat16
+                            assert torch.get_autocast_gpu_dtype() == torch.bfloat16
+                    y = Fp32Matmul.apply(h, w)
+                    assert y.dtype == torch.float32, y.dtype
+                (out.sum() + y.sum()).backward()
+                opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        forward = [a for a in Trace(text).allocs.values() if a[1] == "forward"]
+        self.assertIn(256 * 384 * 4, [a[0] for a in forward if a[2] == "addmm"])  # the head, in float32
+        self.assertIn(256 * 320 * 4, [a[0] for a in forward if a[2] == "mm"])     # custom_fwd's, in float32
