@@ -74,7 +74,7 @@ class Autocast(TorchFunctionMode):
     def current(cls):
         return cls._active[-1] if cls._active else None
 
-    def _cast(self, x, dtype):
+    def cast(self, x, dtype):
         if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.dtype != dtype):
             return x
         if x.is_leaf and x.requires_grad:
@@ -94,8 +94,8 @@ class Autocast(TorchFunctionMode):
         elif func in _FP32:
             target = torch.float32
         if target is not None:
-            args = tuple(self._cast(a, target) for a in args)
-            kwargs = {k: self._cast(v, target) for k, v in kwargs.items()}
+            args = tuple(self.cast(a, target) for a in args)
+            kwargs = {k: self.cast(v, target) for k, v in kwargs.items()}
         return func(*args, **kwargs)
 
 

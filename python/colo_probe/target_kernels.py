@@ -23,6 +23,8 @@ import contextlib
 import torch
 import torch.nn.functional as F
 
+from .amp import Autocast
+
 
 def _dropout(input, p=0.5, training=True, inplace=False):
     if not training or p == 0.0:
@@ -103,6 +105,13 @@ def _math_sdpa(q, k, v, attn_mask, dropout_p, is_causal, scale):
 
 
 def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **_):
+    region = Autocast.current()
+    if region is not None:
+        # SDPA is on autocast's float16 list, but this replacement is a Python function the region
+        # does not see: q, k, v (and a float mask) are cast here, as autocast casts the kernel's.
+        query, key, value = (region.cast(t, region.dtype) for t in (query, key, value))
+        if attn_mask is not None:
+            attn_mask = region.cast(attn_mask, region.dtype)
     if not _fused_sdpa_allowed():
         return _math_sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale)
     return _FusedAttention.apply(query, key, value)

@@ -1446,3 +1446,25 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         forward = [a for a in Trace(text).allocs.values() if a[1] == "forward"]
         self.assertIn(256 * 384 * 4, [a[0] for a in forward if a[2] == "addmm"])  # the head, in float32
         self.assertIn(256 * 320 * 4, [a[0] for a in forward if a[2] == "mm"])     # custom_fwd's, in float32
+
+    def test_attention_under_autocast_runs_in_the_regions_precision(self):
+        # SDPA is on autocast's float16 list; the probe's SDPA (the fused kernel's memory) is a Python
+        # function the region did not see, so float32 q, k, v stayed float32, and so did the output
+        # and everything the kernel keeps. Checked in the script: a failed check is status 1.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn, torch.nn.functional as F
+            proj = nn.Linear(64, 3 * 64).cuda()
+            opt = torch.optim.SGD(proj.parameters(), lr=0.1)
+            while True:
+                q, k, v = proj(torch.randn(2, 256, 64, device="cuda")).view(2, 256, 3, 4, 16).permute(2, 0, 3, 1, 4)
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                    assert out.dtype == torch.bfloat16, out.dtype
+                    with torch.autocast("cuda", enabled=False):
+                        assert F.scaled_dot_product_attention(q, k, v).dtype == torch.float32
+                out.float().sum().backward()
+                opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        cast = [a for a in Trace(text).allocs.values() if a[1] == "forward" and a[2] == "_to_copy"]
+        self.assertGreaterEqual(len([a for a in cast if a[0] == 2 * 4 * 256 * 16 * 2]), 3)  # q, k, v in bfloat16
