@@ -13,7 +13,12 @@ from . import tensor as pt
 
 FACTORIES = {torch.empty, torch.zeros, torch.ones, torch.full, torch.rand, torch.randn, torch.randint,
              torch.arange, torch.eye, torch.linspace, torch.logspace, torch.tensor, torch.as_tensor,
-             torch.empty_strided, torch.randperm, torch.normal, torch.scalar_tensor}
+             torch.empty_strided, torch.randperm, torch.normal, torch.scalar_tensor,
+             # signal windows and frequency grids (audio front ends: torch.stft's window on the GPU),
+             # index grids, and the later spellings where the installed PyTorch has them
+             torch.hann_window, torch.hamming_window, torch.blackman_window, torch.bartlett_window,
+             torch.kaiser_window, torch.fft.fftfreq, torch.fft.rfftfreq, torch.tril_indices, torch.triu_indices,
+             *(getattr(torch, n) for n in ("asarray", "empty_permuted") if hasattr(torch, n))}
 
 
 TARGET_GPUS = [1]  # GPUs the target has (--gpus); a script's cuda:N must name one of them

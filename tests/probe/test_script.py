@@ -1468,3 +1468,32 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         cast = [a for a in Trace(text).allocs.values() if a[1] == "forward" and a[2] == "_to_copy"]
         self.assertGreaterEqual(len([a for a in cast if a[0] == 2 * 4 * 256 * 16 * 2]), 3)  # q, k, v in bfloat16
+
+    def test_an_audio_front_end_makes_its_window_on_the_gpu(self):
+        # torch.hann_window(..., device="cuda") (torch.stft's window) and the other signal windows,
+        # frequency and index grids were not the probe's factories: the CPU-only build refused the
+        # device ("Could not run 'aten::empty.memory_format' ... 'CUDA' backend").
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            net = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                nn.Linear(8, 10)).cuda()
+            opt = torch.optim.Adam(net.parameters())
+            win = torch.hann_window(512, device="cuda")
+            grids = [torch.hamming_window(64, device="cuda"), torch.blackman_window(64, device="cuda"),
+                     torch.bartlett_window(64, device="cuda"), torch.kaiser_window(64, device="cuda"),
+                     torch.fft.rfftfreq(512, device="cuda"), torch.tril_indices(16, 16, device="cuda")]
+            assert all(g.is_cuda for g in grids) and win.is_cuda
+            assert int(torch.tril_indices(4, 4, device="cuda")[0, -1]) == 3  # values kept, as small factories'
+            while True:
+                wav = torch.randn(8, 16000, device="cuda")
+                spec = torch.stft(wav, n_fft=512, hop_length=128, window=win, return_complex=True).abs().pow(2)
+                loss = nn.functional.cross_entropy(net(torch.log1p(spec).unsqueeze(1)),
+                                                   torch.randint(0, 10, (8,), device="cuda"))
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+        """)
+        self.assertEqual(rc, 0, err)
+        allocs = Trace(text).allocs.values()
+        self.assertIn((512 * 4, "hann_window"), [(a[0], a[2]) for a in allocs])
+        self.assertIn(8 * 257 * 126 * 8, [a[0] for a in allocs if a[2] == "_fft_r2c"])  # the complex64 spectrogram
