@@ -17,12 +17,17 @@ these replacements, active only while probing, take the CUDA branch instead:
   what the fused kernel keeps (made inside it) went unrecorded (on 2.11: no log-sum-exp).
   need_weights=True returns the weights, which only the explicit path has: unchanged.
 - mish: the CUDA kernel saves its input and its backward writes one gradient tensor; PyTorch 1.13's
-  meta path decomposes mish_backward into softplus, tanh, sigmoid and products, all full size."""
+  meta path decomposes mish_backward into softplus, tanh, sigmoid and products, all full size.
+- one_hot: CUDA makes one int64 [.., classes] tensor of zeros and scatters the ones into it.
+  PyTorch 1.13 refuses meta tensors ("Can not infer total number of classes from meta tensor"),
+  even given the count; PyTorch 2 takes a traceable path for them (an arange, a bool comparison and
+  its int64 copy)."""
 import contextlib
 
 import torch
 import torch.nn.functional as F
 
+from . import tensor as pt
 from .amp import Autocast
 
 
@@ -187,10 +192,24 @@ def _mha_as_pytorch2(real):
     return mha
 
 
+def _one_hot_as_cuda(native):
+    def one_hot(tensor, num_classes=-1):
+        if not isinstance(tensor, pt.ProbeTensor):
+            return native(tensor, num_classes)  # a host tensor: PyTorch's own
+        if tensor.dtype != torch.int64:
+            raise RuntimeError("one_hot is only applicable to index tensor.")
+        if num_classes == -1:
+            num_classes = int(tensor.max()) + 1 if tensor.numel() else 0  # a value: read, as CUDA reads it
+        out = tensor.new_zeros((*tensor.shape, num_classes))
+        return out.scatter_(-1, tensor.unsqueeze(-1), 1) if tensor.numel() else out
+    return one_hot
+
+
 @contextlib.contextmanager
 def target_gpu_kernels():
     saved = {name: getattr(F, name, None)
-             for name in ("dropout", "scaled_dot_product_attention", "mish", "multi_head_attention_forward")}
+             for name in ("dropout", "scaled_dot_product_attention", "mish", "multi_head_attention_forward", "one_hot")}
+    F.one_hot = _one_hot_as_cuda(saved["one_hot"])
     F.multi_head_attention_forward = _mha_as_pytorch2(saved["multi_head_attention_forward"])
     F.dropout = _dropout
     F.scaled_dot_product_attention = _sdpa

@@ -1,22 +1,21 @@
-"""TorchScript under the probe (--script). A module compiled by torch.jit.script or torch.jit.trace
-runs in TorchScript's interpreter, which aborts the whole process on the probe's tensors (a C++
-"not linked with support for cuda devices", not an exception), so such a module stays the eager
-module it was compiled from, as torch.compile does under the probe. Its memory is eager PyTorch's: on
-a GPU, TorchScript's fuser can fuse elementwise chains and keep fewer intermediates, so the estimate
-errs high there, never low. Scripted and traced functions run in the interpreter, which works on
-the probe's tensors. A TorchScript file (torch.jit.load) has no eager module to fall back on: it is
-refused by name."""
+"""TorchScript under the probe (--script). What torch.jit.script or torch.jit.trace compiles runs in
+TorchScript's interpreter, which does not work on the probe's tensors: a scripted module aborts the
+whole process (a C++ "not linked with support for cuda devices", not an exception), and a scripted
+function's derivative graph (`F.relu`'s, after the profiling runs) fails in its backward. So what
+the script compiles stays the eager code it was compiled from, as torch.compile does under the
+probe: modules, functions and classes (torch.distributed.optim scripts its functional optimizers
+when imported). Its memory is eager PyTorch's: on a GPU, TorchScript's fuser can fuse elementwise
+chains and keep fewer intermediates, so the estimate errs high there, never low. A TorchScript file
+(torch.jit.load) has no eager code to fall back on: it is refused by name."""
 import torch
 
 
 def install(p):
-    script, trace = torch.jit.script, torch.jit.trace
-
     def script_eager(obj, *args, **kwargs):
-        return obj if isinstance(obj, torch.nn.Module) else script(obj, *args, **kwargs)
+        return obj
 
     def trace_eager(func, *args, **kwargs):
-        return func if isinstance(func, torch.nn.Module) else trace(func, *args, **kwargs)
+        return func
 
     def trace_module_eager(mod, *args, **kwargs):
         return mod

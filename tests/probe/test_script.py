@@ -1369,13 +1369,16 @@ class ScriptsAsWrittenToday(unittest.TestCase):
 
     def test_torchscript_modules_train_as_their_eager_modules(self):
         # A scripted or traced module ran in TorchScript's interpreter, which aborted the probe process
-        # (a C++ terminate: no trace, no reason). It is now the eager module, as torch.compile is.
+        # (a C++ terminate: no trace, no reason), and a scripted function with F.relu failed in its
+        # backward. What the script compiles is now the eager code, as torch.compile's is.
         script = """
             import sys, torch, torch.nn as nn
+            import torch.nn.functional as F
+            import torch.distributed.optim  # scripts its functional optimizers, whose names are F.*
             jit = sys.argv[1] == "jit"
             @torch.jit.script
-            def bias_gelu(bias, y):  # a scripted function runs in the interpreter, on the probe's tensors
-                x = bias + y
+            def bias_gelu(bias, y):
+                x = F.relu(bias + y)
                 return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
             body = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 64)).cuda()
             head = nn.Linear(64, 10).cuda()
@@ -1497,3 +1500,25 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         allocs = Trace(text).allocs.values()
         self.assertIn((512 * 4, "hann_window"), [(a[0], a[2]) for a in allocs])
         self.assertIn(8 * 257 * 126 * 8, [a[0] for a in allocs if a[2] == "_fft_r2c"])  # the complex64 spectrogram
+
+    def test_one_hot_labels_are_made_as_cuda_makes_them(self):
+        # F.one_hot on the GPU: PyTorch 1.13 refused the probe's tensors even given the class count
+        # ("Can not infer total number of classes from meta tensor"); PyTorch 2 took a traceable path
+        # (an arange, a bool comparison, its int64 copy). CUDA makes one int64 tensor and scatters.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn, torch.nn.functional as F
+            net = nn.Linear(32, 10).cuda()
+            opt = torch.optim.SGD(net.parameters(), lr=0.1)
+            while True:
+                y = torch.tensor([3, 1, 4, 1, 5, 9, 2, 6], device="cuda")
+                a = F.one_hot(y, num_classes=10)
+                b = F.one_hot(y)  # the count from the labels' values: 10
+                assert a.shape == (8, 10) and b.shape == (8, 10) and a.dtype == torch.int64, (a.shape, b.shape)
+                assert int(a[2].argmax()) == 4 and int(b.sum()) == 8  # its values, where the labels have them
+                (net(torch.randn(8, 32, device="cuda")) * (a + b)).sum().backward()
+                opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        allocs = Trace(text).allocs.values()
+        self.assertEqual([a[0] for a in allocs if a[2] == "new_zeros"], [8 * 10 * 8] * 4)  # two per step
+        self.assertFalse([a for a in allocs if a[2] in ("eq", "arange")])
