@@ -200,8 +200,7 @@ def _one_hot_as_cuda(native):
             raise RuntimeError("one_hot is only applicable to index tensor.")
         if num_classes == -1:
             num_classes = int(tensor.max()) + 1 if tensor.numel() else 0  # a value: read, as CUDA reads it
-        out = tensor.new_zeros((*tensor.shape, num_classes))
-        return out.scatter_(-1, tensor.unsqueeze(-1), 1) if tensor.numel() else out
+        return tensor.new_zeros((*tensor.shape, num_classes)).scatter_(-1, tensor.unsqueeze(-1), 1)
     return one_hot
 
 

@@ -11,19 +11,12 @@ import torch
 
 
 def install(p):
-    def script_eager(obj, *args, **kwargs):
+    def eager(obj, *args, **kwargs):  # what script, trace and trace_module were given
         return obj
-
-    def trace_eager(func, *args, **kwargs):
-        return func
-
-    def trace_module_eager(mod, *args, **kwargs):
-        return mod
 
     def load(*args, **kwargs):
         raise NotImplementedError("torch.jit.load: a TorchScript model file runs in TorchScript's interpreter, "
                                   "which the probe cannot run; train the eager module, or estimate the job with --mem")
-    p.set(torch.jit, "script", script_eager)
-    p.set(torch.jit, "trace", trace_eager)
-    p.set(torch.jit, "trace_module", trace_module_eager)
+    for name in ("script", "trace", "trace_module"):
+        p.set(torch.jit, name, eager)
     p.set(torch.jit, "load", load)
