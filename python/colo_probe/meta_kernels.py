@@ -390,7 +390,7 @@ def _indexed_dims(indices):
     return sum(i.dim() if i is not None and i.dtype in (torch.bool, torch.uint8) else 1 for i in indices)
 
 
-def _index_fallback(func, args):
+def _index_fallback(func, args, known):
     """x[indices] where x has dimensions after the indexed ones: those pass through to the end of
     the result unchanged (NumPy's advanced indexing, adjacent or not), so the fallback indexes an x
     whose trailing dimensions are 1 and puts their sizes back: the same result shape, without
@@ -400,13 +400,16 @@ def _index_fallback(func, args):
     kept = _indexed_dims(indices)
     trailing = tuple(x.shape[kept:])
     small = torch.empty(tuple(x.shape[:kept]) + (1,) * len(trailing), dtype=x.dtype, device="meta")
-    out = cpu_fallback(func, (small, indices), {})
+    out = cpu_fallback(func, (small, indices), {}, known)
     return torch.empty(tuple(out.shape[:out.dim() - len(trailing)]) + trailing, dtype=out.dtype, device="meta")
 
 
-def cpu_fallback(func, args, kwargs):
+def cpu_fallback(func, args, kwargs, known=None):
     """Runs an operator that has no meta kernel on filled CPU tensors of the same shapes and returns
-    meta tensors shaped like its outputs."""
+    meta tensors shaped like its outputs. `known` maps id() of a meta argument to the host copy of
+    its values, where the probe has them: a data-dependent operator then sizes its output by them
+    (`logits[labels != -100]`: the logits' values are unknown, the mask's are not)."""
+    known = known or {}
     total = [0]
 
     def count(x):
@@ -422,10 +425,12 @@ def cpu_fallback(func, args, kwargs):
     name = func._schema.name
     if name == "aten::index" and len(args) == 2 and not kwargs and isinstance(args[0], torch.Tensor) \
             and any(d != 1 for d in args[0].shape[_indexed_dims(args[1]):]):
-        return _index_fallback(func, args)
+        return _index_fallback(func, args, known)
 
     def to_cpu(x):
         if isinstance(x, torch.Tensor) and x.device.type == "meta":
+            if id(x) in known:
+                return known[id(x)]
             if x.layout != torch.strided:
                 raise NotImplementedError(
                     f"colo_probe: {name} on a {str(x.layout).replace('torch.', '')} tensor: the probe "
@@ -434,9 +439,10 @@ def cpu_fallback(func, args, kwargs):
             # sees no zero. Otherwise floating, boolean and byte inputs
             # (masks: `x[mask]`, torchvision's samplers' uint8 masks) are ones, other integers zeros
             # (valid indices); a sampling operator such as multinomial refuses all-zero probabilities,
-            # booleans read True as host reads do. Other operators' shapes do not depend on the values.
-            ones = (name in _NONZERO or x.is_floating_point() or x.is_complex()
-                    or x.dtype in (torch.bool, torch.uint8))
+            # booleans read True as host reads do; repeat_interleave's counts are ones (each element
+            # once). Other operators' shapes do not depend on the values.
+            ones = (name in _NONZERO or name == "aten::repeat_interleave" or x.is_floating_point()
+                    or x.is_complex() or x.dtype in (torch.bool, torch.uint8))
             return (torch.ones if ones else torch.zeros)(x.shape, dtype=x.dtype)
         return x
 

@@ -9,6 +9,7 @@ factory) and what operators compute from such tensors alone: it keeps a host cop
 reading it (`.item()`, `.tolist()`, `bool(t)`) gives what the GPU would. Everything else read back
 gets assumed values (_materialise_cpu)."""
 import copy
+import math
 
 import torch
 from torch.utils._mode_utils import no_dispatch
@@ -193,6 +194,8 @@ class ProbeTensor(torch.Tensor):
                 except RuntimeError:
                     mixed = cpu_beside_meta(uargs, ukwargs)
                     if mixed is None:
+                        if name in meta_kernels.DATA_DEPENDENT:  # repeat_interleave's meta kernel refuses
+                            raise NotImplementedError(name) from None
                         raise
                     uargs, ukwargs = mixed
                     out = func(*uargs, **ukwargs)
@@ -203,12 +206,14 @@ class ProbeTensor(torch.Tensor):
                 if hosts is not None:
                     out = tree_map(_meta_of, hosts)
             if out is None:
-                out = meta_kernels.cpu_fallback(func, uargs, ukwargs)
+                out = meta_kernels.cpu_fallback(func, uargs, ukwargs, _known_values(args, kwargs))
             CPU_FALLBACKS[name] = CPU_FALLBACKS.get(name, 0) + 1
         else:
             hosts = None
         if hosts is None:
             hosts = _host_run(func, args, kwargs, out)
+        if hosts is None and KEEP_VALUES[0]:
+            hosts = _assumed_finite(func, args, out)
         if hosts is None and KEEP_VALUES[0]:
             for written in _written(schema, args, kwargs):
                 forget_values(written)
@@ -290,6 +295,13 @@ def values_known(x):
     return x.host is not None and getattr(x.storage_token, "values_known", False)
 
 
+def _known_values(args, kwargs):
+    """{id(inner meta tensor): host copy} for the probe tensors among the arguments whose values
+    are known, for the CPU fallback of an operator whose other arguments' values are not."""
+    flat, _ = tree_flatten((args, kwargs))
+    return {id(x.elem): x.host for x in flat if isinstance(x, ProbeTensor) and values_known(x)}
+
+
 def _meta_of(x):
     return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta") if isinstance(x, torch.Tensor) else x
 
@@ -348,6 +360,36 @@ def _host_run(func, args, kwargs, out):
         return func(*tree_map(host, args), **hkwargs)
     except Exception:  # noqa: BLE001 - an operator without a CPU kernel: the values stay unknown
         return None
+
+
+# What a test of finiteness answers for unknown floating values (an operator on 1.13 and 2.x, or
+# the comparisons 1.13's isfinite is made of): the probe records a healthy run, whose values are
+# finite. A host read of an unknown boolean would otherwise read True, and `if torch.isnan(loss):
+# continue` skip every step, clip_grad_norm_(error_if_nonfinite=True) raise.
+_FINITENESS = {"aten::isnan": False, "aten::isinf": False, "aten::isposinf": False, "aten::isneginf": False,
+               "aten::isfinite": True}
+
+
+def _assumed_finite(func, args, out):
+    """The host values of a finiteness test of a probe tensor whose values are unknown: all False
+    for isnan/isinf, all True for isfinite, and likewise `x == x`, `x != inf`; None for anything else."""
+    if not (isinstance(out, torch.Tensor) and out.dtype == torch.bool
+            and args and isinstance(args[0], ProbeTensor) and args[0].is_floating_point()):
+        return None
+    name = func._schema.name
+    if name in _FINITENESS:
+        value = _FINITENESS[name]
+    elif name in ("aten::eq", "aten::ne") and len(args) == 2:
+        other = args[1]
+        if other is args[0]:  # x == x is False only for NaN
+            value = name == "aten::eq"
+        elif isinstance(other, float) and not math.isfinite(other):  # x == inf, x != nan
+            value = name == "aten::ne"
+        else:
+            return None
+    else:
+        return None
+    return torch.tensor(value).expand(out.shape)  # one element, whatever the size: `isnan(logits).any()`
 
 
 def _attach_hosts(result, hosts):

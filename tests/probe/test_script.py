@@ -1522,3 +1522,52 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         allocs = Trace(text).allocs.values()
         self.assertEqual([a[0] for a in allocs if a[2] == "new_zeros"], [8 * 10 * 8] * 4)  # two per step
         self.assertFalse([a for a in allocs if a[2] in ("eq", "arange")])
+
+    def test_a_mask_with_known_values_sizes_what_it_selects_from_unknown_ones(self):
+        # A language model's loss over the tokens that count: `logits[labels != -100]`. The labels'
+        # values are known (made by the script), the logits' are not; the probe kept every row of the
+        # logits (as if the mask were all true) and the cross-entropy then refused the two sizes.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn, torch.nn.functional as F
+            net = nn.Linear(16, 100).cuda()
+            opt = torch.optim.SGD(net.parameters(), lr=0.1)
+            while True:
+                y = torch.randint(0, 100, (4, 10), device="cuda")
+                y[:, 7:] = -100
+                y[0, 0] = -100
+                mask = y != -100
+                logits = net(torch.randn(4, 10, 16, device="cuda"))
+                picked = logits[mask]
+                assert picked.shape == (27, 100), picked.shape
+                assert torch.masked_select(logits, mask.unsqueeze(-1)).shape == (2700,)
+                assert logits.flatten(0, 1).repeat_interleave(mask.flatten().long(), dim=0).shape == (27, 100)
+                F.cross_entropy(picked, y[mask]).backward()
+                opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        allocs = Trace(text).allocs.values()
+        self.assertEqual([a[0] for a in allocs if a[2] == "index"].count(27 * 100 * 4), 2)  # one per step
+
+    def test_finiteness_checks_pass_as_in_a_healthy_run(self):
+        # The values of the logits and the gradients' norm are unknown to the probe; a host read of an
+        # unknown boolean reads True, so `if torch.isnan(loss): continue` skipped every step and
+        # clip_grad_norm_(error_if_nonfinite=True) raised. A recorded run is a healthy one: finite.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn, torch.nn.functional as F
+            net = nn.Linear(512, 1000).cuda()
+            opt = torch.optim.SGD(net.parameters(), lr=0.1)
+            for _ in range(4):  # bounded: skipping every step must fail, not loop
+                logits = net(torch.randn(256, 512, device="cuda"))
+                loss = F.cross_entropy(logits, torch.randint(0, 1000, (256,), device="cuda"))
+                if torch.isnan(loss) or torch.isinf(loss).any() or not torch.isfinite(loss):
+                    continue
+                if torch.isnan(logits).any() or (logits != logits).any() or (logits == float("inf")).any():
+                    continue  # 256 000 elements: more than the probe keeps values of
+                assert torch.isfinite(logits).all() and not torch.isposinf(logits).any()
+                loss.backward()
+                nn.utils.clip_grad_norm_(net.parameters(), 1.0, error_if_nonfinite=True)
+                opt.step()
+                opt.zero_grad()
+        """)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(footer(text)["cpu_fallbacks"], {})
