@@ -31,12 +31,15 @@ class Storage:
     the trace it was allocated in: a storage kept alive by a reference cycle can be collected while
     a later probe in the same process records (colo_probe.gpumemnet probes many rows in one), and
     its free is not that trace's."""
-    __slots__ = ("ident", "nbytes", "recorder", "values_known", "address", "__weakref__")
+    __slots__ = ("ident", "nbytes", "recorder", "values_known", "values_assumed", "address", "__weakref__")
 
     def __init__(self, nbytes, op):
         self.nbytes = nbytes
         # False once something the probe cannot compute wrote into it: every view's host copy is stale.
         self.values_known = True
+        # Its values follow from an assumption (_assumed_finite), not from the script's data: a host
+        # read of them counts in the footer's value_reads, as a read of unknown values does.
+        self.values_assumed = False
         self.recorder = RECORDER
         self.ident = RECORDER.malloc(nbytes, op) if RECORDER is not None else 0
         self.address = _device_address(nbytes)
@@ -210,10 +213,13 @@ class ProbeTensor(torch.Tensor):
             CPU_FALLBACKS[name] = CPU_FALLBACKS.get(name, 0) + 1
         else:
             hosts = None
+        assumed = False
         if hosts is None:
             hosts = _host_run(func, args, kwargs, out)
+            assumed = hosts is not None and _any_assumed(args, kwargs)
         if hosts is None and KEEP_VALUES[0]:
             hosts = _assumed_finite(func, args, out)
+            assumed = hosts is not None
         if hosts is None and KEEP_VALUES[0]:
             for written in _written(schema, args, kwargs):
                 forget_values(written)
@@ -237,6 +243,8 @@ class ProbeTensor(torch.Tensor):
         result = _wrap_outputs(func, schema, args, kwargs, out)
         if hosts is not None:
             _attach_hosts(result, hosts)
+            if assumed:
+                _mark_assumed(result)
         if after:
             temporaries = [Storage(n, name[6:]) for n in after]
             del temporaries
@@ -313,6 +321,7 @@ def set_values(t, host):
     t.host = host
     if isinstance(t.storage_token, Storage):
         t.storage_token.values_known = True
+        t.storage_token.values_assumed = False
 
 
 def forget_values(x):
@@ -392,6 +401,17 @@ def _assumed_finite(func, args, out):
     return torch.tensor(value).expand(out.shape)  # one element, whatever the size: `isnan(logits).any()`
 
 
+def _any_assumed(args, kwargs):
+    flat, _ = tree_flatten((args, kwargs))
+    return any(isinstance(x, ProbeTensor) and getattr(x.storage_token, "values_assumed", False) for x in flat)
+
+
+def _mark_assumed(result):
+    for r in (result if isinstance(result, (list, tuple)) else (result,)):
+        if isinstance(r, ProbeTensor) and isinstance(r.storage_token, Storage):
+            r.storage_token.values_assumed = True
+
+
 def _attach_hosts(result, hosts):
     if isinstance(result, ProbeTensor):
         if result.host is hosts:
@@ -411,6 +431,8 @@ def _materialise_cpu(x):
     # what this cannot cover.
     if isinstance(x, ProbeTensor):
         if values_known(x):
+            if getattr(x.storage_token, "values_assumed", False):
+                VALUE_READS[0] += 1
             return x.host.clone()
         VALUE_READS[0] += 1
         return torch.ones(x.shape, dtype=x.dtype) if x.dtype == torch.bool else torch.zeros(x.shape, dtype=x.dtype)

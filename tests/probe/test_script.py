@@ -1541,6 +1541,9 @@ class ScriptsAsWrittenToday(unittest.TestCase):
                 assert picked.shape == (27, 100), picked.shape
                 assert torch.masked_select(logits, mask.unsqueeze(-1)).shape == (2700,)
                 assert logits.flatten(0, 1).repeat_interleave(mask.flatten().long(), dim=0).shape == (27, 100)
+                big = torch.randn(1 << 17, device="cuda")  # too large to keep values of
+                unknown = (big[:4] > 0).long() + 1  # counts made from values the probe lacks
+                assert logits.repeat_interleave(unknown, dim=0).shape == (4, 10, 100)  # each once
                 F.cross_entropy(picked, y[mask]).backward()
                 opt.step()
         """)
@@ -1571,3 +1574,4 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         """)
         self.assertEqual(rc, 0, err)
         self.assertEqual(footer(text)["cpu_fallbacks"], {})
+        self.assertGreaterEqual(footer(text)["value_reads"], 8)  # assumed, not known: counted
