@@ -663,6 +663,7 @@ class ScriptRun:
         # The probe's tensors are the target GPU's.
         p.set(pt.ProbeTensor, "device", property(lambda self: torch.device("cuda", 0)))
         p.set(pt.ProbeTensor, "is_cuda", property(lambda self: True))
+        p.set(pt.ProbeTensor, "is_meta", property(lambda self: False))  # meta is how the probe holds them
         p.set(pt.ProbeTensor, "get_device", lambda self: 0)
         # DataParallel over the target's GPUs.
         from .train import ScriptDataParallel

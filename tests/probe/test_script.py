@@ -184,6 +184,7 @@ class Script(unittest.TestCase):
                     "name": torch.cuda.get_device_name(0),
                     "total": torch.cuda.get_device_properties(0).total_memory,
                     "is_cuda": x.is_cuda, "device": str(m.weight.device), "bf16": torch.cuda.is_bf16_supported(),
+                    "is_meta": x.is_meta or m.weight.is_meta,  # the probe holds them on meta; a GPU's are not
                     "allocated": torch.cuda.memory_allocated(), "argv": sys.argv[1:],
                     # PyTorch 2's Adam step asks this; a real CUDA call would fail (or wake a GPU)
                     "capturing": torch.cuda.is_current_stream_capturing()}
@@ -195,7 +196,8 @@ class Script(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         seen = json.loads(_read(os.path.join(d, "seen.json")))
         self.assertEqual(seen, {"available": True, "count": 2, "name": "NVIDIA H100 80GB HBM3", "total": 81559 << 20,
-                                "is_cuda": True, "device": "cuda:0", "bf16": True, "argv": ["--flag", "value"],
+                                "is_cuda": True, "is_meta": False, "device": "cuda:0", "bf16": True,
+                                "argv": ["--flag", "value"],
                                 "allocated": 16 + 64 + 16, "capturing": False})
 
     def test_amp_scaler_clipping_scheduler_and_a_pinned_loader(self):
