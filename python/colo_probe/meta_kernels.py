@@ -235,6 +235,15 @@ def _grid_sampler_backward(grad_output, input, grid, interpolation_mode, padding
     return gi, torch.empty_like(grid, memory_format=torch.contiguous_format)
 
 
+def _fused_moving_avg_obs_fq(self, observer_on, fake_quant_on, running_min, running_max, scale, zero_point,
+                             averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant=False,
+                             symmetric_quant=False):
+    # Quantization-aware training's observer and fake quantisation in one (torch.ao's
+    # FusedMovingAvgObsFakeQuantize): the statistics, scale and zero point are updated in place; it
+    # returns the fake-quantised output and the mask its backward keeps, both shaped like the input.
+    return torch.empty_like(self), torch.empty_like(self, dtype=torch.bool)
+
+
 KERNELS = {
     "batch_norm_stats": _bn_stats,
     "batch_norm_gather_stats_with_counts": _bn_gather_stats_with_counts,
@@ -267,6 +276,7 @@ KERNELS = {
     "_pdist_forward": _pdist_forward,
     "_pdist_backward": _pdist_backward,
     "grid_sampler_3d": _grid_sampler_3d,
+    "_fused_moving_avg_obs_fq_helper": _fused_moving_avg_obs_fq,
     "grid_sampler_2d_backward": _grid_sampler_backward,
     "grid_sampler_3d_backward": _grid_sampler_backward,
 }

@@ -166,6 +166,22 @@ class PoolingLossesAndNorms(unittest.TestCase):
                     same(self, list(x.mode(dim, keepdim)), list(m.mode(dim, keepdim)))
         same(self, list(x.mode()), list(m.mode()))
 
+    def test_quantization_aware_trainings_fused_observer_and_fake_quantisation(self):
+        # torch.ao's FusedMovingAvgObsFakeQuantize, per tensor and per channel (PyTorch 1.13 has no
+        # meta kernel for it: QAT ran it on the CPU at every layer, refused at large batches)
+        aten = torch.ops.aten
+        x = torch.randn(4, 8, 5, 5)
+        for per_channel, n in ((False, 1), (True, 4)):  # per channel: a weight's axis 0
+            with self.subTest(per_channel=per_channel):
+                def state():
+                    return [torch.ones(1, dtype=torch.long), torch.ones(1, dtype=torch.long),
+                            torch.full((n,), float("inf")), torch.full((n,), float("-inf")),
+                            torch.ones(n), torch.zeros(n, dtype=torch.int32)]
+                real = aten._fused_moving_avg_obs_fq_helper(x, *state(), 0.01, 0, 255, 0, per_channel, False)
+                meta = aten._fused_moving_avg_obs_fq_helper(meta_like(x), *[meta_like(t) for t in state()],
+                                                            0.01, 0, 255, 0, per_channel, False)
+                same(self, list(real), list(meta))
+
     def test_pairwise_distances_and_their_backwards(self):
         aten = torch.ops.aten
         x1, x2 = torch.randn(3, 5, 4), torch.randn(3, 6, 4)
