@@ -3,6 +3,7 @@ device (no memory, no initialisation cost). While it trains, a tensor asked for 
 (`device="cuda"`, `.cuda()`, `.to("cuda")`, or the meta device of the probe's own tensors) becomes
 a probe tensor with a recorded storage; one asked for on the CPU stays on the CPU (optimizer step
 counters, Python-side bookkeeping)."""
+import inspect
 import sys
 
 import torch
@@ -162,6 +163,8 @@ class ProbeDevice(TorchFunctionMode):
             return _setitem(func, args, kwargs)
         if func in _CTC and len(args) >= 4:
             args = _ctc_lengths_on_host(args)
+        if func in _MADE_INSIDE:
+            args, kwargs = _MADE_INSIDE[func](self, func, args, kwargs)
         if func is torch.Tensor.new_tensor and args:
             out = _new_tensor(*args, **kwargs)
             if out is not None:
@@ -179,6 +182,59 @@ class ProbeDevice(TorchFunctionMode):
         out = func(*args, **kwargs)
         pt.set_op_name(getattr(func, "__name__", "op"))
         return tree_map(_wrap_plain_meta, out)
+
+
+def _gpu_factory(mode, factory, *args, **kwargs):
+    """factory(*args, **kwargs) on the probe's GPU, as the mode makes it for the script."""
+    return mode.__torch_function__(factory, (), args, dict(kwargs, device="cuda"))
+
+
+def _bound(func, args, kwargs):
+    return inspect.signature(_SIGNATURE_OF.get(func, func)).bind(*args, **kwargs)
+
+
+# Functions of torch.nn.functional that make a GPU tensor inside themselves, from their input's
+# device. A torch-function mode does not see calls made inside a call it handles, so that tensor
+# would be asked of the real CUDA (which a CPU build lacks): the probe makes it first, on its GPU,
+# and passes it in, as the function would have made it.
+def _embedding_bag_offsets(mode, func, args, kwargs):
+    # a 2-D input of equal-length bags: offsets = arange(0, numel, bag length), the input flattened
+    b = _bound(func, args, kwargs)
+    x = b.arguments.get("input")
+    if not isinstance(x, pt.ProbeTensor) or x.dim() != 2 or b.arguments.get("offsets") is not None:
+        return args, kwargs
+    b.arguments["offsets"] = _gpu_factory(mode, torch.arange, 0, x.numel(), x.size(1), dtype=x.dtype)
+    b.arguments["input"] = x.reshape(-1)
+    weights = b.arguments.get("per_sample_weights")
+    if weights is not None:
+        b.arguments["per_sample_weights"] = weights.reshape(-1)
+    return b.args, b.kwargs
+
+
+def _fractional_samples(dims):
+    def supply(mode, func, args, kwargs):
+        # fractional max pooling's random samples: rand(batch, channels, dims) like the input
+        b = _bound(func, args, kwargs)
+        x = b.arguments.get("input")
+        if not isinstance(x, pt.ProbeTensor) or b.arguments.get("_random_samples") is not None:
+            return args, kwargs
+        batch = 1 if x.dim() == dims + 1 else x.size(0)
+        b.arguments["_random_samples"] = _gpu_factory(mode, torch.rand, batch, x.size(-dims - 1), dims,
+                                                      dtype=x.dtype)
+        return b.args, b.kwargs
+    return supply
+
+
+_F = torch.nn.functional
+_MADE_INSIDE = {_F.embedding_bag: _embedding_bag_offsets}
+# F.fractional_max_pool2d (what the mode is handed, a dispatcher on return_indices with no
+# signature of its own) and the two functions it dispatches to
+_SIGNATURE_OF = {}
+for _dims in (2, 3):
+    _with_indices = getattr(_F, f"fractional_max_pool{_dims}d_with_indices")
+    for _f in (getattr(_F, f"fractional_max_pool{_dims}d"), _with_indices, getattr(_F, f"_fractional_max_pool{_dims}d")):
+        _MADE_INSIDE[_f] = _fractional_samples(_dims)
+        _SIGNATURE_OF[_f] = _with_indices
 
 
 _CTC = {torch.ctc_loss, torch.nn.functional.ctc_loss}  # (the second reaches the mode first, and calls the first)

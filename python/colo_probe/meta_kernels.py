@@ -235,6 +235,46 @@ def _grid_sampler_backward(grad_output, input, grid, interpolation_mode, padding
     return gi, torch.empty_like(grid, memory_format=torch.contiguous_format)
 
 
+def _upsample3d_size(input, output_size, scale_factors):
+    # upsample_*3d.vec: the output size given, else each spatial size times its scale, floored
+    if output_size is not None:
+        return tuple(output_size)
+    return tuple(int(d * f) for d, f in zip(input.shape[2:], scale_factors))
+
+
+def _upsample3d_vec(input, output_size, scale_factors):
+    return torch.empty(tuple(input.shape[:2]) + _upsample3d_size(input, output_size, scale_factors),
+                       dtype=input.dtype, device=input.device, memory_format=_suggested_format(input))
+
+
+def _upsample3d(input, output_size, scales_d=None, scales_h=None, scales_w=None):
+    return torch.empty(tuple(input.shape[:2]) + tuple(output_size), dtype=input.dtype, device=input.device,
+                       memory_format=_suggested_format(input))
+
+
+def _upsample3d_backward_vec(grad_output, output_size, input_size, scale_factors):
+    return grad_output.new_empty(tuple(input_size))
+
+
+def _upsample3d_backward(grad_output, output_size, input_size, scales_d=None, scales_h=None, scales_w=None):
+    return grad_output.new_empty(tuple(input_size))
+
+
+def _suggested_format(t):
+    # ATen's upsampling keeps a channels-last-3d input channels-last
+    return torch.channels_last_3d if t.dim() == 5 and t.is_contiguous(memory_format=torch.channels_last_3d) \
+        and not t.is_contiguous() else torch.contiguous_format
+
+
+def _like_input(self, *rest, **kwargs):
+    # rrelu_with_noise (its noise, a buffer shaped like the input, is written in place), _logcumsumexp
+    return torch.empty_like(self)
+
+
+def _cumulative_helper(self, values, indices, dim):
+    return None  # torch.cummax/cummin size values and indices like the input before calling it
+
+
 def _fused_moving_avg_obs_fq(self, observer_on, fake_quant_on, running_min, running_max, scale, zero_point,
                              averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant=False,
                              symmetric_quant=False):
@@ -277,6 +317,19 @@ KERNELS = {
     "_pdist_backward": _pdist_backward,
     "grid_sampler_3d": _grid_sampler_3d,
     "_fused_moving_avg_obs_fq_helper": _fused_moving_avg_obs_fq,
+    # 3-D nearest upsampling (3-D U-Nets, video models' decoders), both spellings, and its backward
+    "upsample_nearest3d.vec": _upsample3d_vec,
+    "upsample_nearest3d": _upsample3d,
+    "_upsample_nearest_exact3d.vec": _upsample3d_vec,
+    "_upsample_nearest_exact3d": _upsample3d,
+    "upsample_nearest3d_backward.vec": _upsample3d_backward_vec,
+    "upsample_nearest3d_backward": _upsample3d_backward,
+    "_upsample_nearest_exact3d_backward.vec": _upsample3d_backward_vec,
+    "_upsample_nearest_exact3d_backward": _upsample3d_backward,
+    "rrelu_with_noise": _like_input,
+    "_logcumsumexp": _like_input,
+    "_cummax_helper": _cumulative_helper,
+    "_cummin_helper": _cumulative_helper,
     "grid_sampler_2d_backward": _grid_sampler_backward,
     "grid_sampler_3d_backward": _grid_sampler_backward,
 }

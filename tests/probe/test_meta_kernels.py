@@ -166,6 +166,33 @@ class PoolingLossesAndNorms(unittest.TestCase):
                     same(self, list(x.mode(dim, keepdim)), list(m.mode(dim, keepdim)))
         same(self, list(x.mode()), list(m.mode()))
 
+    def test_3d_nearest_upsampling_rrelu_and_cumulative_operators_with_their_backwards(self):
+        # PyTorch 1.13 has no meta kernels for these (3-D U-Nets' decoders, RReLU, logcumsumexp,
+        # cummax/cummin): they ran on the CPU, refused at large sizes
+        F = torch.nn.functional
+        cases = {
+            "nearest x2": lambda x: F.interpolate(x, scale_factor=2, mode="nearest"),
+            "nearest to a size": lambda x: F.interpolate(x, size=(5, 6, 7), mode="nearest"),
+            "nearest-exact x1.5": lambda x: F.interpolate(x, scale_factor=1.5, mode="nearest-exact"),
+            "rrelu": lambda x: F.rrelu(x, training=True),
+            "logcumsumexp": lambda x: torch.logcumsumexp(x, 2),
+            "cummax": lambda x: torch.cummax(x, 1)[0] + torch.cummax(x, 1)[1],
+            "cummin": lambda x: torch.cummin(x, 3)[0],
+        }
+        for channels_last in (False, True):
+            x = torch.randn(2, 3, 4, 4, 4)
+            if channels_last:
+                x = x.to(memory_format=torch.channels_last_3d)
+            for name, f in cases.items():
+                with self.subTest(name, channels_last=channels_last):
+                    real_x = x.clone().requires_grad_()
+                    meta_x = meta_like(x).requires_grad_()
+                    real, meta = f(real_x), f(meta_x)
+                    same(self, real, meta)
+                    if name.startswith("nearest"):
+                        self.assertEqual(real.stride(), meta.stride())
+                    same(self, torch.autograd.grad(real.sum(), real_x)[0], torch.autograd.grad(meta.sum(), meta_x)[0])
+
     def test_quantization_aware_trainings_fused_observer_and_fake_quantisation(self):
         # torch.ao's FusedMovingAvgObsFakeQuantize, per tensor and per channel (PyTorch 1.13 has no
         # meta kernel for it: QAT ran it on the CPU at every layer, refused at large batches)

@@ -1577,3 +1577,30 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertEqual(footer(text)["cpu_fallbacks"], {})
         self.assertGreaterEqual(footer(text)["value_reads"], 8)  # assumed, not known: counted
+
+    def test_functions_that_make_a_gpu_tensor_inside_themselves_get_it_from_the_probe(self):
+        # F.embedding_bag of equal-length bags makes its offsets, fractional max pooling its random
+        # samples, on the input's device, inside a call the probe's torch-function mode handles (so
+        # it does not see them): they were asked of the real CUDA, which a CPU build lacks.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            bag = nn.EmbeddingBag(1000, 64, mode="max").cuda()
+            pool2, pool3 = nn.FractionalMaxPool2d(3, output_ratio=0.5).cuda(), nn.FractionalMaxPool3d(2, output_size=3).cuda()
+            opt = torch.optim.SGD(bag.parameters(), lr=0.1)
+            while True:
+                words = torch.randint(0, 1000, (32, 7), device="cuda")
+                w = torch.rand(32, 7, device="cuda")
+                pooled = bag(words) + nn.functional.embedding_bag(words, bag.weight, per_sample_weights=w, mode="sum")
+                assert pooled.shape == (32, 64)
+                x2 = torch.randn(4, 8, 16, 16, device="cuda", requires_grad=True)
+                x3 = torch.randn(8, 6, 6, 6, device="cuda", requires_grad=True)  # unbatched
+                assert pool2(x2).shape == (4, 8, 8, 8) and pool3(x3).shape == (8, 3, 3, 3)
+                (pooled.sum() + pool2(x2).sum() + pool3(x3).sum()).backward()
+                opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        allocs = list(Trace(text).allocs.values())
+        self.assertEqual([a[0] for a in allocs if a[2] == "arange"], [32 * 8] * 4)  # two bags a step
+        samples = collections.Counter(a[0] for a in allocs if a[2] == "rand")
+        # each pooling runs twice a step: rand(1, 8, 3) for the unbatched 3-D input, rand(4, 8, 2) for the 2-D
+        self.assertEqual((samples[1 * 8 * 3 * 4], samples[4 * 8 * 2 * 4]), (4, 4))
