@@ -413,6 +413,17 @@ def _register_torchvision():
             autograd.impl(name, _below_autograd(getattr(torch.ops.torchvision, name).default))
 
 
+def _needs_meta_kernel(qualified):
+    """Whether the installed PyTorch has the operator but no meta kernel for it. PyTorch 2
+    decomposes some (upsample_nearest3d.vec) into operators that have one, and refuses a meta
+    kernel on such a composite; it dropped others (upsample_nearest3d_backward.vec)."""
+    try:
+        return not any(torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key)
+                       for key in ("Meta", "CompositeImplicitAutograd"))
+    except RuntimeError:  # "operator ... does not exist"
+        return False
+
+
 def register():
     """Registers every kernel in KERNELS the installed PyTorch lacks, and torchvision's. Idempotent."""
     global _LIB
@@ -420,7 +431,7 @@ def register():
         return REGISTERED
     _LIB = torch.library.Library("aten", "IMPL", "Meta")
     for name, fn in KERNELS.items():
-        if not torch._C._dispatch_has_kernel_for_dispatch_key("aten::" + name, "Meta"):
+        if _needs_meta_kernel("aten::" + name):
             _LIB.impl(name, fn)
             REGISTERED.append(name)
     _register_torchvision()
