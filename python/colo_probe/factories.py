@@ -201,7 +201,8 @@ def _embedding_bag_offsets(mode, func, args, kwargs):
     # a 2-D input of equal-length bags: offsets = arange(0, numel, bag length), the input flattened
     b = _bound(func, args, kwargs)
     x = b.arguments.get("input")
-    if not isinstance(x, pt.ProbeTensor) or x.dim() != 2 or b.arguments.get("offsets") is not None:
+    if not isinstance(x, pt.ProbeTensor) or x.dim() != 2 or x.is_floating_point() \
+            or b.arguments.get("offsets") is not None:  # (a float input: PyTorch's deprecated swapped order)
         return args, kwargs
     b.arguments["offsets"] = _gpu_factory(mode, torch.arange, 0, x.numel(), x.size(1), dtype=x.dtype)
     b.arguments["input"] = x.reshape(-1)
