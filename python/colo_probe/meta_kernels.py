@@ -235,28 +235,15 @@ def _grid_sampler_backward(grad_output, input, grid, interpolation_mode, padding
     return gi, torch.empty_like(grid, memory_format=torch.contiguous_format)
 
 
-def _upsample3d_size(input, output_size, scale_factors):
-    # upsample_*3d.vec: the output size given, else each spatial size times its scale, floored
-    if output_size is not None:
-        return tuple(output_size)
-    return tuple(int(d * f) for d, f in zip(input.shape[2:], scale_factors))
-
-
 def _upsample3d_vec(input, output_size, scale_factors):
-    return torch.empty(tuple(input.shape[:2]) + _upsample3d_size(input, output_size, scale_factors),
-                       dtype=input.dtype, device=input.device, memory_format=_suggested_format(input))
-
-
-def _upsample3d(input, output_size, scales_d=None, scales_h=None, scales_w=None):
-    return torch.empty(tuple(input.shape[:2]) + tuple(output_size), dtype=input.dtype, device=input.device,
+    # upsample_*3d.vec: the output size given, else each spatial size times its scale, floored
+    size = tuple(output_size) if output_size is not None else \
+        tuple(int(d * f) for d, f in zip(input.shape[2:], scale_factors))
+    return torch.empty(tuple(input.shape[:2]) + size, dtype=input.dtype, device=input.device,
                        memory_format=_suggested_format(input))
 
 
 def _upsample3d_backward_vec(grad_output, output_size, input_size, scale_factors):
-    return grad_output.new_empty(tuple(input_size))
-
-
-def _upsample3d_backward(grad_output, output_size, input_size, scales_d=None, scales_h=None, scales_w=None):
     return grad_output.new_empty(tuple(input_size))
 
 
@@ -317,15 +304,12 @@ KERNELS = {
     "_pdist_backward": _pdist_backward,
     "grid_sampler_3d": _grid_sampler_3d,
     "_fused_moving_avg_obs_fq_helper": _fused_moving_avg_obs_fq,
-    # 3-D nearest upsampling (3-D U-Nets, video models' decoders), both spellings, and its backward
+    # 3-D nearest upsampling (3-D U-Nets, video models' decoders) and its backward: 1.13 has meta
+    # kernels for the overloads of explicit sizes, not for the .vec ones F.interpolate calls
     "upsample_nearest3d.vec": _upsample3d_vec,
-    "upsample_nearest3d": _upsample3d,
     "_upsample_nearest_exact3d.vec": _upsample3d_vec,
-    "_upsample_nearest_exact3d": _upsample3d,
     "upsample_nearest3d_backward.vec": _upsample3d_backward_vec,
-    "upsample_nearest3d_backward": _upsample3d_backward,
     "_upsample_nearest_exact3d_backward.vec": _upsample3d_backward_vec,
-    "_upsample_nearest_exact3d_backward": _upsample3d_backward,
     "rrelu_with_noise": _like_input,
     "_logcumsumexp": _like_input,
     "_cummax_helper": _cumulative_helper,
