@@ -3,8 +3,9 @@ device (no memory, no initialisation cost). While it trains, a tensor asked for 
 (`device="cuda"`, `.cuda()`, `.to("cuda")`, or the meta device of the probe's own tensors) becomes
 a probe tensor with a recorded storage; one asked for on the CPU stays on the CPU (optimizer step
 counters, Python-side bookkeeping)."""
-import inspect
 import sys
+import threading
+from types import FunctionType
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -131,12 +132,14 @@ def _small_on_host(func, args, kwargs, meta):
     return host if host.shape == meta.shape and host.dtype == meta.dtype else None
 
 
-_TO = {torch.Tensor.to, torch.Tensor.cuda}
+# (taken here: _NestedCalls replaces them on torch.Tensor for a while, and `func is` compares to these)
+_TENSOR_TO, _TENSOR_CUDA, _NEW_TENSOR = torch.Tensor.to, torch.Tensor.cuda, torch.Tensor.new_tensor
+_TO = {_TENSOR_TO, _TENSOR_CUDA}
 # Made like another tensor, on the device they name: `torch.full_like(boxes, i, device=device)`
 # (torchvision's RoI pooler), `x.new_zeros(shape, device="cuda")`. Their device is keyword-only.
 _LIKE = {torch.empty_like, torch.zeros_like, torch.ones_like, torch.full_like, torch.rand_like, torch.randn_like,
          torch.randint_like, torch.Tensor.new_empty, torch.Tensor.new_zeros, torch.Tensor.new_ones,
-         torch.Tensor.new_full, torch.Tensor.new_tensor, torch.Tensor.new_empty_strided}
+         torch.Tensor.new_full, _NEW_TENSOR, torch.Tensor.new_empty_strided}
 
 
 class ProbeDevice(TorchFunctionMode):
@@ -163,9 +166,7 @@ class ProbeDevice(TorchFunctionMode):
             return _setitem(func, args, kwargs)
         if func in _CTC and len(args) >= 4:
             args = _ctc_lengths_on_host(args)
-        if func in _MADE_INSIDE:
-            args, kwargs = _MADE_INSIDE[func](self, func, args, kwargs)
-        if func is torch.Tensor.new_tensor and args:
+        if func is _NEW_TENSOR and args:
             out = _new_tensor(*args, **kwargs)
             if out is not None:
                 return out
@@ -179,63 +180,100 @@ class ProbeDevice(TorchFunctionMode):
                 return kwargs
         if func is torch.Tensor.type and args and isinstance(args[0], pt.ProbeTensor):
             return _probe_type(*args, **kwargs)
-        out = func(*args, **kwargs)
+        if isinstance(func, FunctionType):  # a Python function: see _NestedCalls
+            with _NestedCalls(self):
+                out = func(*args, **kwargs)
+        else:
+            out = func(*args, **kwargs)
         pt.set_op_name(getattr(func, "__name__", "op"))
         return tree_map(_wrap_plain_meta, out)
 
 
-def _gpu_factory(mode, factory, *args, **kwargs):
-    """factory(*args, **kwargs) on the probe's GPU, as the mode makes it for the script."""
-    return mode.__torch_function__(factory, (), args, dict(kwargs, device="cuda"))
+class _NestedCalls:
+    """While the mode handles a Python function (F.multi_head_attention_forward, torch.unravel_index,
+    F.embedding_bag), PyTorch takes the mode off its stack, so the calls made inside that function do
+    not reach it: a tensor it makes on its input's device (`torch.zeros(..., device=k.device)` for
+    add_zero_attn, `torch.tensor(coefs, device=indices.device)`) would be asked of the real CUDA,
+    which a CPU build lacks. For that while, the functions the mode treats specially are replaced,
+    under the names library code calls them by (`torch.zeros`, `Tensor.to`), by ones that hand a
+    GPU request to the mode, as a call from the script would be; on other threads, and for requests
+    not naming a device, and for the probe's own calls (its meta tensors), they are the functions
+    themselves. A factory given no device stays on the
+    CPU there, as inside a real torch-function mode (torch.set_default_device's included)."""
+
+    _state = threading.local()
+    _targets = None  # [(owner, name, function)], found once
+
+    def __init__(self, mode):
+        self.mode = mode
+
+    @classmethod
+    def _find_targets(cls):
+        found = []
+        for f in FACTORIES | _LIKE | _TO:
+            name = getattr(f, "__name__", None)
+            for owner in (torch, torch.fft, torch.Tensor):
+                if name and getattr(owner, name, None) is f:
+                    found.append((owner, name, f))
+        cls._targets = found
+
+    def __enter__(self):
+        state = self._state
+        if getattr(state, "saved", None) is None:
+            if _NestedCalls._targets is None:
+                self._find_targets()
+            state.saved = [(owner, name, owner.__dict__.get(name)) for owner, name, _ in self._targets]
+            state.depth, state.mode = 0, self.mode
+            thread = threading.get_ident()
+            for owner, name, real in self._targets:
+                setattr(owner, name, _routed(real, thread, state))
+        state.depth += 1
+        return self
+
+    def __exit__(self, *exc):
+        state = self._state
+        state.depth -= 1
+        if state.depth == 0:
+            for owner, name, own in state.saved:
+                if own is None:  # inherited (Tensor.to is torch._C's): the class had no entry of its own
+                    delattr(owner, name)
+                else:
+                    setattr(owner, name, own)
+            state.saved = state.mode = None
+        return False
 
 
-def _bound(func, args, kwargs):
-    return inspect.signature(_SIGNATURE_OF.get(func, func)).bind(*args, **kwargs)
+def _routed(real, thread, state):
+    def call(*args, **kwargs):
+        mode = getattr(state, "mode", None)
+        if mode is None or threading.get_ident() != thread or not _names_gpu(real, args, kwargs) \
+                or sys._getframe(1).f_globals.get("__name__", "").startswith("colo_probe"):  # the probe's own
+            return real(*args, **kwargs)
+        return mode.__torch_function__(real, (), args, kwargs)
+    call.__name__ = getattr(real, "__name__", "call")
+    call.__wrapped__ = real
+    return call
 
 
-# Functions of torch.nn.functional that make a GPU tensor inside themselves, from their input's
-# device. A torch-function mode does not see calls made inside a call it handles, so that tensor
-# would be asked of the real CUDA (which a CPU build lacks): the probe makes it first, on its GPU,
-# and passes it in, as the function would have made it.
-def _embedding_bag_offsets(mode, func, args, kwargs):
-    # a 2-D input of equal-length bags: offsets = arange(0, numel, bag length), the input flattened
-    b = _bound(func, args, kwargs)
-    x = b.arguments.get("input")
-    if not isinstance(x, pt.ProbeTensor) or x.dim() != 2 or x.is_floating_point() \
-            or b.arguments.get("offsets") is not None:  # (a float input: PyTorch's deprecated swapped order)
-        return args, kwargs
-    b.arguments["offsets"] = _gpu_factory(mode, torch.arange, 0, x.numel(), x.size(1), dtype=x.dtype)
-    b.arguments["input"] = x.reshape(-1)
-    weights = b.arguments.get("per_sample_weights")
-    if weights is not None:
-        b.arguments["per_sample_weights"] = weights.reshape(-1)
-    return b.args, b.kwargs
-
-
-def _fractional_samples(dims):
-    def supply(mode, func, args, kwargs):
-        # fractional max pooling's random samples: rand(batch, channels, dims) like the input
-        b = _bound(func, args, kwargs)
-        x = b.arguments.get("input")
-        if not isinstance(x, pt.ProbeTensor) or b.arguments.get("_random_samples") is not None:
-            return args, kwargs
-        batch = 1 if x.dim() == dims + 1 else x.size(0)
-        b.arguments["_random_samples"] = _gpu_factory(mode, torch.rand, batch, x.size(-dims - 1), dims,
-                                                      dtype=x.dtype)
-        return b.args, b.kwargs
-    return supply
-
-
-_F = torch.nn.functional
-_MADE_INSIDE = {_F.embedding_bag: _embedding_bag_offsets}
-# F.fractional_max_pool2d (what the mode is handed, a dispatcher on return_indices with no
-# signature of its own) and the two functions it dispatches to
-_SIGNATURE_OF = {}
-for _dims in (2, 3):
-    _with_indices = getattr(_F, f"fractional_max_pool{_dims}d_with_indices")
-    for _f in (getattr(_F, f"fractional_max_pool{_dims}d"), _with_indices, getattr(_F, f"_fractional_max_pool{_dims}d")):
-        _MADE_INSIDE[_f] = _fractional_samples(_dims)
-        _SIGNATURE_OF[_f] = _with_indices
+def _names_gpu(func, args, kwargs):
+    """Whether a call asks for the GPU: a device= naming CUDA, Tensor.to's positional device, .cuda(),
+    or new_tensor of a probe tensor (made on its device)."""
+    if func is _TENSOR_CUDA:
+        return True
+    if func is _NEW_TENSOR and args and isinstance(args[0], pt.ProbeTensor):
+        return True
+    dev = kwargs.get("device")
+    if dev is None and func is _TENSOR_TO and len(args) > 1 and isinstance(args[1], (str, torch.device, int)) \
+            and not isinstance(args[1], bool):
+        dev = args[1]
+    if isinstance(dev, int) and not isinstance(dev, bool):
+        return True
+    try:
+        # cuda only: meta is also where PyTorch's own Python meta kernels (torch._refs, _prims) make
+        # their results, under the dispatcher
+        return isinstance(dev, (str, torch.device)) and torch.device(dev).type == "cuda"
+    except RuntimeError:  # not a device: the function itself says so
+        return False
 
 
 _CTC = {torch.ctc_loss, torch.nn.functional.ctc_loss}  # (the second reaches the mode first, and calls the first)
@@ -327,7 +365,7 @@ def _probe_type(t, dtype=None, non_blocking=False, **kwargs):
 def _redirect_to(func, args, kwargs):
     """Tensor.cuda() / Tensor.to('cuda', ...) -> the probe's GPU. Returns (None, result) when done."""
     self = args[0]
-    if func is torch.Tensor.cuda:
+    if func is _TENSOR_CUDA:
         if isinstance(self, pt.ProbeTensor):
             return None, self
         return None, pt.wrap_new(self, "to_cuda")

@@ -12,7 +12,6 @@ import textwrap
 import unittest
 
 import torch
-import torch.nn as nn
 from probe_util import Trace
 
 PYTHON_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "python")
@@ -1604,3 +1603,45 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         samples = collections.Counter(a[0] for a in allocs if a[2] == "rand")
         # each pooling runs twice a step: rand(1, 8, 3) for the unbatched 3-D input, rand(4, 8, 2) for the 2-D
         self.assertEqual((samples[1 * 8 * 3 * 4], samples[4 * 8 * 2 * 4]), (4, 4))
+
+    def test_any_python_function_the_probe_handles_makes_its_gpu_tensors_on_the_probe(self):
+        # The same, in general: MultiheadAttention's add_zero_attn (torch.zeros on k's device inside
+        # F.multi_head_attention_forward), torch.unravel_index (PyTorch 2.2+: torch.tensor(coefs,
+        # device=indices.device)) and a script's own function dispatching as PyTorch's do. Before,
+        # each was asked of the real CUDA. What the mode replaces while inside is restored after,
+        # when the function raises too.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            from torch.overrides import has_torch_function, handle_torch_function
+            real_zeros, real_to = torch.zeros, torch.Tensor.to
+
+            def positions(x):  # a library function written as torch.nn.functional's are
+                if has_torch_function((x,)):
+                    return handle_torch_function(positions, (x,), x)
+                return x + torch.arange(x.size(-1), device=x.device, dtype=x.dtype).to(x.device)
+
+            m = nn.MultiheadAttention(64, 4, add_zero_attn=True, add_bias_kv=True).cuda()
+            opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            while True:
+                x = positions(torch.randn(10, 4, 64, device="cuda"))
+                out, weights = m(x, x, x)
+                assert out.shape == (10, 4, 64) and weights.shape == (4, 10, 12)  # 10 keys + bias_kv + zero
+                if hasattr(torch, "unravel_index"):
+                    rows, cols = torch.unravel_index(torch.tensor([5, 17], device="cuda"), (4, 4))
+                    assert rows.is_cuda and rows.tolist() == [1, 0] and cols.tolist() == [1, 1], (rows, cols)
+                try:
+                    nn.functional.embedding_bag(torch.zeros(2, 3, dtype=torch.long, device="cuda"), m.out_proj.weight,
+                                                mode="median")
+                except ValueError:
+                    pass
+                assert torch.zeros is real_zeros and torch.Tensor.to is real_to
+                assert torch.zeros(2).device.type == "cpu"
+                out.sum().backward()
+                opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        allocs = list(Trace(text).allocs.values())
+        # add_zero_attn: zeros(batch * heads, 1, head dim) for the keys and the values, float32
+        self.assertEqual([a[0] for a in allocs if a[2] == "zeros" and a[0] == 4 * 4 * 16 * 4], [4 * 4 * 16 * 4] * 4)
+        self.assertEqual(len([a for a in allocs if a[2] == "arange" and a[0] == 64 * 4]), 2)
+        self.assertEqual(footer(text)["cpu_fallbacks"], {})
