@@ -24,6 +24,11 @@ FACTORIES = {torch.empty, torch.zeros, torch.ones, torch.full, torch.rand, torch
 
 
 TARGET_GPUS = [1]  # GPUs the target has (--gpus); a script's cuda:N must name one of them
+# Whether the meta device is the probe's GPU: for the zoo's models, whose tensors are meta ones
+# (`device=x.device` says meta). Not under --script, where the probe's tensors say cuda and meta is
+# the script's own device (a large model built there, then to_empty): its tensors stay plain meta
+# ones, as in PyTorch, costing nothing and holding no data.
+META_IS_GPU = [True]
 # torch.set_default_device under --script: where a factory without device= creates its tensor (None:
 # the CPU, PyTorch's default).
 DEFAULT_DEVICE = [None]
@@ -55,7 +60,7 @@ def _is_gpu(device):
                                f"{TARGET_GPUS[0]} GPU(s), --gpus)")
         raise NotImplementedError(f"placing tensors on cuda:{d.index} (model parallelism over GPUs) is not "
                                   "supported: the probe records GPU 0 only")
-    return d.type in ("cuda", "meta")
+    return d.type == "cuda" or (d.type == "meta" and META_IS_GPU[0])
 
 
 # With MetaInit(small_real=True), construction-time tensors up to this many elements are made for
@@ -186,7 +191,14 @@ class ProbeDevice(TorchFunctionMode):
         else:
             out = func(*args, **kwargs)
         pt.set_op_name(getattr(func, "__name__", "op"))
-        return tree_map(_wrap_plain_meta, out)
+        if META_IS_GPU[0] or _has_probe_tensor(args, kwargs):  # (not from the script's own meta tensors alone)
+            return tree_map(_wrap_plain_meta, out)
+        return out
+
+
+def _has_probe_tensor(args, kwargs):
+    flat, _ = tree_flatten((args, kwargs))
+    return any(isinstance(x, pt.ProbeTensor) for x in flat)
 
 
 class _NestedCalls:
@@ -362,9 +374,18 @@ def _probe_type(t, dtype=None, non_blocking=False, **kwargs):
     return t.to(dtype)
 
 
+def _meta_data_asked(t, func, args, kwargs):
+    """A script's own meta tensor (not the probe's) moved to the GPU: it has no data to copy."""
+    if META_IS_GPU[0] or isinstance(t, pt.ProbeTensor) or not isinstance(t, torch.Tensor) or t.device.type != "meta":
+        return False
+    return func is _TENSOR_CUDA or _names_gpu(func, args, kwargs)
+
+
 def _redirect_to(func, args, kwargs):
     """Tensor.cuda() / Tensor.to('cuda', ...) -> the probe's GPU. Returns (None, result) when done."""
     self = args[0]
+    if _meta_data_asked(self, func, args, kwargs):
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")  # PyTorch's words (Module.to reads them)
     if func is _TENSOR_CUDA:
         if isinstance(self, pt.ProbeTensor):
             return None, self

@@ -266,6 +266,11 @@ def _set_to_none_by_default(zero_grad):
     return zero_grad_2
 
 
+def _own_meta(t):
+    """A tensor the script made on the meta device (the probe's own are ProbeTensors)."""
+    return isinstance(t, torch.Tensor) and not isinstance(t, pt.ProbeTensor) and t.device.type == "meta"
+
+
 def _integer_devices_are_cuda(p):
     """PyTorch 2.5 and later read an integer device (`model.to(rank)`, `torch.device(0)`) as the
     current accelerator, which a CPU build lacks ("Cannot access accelerator device when none is
@@ -594,6 +599,7 @@ class ScriptRun:
             if factories_module.DEFAULT_DEVICE[0] is not None:
                 factories_module._is_gpu(factories_module.DEFAULT_DEVICE[0])  # cuda:N must be one of the target's
         p.set(factories_module, "DEFAULT_DEVICE", [None])
+        p.set(factories_module, "META_IS_GPU", [False])
         p.set(torch, "set_default_device", set_default_device)
         p.set(torch, "get_default_device", lambda: (
             torch.device("cuda", 0) if factories_module._is_gpu(factories_module.DEFAULT_DEVICE[0])
@@ -695,6 +701,9 @@ class ScriptRun:
         # state. So one move per tensor across the whole call (`once`), and entries that held one
         # Parameter hold one new Parameter. Optimizers built before the move are pointed at the new
         # ones, or their state would never reach the GPU (the trace lost Adam's two tensors).
+        # Not for the script's own meta tensors (to_empty of a model built on the meta device):
+        # PyTorch cannot swap a meta tensor's data for a GPU one either, so it makes the new
+        # Parameter per entry itself, and a tied weight becomes two (PyTorch 1.13 and 2.x alike).
         module_apply = torch.nn.Module._apply
         applying = [False]  # inside the outermost call: the children's calls pass through
 
@@ -704,6 +713,8 @@ class ScriptRun:
             memo = {}
 
             def once(t):
+                if _own_meta(t):
+                    return fn(t)
                 if id(t) not in memo:
                     memo[id(t)] = (t, fn(t))  # t kept alive: its id is not reused within the call
                 return memo[id(t)][1]
@@ -717,7 +728,7 @@ class ScriptRun:
             for m in self_mod.modules():
                 for k, q in m._parameters.items():
                     old = before.get((id(m), k))
-                    if old is not None and q is not old:
+                    if old is not None and q is not old and not _own_meta(old):
                         m._parameters[k] = moved.setdefault(id(old), q)
             if moved:
                 run._rebind(moved)

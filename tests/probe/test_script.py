@@ -12,6 +12,7 @@ import textwrap
 import unittest
 
 import torch
+import torch.nn as nn
 from probe_util import Trace
 
 PYTHON_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "python")
@@ -1645,3 +1646,64 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         self.assertEqual([a[0] for a in allocs if a[2] == "zeros" and a[0] == 4 * 4 * 16 * 4], [4 * 4 * 16 * 4] * 4)
         self.assertEqual(len([a for a in allocs if a[2] == "arange" and a[0] == 64 * 4]), 2)
         self.assertEqual(footer(text)["cpu_fallbacks"], {})
+
+    def test_a_model_built_on_the_meta_device_costs_nothing_until_to_empty(self):
+        # Large-model code builds on the meta device (device="meta", or `with torch.device("meta")`
+        # on PyTorch 2) and allocates with to_empty. The probe took "meta" for its own GPU: the
+        # weights were counted at construction, .device said cuda, .to("cuda") copied tensors that
+        # have no data, and to_empty kept a tied weight tied where PyTorch 2 unties it (the head's
+        # copy and its optimizer state were missing).
+        script = """
+            import torch, torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self, device=None):
+                    super().__init__()
+                    self.emb = nn.Embedding(1000, 256, device=device)
+                    self.body = nn.Linear(256, 256, device=device)
+                    self.head = nn.Linear(256, 1000, bias=False, device=device)
+                    self.head.weight = self.emb.weight
+
+                def forward(self, x):
+                    return self.head(torch.relu(self.body(self.emb(x))))
+
+            m = Net(device="meta")
+            assert all(p.is_meta and p.device.type == "meta" for p in m.parameters())
+            if hasattr(torch.device, "__enter__"):
+                with torch.device("meta"):
+                    assert Net().emb.weight.is_meta
+            assert torch.cuda.memory_allocated() == 0
+            try:
+                m.to("cuda")
+                raise AssertionError("a meta tensor was copied")
+            except NotImplementedError as e:
+                assert "meta" in str(e), e
+            m = m.to_empty(device="cuda")
+            assert m.emb.weight.is_cuda and not m.emb.weight.is_meta
+            print("tied", m.head.weight is m.emb.weight)
+            for p in m.parameters():
+                nn.init.normal_(p, std=0.02)
+            opt = torch.optim.AdamW(m.parameters())
+            while True:
+                m(torch.randint(0, 1000, (8, 16), device="cuda")).logsumexp(-1).mean().backward()
+                opt.step()
+                opt.zero_grad()
+        """
+        rc, text, err, _ = run_probe(script)
+        self.assertEqual(rc, 0, err)
+
+        class Net(nn.Module):  # what the installed PyTorch itself does, on the CPU
+            def __init__(self):
+                super().__init__()
+                self.emb, self.head = nn.Embedding(1000, 256, device="meta"), nn.Linear(256, 1000, bias=False, device="meta")
+                self.head.weight = self.emb.weight
+        ref = Net().to_empty(device="cpu")
+        tied = ref.head.weight is ref.emb.weight
+        allocs = list(Trace(text).allocs.values())
+        weights = sorted(a[0] for a in allocs if a[2] == "empty_like")
+        expected = sorted([1000 * 256 * 4] * (1 if tied else 2) + [256 * 256 * 4, 256 * 4])
+        self.assertEqual(weights, expected)
+        self.assertFalse([a for a in allocs if a[2] in ("param", "empty", "to_cuda") and a[0] >= 256 * 256 * 4])
+        # AdamW's two moments for each distinct weight
+        moments = sorted(a[0] for a in allocs if a[1] == "optimizer" and a[2] == "zeros_like")
+        self.assertEqual(moments, sorted(expected * 2))
