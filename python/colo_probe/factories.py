@@ -116,8 +116,14 @@ def construct(build):
             raise first from None
 
 
+_FUNCTORCH_WRAPPED = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", lambda x: False)
+
+
 def _wrap_plain_meta(x):
-    if isinstance(x, torch.Tensor) and not isinstance(x, pt.ProbeTensor) and x.device.type == "meta":
+    # (not torch.func's wrappers of a probe tensor, inside grad or vmap: they say meta, as the
+    # tensor they wrap does underneath, and wrapping one hid it from the transform)
+    if isinstance(x, torch.Tensor) and not isinstance(x, pt.ProbeTensor) and x.device.type == "meta" \
+            and not _FUNCTORCH_WRAPPED(x):
         return pt.wrap_new(x, pt.current_op_name())
     return x
 

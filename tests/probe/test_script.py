@@ -1707,3 +1707,49 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         # AdamW's two moments for each distinct weight
         moments = sorted(a[0] for a in allocs if a[1] == "optimizer" and a[2] == "zeros_like")
         self.assertEqual(moments, sorted(expected * 2))
+
+    def test_torch_func_transforms_over_probe_tensors(self):
+        # torch.func's grad and vmap (functorch on PyTorch 1.13): a gradient of a function that
+        # closes over a GPU tensor, and DP-SGD's per-sample gradients. The probe's torch-function
+        # mode took the transform's wrapper of a probe tensor (which says meta, as the probe tensor
+        # underneath does) for a meta result of its own and wrapped it again, hiding it from the
+        # transform: "Expected all tensors to be on the same device, but found at least two
+        # devices, meta and cpu!". PyTorch 2's forward-mode AD scripts its decompositions at the first
+        # make_dual, which the probe's eager torch.jit.script broke ("'function' object has no
+        # attribute 'graph'").
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            try:
+                from torch.func import functional_call, grad, vmap
+            except ImportError:  # PyTorch 1.13: functorch
+                from functorch import grad, vmap
+                from torch.nn.utils.stateless import functional_call
+            x = torch.randn(8, 32, device="cuda")
+            w0 = torch.randn(32, device="cuda")
+            g = grad(lambda w: (x @ w).sum())(w0)  # closes over a GPU tensor
+            assert g.shape == (32,) and g.is_cuda, g
+            if hasattr(torch, "func"):  # forward-mode AD (PyTorch 2): its decompositions are scripted
+                from torch.func import hessian, jacrev, jvp
+                assert jacrev(lambda v: v.sin() * v)(w0).shape == (32, 32)
+                assert hessian(lambda v: (v ** 3).sum())(w0).shape == (32, 32)
+                assert jvp(lambda v: v.exp(), (w0,), (torch.ones_like(w0),))[1].shape == (32,)
+            m = nn.Sequential(nn.Linear(32, 64), nn.Tanh(), nn.Linear(64, 1)).cuda()
+            opt = torch.optim.SGD(m.parameters(), lr=0.01)
+
+            def loss(params, xi, yi):
+                return ((functional_call(m, params, (xi.unsqueeze(0),)) - yi) ** 2).mean()
+
+            while True:
+                xb, yb = torch.randn(16, 32, device="cuda"), torch.randn(16, 1, device="cuda")
+                params = {k: v.detach() for k, v in m.named_parameters()}
+                per_sample = vmap(grad(loss), in_dims=(None, 0, 0))(params, xb, yb)  # DP-SGD's per-sample gradients
+                assert per_sample["0.weight"].shape == (16, 64, 32), per_sample["0.weight"].shape
+                for k, p in m.named_parameters():
+                    p.grad = per_sample[k].clamp(-1, 1).mean(0)
+                opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        allocs = list(Trace(text).allocs.values())
+        # each step's per-sample gradients of the first weight: 16 x 64 x 32 floats, made by bmm
+        self.assertEqual(len([a for a in allocs if a[0] == 16 * 64 * 32 * 4 and a[2] == "bmm"]), 2)
+        self.assertEqual(footer(text)["cpu_fallbacks"], {})
