@@ -1708,6 +1708,26 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         moments = sorted(a[0] for a in allocs if a[1] == "optimizer" and a[2] == "zeros_like")
         self.assertEqual(moments, sorted(expected * 2))
 
+    def test_fused_attention_saves_its_output_without_a_copy(self):
+        # The probe's fused attention detaches its output, which it saves for the backward, inside
+        # the dispatcher; the probe's torch-function mode took the plain meta result for a new GPU
+        # tensor with a storage of its own, so every attention output was counted twice while
+        # saved (nanoGPT's shakespeare_char: 1 766 MiB reserved for 1 698).
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn, torch.nn.functional as F
+            lin = nn.Linear(64, 192).cuda()
+            opt = torch.optim.SGD(lin.parameters(), lr=0.1)
+            while True:
+                q, k, v = lin(torch.randn(4, 32, 64, device="cuda")).view(4, 32, 3, 4, 16).permute(2, 0, 3, 1, 4)
+                F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=0.1).sum().backward()
+                opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        allocs = list(Trace(text).allocs.values())
+        self.assertEqual([a for a in allocs if a[2].endswith(".default")], [])
+        out = 4 * 4 * 32 * 16 * 4  # [batch, heads, tokens, head dim] float32
+        self.assertEqual(len([a for a in allocs if a[0] == out and a[1] == "forward"]), 2)  # once a step
+
     def test_torch_func_transforms_over_probe_tensors(self):
         # torch.func's grad and vmap (functorch on PyTorch 1.13): a gradient of a function that
         # closes over a GPU tensor, and DP-SGD's per-sample gradients. The probe's torch-function
