@@ -11,6 +11,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
+from . import lazy_modules
 from . import tensor as pt
 
 FACTORIES = {torch.empty, torch.zeros, torch.ones, torch.full, torch.rand, torch.randn, torch.randint,
@@ -392,6 +393,8 @@ def _redirect_to(func, args, kwargs):
     self = args[0]
     if _meta_data_asked(self, func, args, kwargs):
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")  # PyTorch's words (Module.to reads them)
+    if lazy_modules.is_placeholder(self) and (func is _TENSOR_CUDA or _names_gpu(func, args, kwargs)):
+        return None, lazy_modules.to_gpu(self)  # a lazy module's: shaped at its first forward
     if func is _TENSOR_CUDA:
         if isinstance(self, pt.ProbeTensor):
             return None, self

@@ -589,7 +589,8 @@ class ScriptRun:
         if hasattr(torch, "amp"):
             p.set(torch.amp, "GradScaler", lambda device="cuda", *a, **k: ScriptGradScaler(*a, **k))
         p.set(torch, "compile", lambda model=None, *a, **k: model if model is not None else (lambda m: m))
-        from . import torchscript
+        from . import lazy_modules, torchscript
+        lazy_modules.install(p)  # nn.LazyLinear and co. moved to the GPU before their first forward
         torchscript.install(p)  # torch.jit.script/trace of a module: the eager module, as torch.compile
         # torch.set_default_device (PyTorch 2; provided on 1.13 too): factories without device= go there.
         from . import factories as factories_module

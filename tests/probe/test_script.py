@@ -1708,6 +1708,33 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         moments = sorted(a[0] for a in allocs if a[1] == "optimizer" and a[2] == "zeros_like")
         self.assertEqual(moments, sorted(expected * 2))
 
+    def test_lazy_modules_moved_to_the_gpu_before_their_first_forward(self):
+        # nn.LazyLinear / LazyConv2d / LazyBatchNorm2d shape their weights at the first forward;
+        # `model.cuda()` before it moves empty placeholders, which the probe's move asked for a
+        # shape ("Can't access the shape of an uninitialized parameter").
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            m = nn.Sequential(nn.LazyConv2d(16, 3), nn.LazyBatchNorm2d(), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10)).cuda()
+            assert all(p.device.type == "cuda" and p.is_cuda for p in m.parameters())
+            m(torch.randn(2, 3, 32, 32, device="cuda"))  # the dry run that shapes them
+            assert m[4].weight.shape == (10, 16 * 30 * 30) and m[4].weight.is_cuda and m[1].running_mean.is_cuda
+            assert type(m[4]) is nn.Linear and isinstance(m[4].weight, nn.Parameter)
+            opt = torch.optim.Adam(m.parameters())
+            while True:
+                nn.functional.cross_entropy(m(torch.randn(8, 3, 32, 32, device="cuda")),
+                                            torch.randint(0, 10, (8,), device="cuda")).backward()
+                opt.step()
+                opt.zero_grad()
+        """)
+        self.assertEqual(rc, 0, err)
+        allocs = list(Trace(text).allocs.values())
+        weight = 10 * 16 * 30 * 30 * 4
+        self.assertEqual(len([a for a in allocs if a[0] == weight and a[2] == "to_cuda"]), 1)
+        self.assertEqual(len([a for a in allocs if a[0] == weight and a[1] == "optimizer" and a[2] == "zeros_like"]), 2)
+        # LazyBatchNorm2d's running mean and variance, and the conv's and norm's parameters: on the GPU
+        self.assertEqual(sorted(a[0] for a in allocs if a[2] == "to_cuda" and a[0] < weight),
+                         sorted([16 * 3 * 3 * 3 * 4] + [16 * 4] * 5 + [10 * 4, 8]))
+
     def test_fused_attention_saves_its_output_without_a_copy(self):
         # The probe's fused attention detaches its output, which it saves for the backward, inside
         # the dispatcher; the probe's torch-function mode took the plain meta result for a new GPU
