@@ -5,7 +5,7 @@ a probe tensor with a recorded storage; one asked for on the CPU stays on the CP
 counters, Python-side bookkeeping)."""
 import sys
 import threading
-from types import FunctionType
+from types import FunctionType, SimpleNamespace
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -215,16 +215,19 @@ class _NestedCalls:
     add_zero_attn, `torch.tensor(coefs, device=indices.device)`) would be asked of the real CUDA,
     which a CPU build lacks. For that while, the functions the mode treats specially are replaced,
     under the names library code calls them by (`torch.zeros`, `Tensor.to`), by ones that hand a
-    GPU request to the mode, as a call from the script would be; on other threads, and for requests
-    not naming a device, and for the probe's own calls (its meta tensors), they are the functions
-    themselves. A factory given no device stays on the
-    CPU there, as inside a real torch-function mode (torch.set_default_device's included)."""
+    GPU request to the mode, as a call from the script would be. They are the functions themselves
+    on other threads (the mode is the main thread's), for requests not naming the GPU (a factory
+    given no device stays on the CPU, as inside a real torch-function mode), and for the probe's
+    own calls. The replacements are process-wide, so one thread at a time installs them; nested
+    calls on it count, and the outermost exit restores the functions."""
 
-    _state = threading.local()
+    _lock = threading.Lock()
+    _state = SimpleNamespace(thread=None, mode=None, depth=0, saved=None)
     _targets = None  # [(owner, name, function)], found once
 
     def __init__(self, mode):
         self.mode = mode
+        self.counted = False
 
     @classmethod
     def _find_targets(cls):
@@ -237,34 +240,40 @@ class _NestedCalls:
         cls._targets = found
 
     def __enter__(self):
-        state = self._state
-        if getattr(state, "saved", None) is None:
-            if _NestedCalls._targets is None:
-                self._find_targets()
-            state.saved = [(owner, name, owner.__dict__.get(name)) for owner, name, _ in self._targets]
-            state.depth, state.mode = 0, self.mode
-            thread = threading.get_ident()
-            for owner, name, real in self._targets:
-                setattr(owner, name, _routed(real, thread, state))
-        state.depth += 1
+        me = threading.get_ident()
+        with self._lock:
+            state = self._state
+            if state.thread is None:
+                if _NestedCalls._targets is None:
+                    self._find_targets()
+                state.saved = [(owner, name, owner.__dict__.get(name)) for owner, name, _ in self._targets]
+                state.thread, state.mode, state.depth = me, self.mode, 0
+                for owner, name, real in self._targets:
+                    setattr(owner, name, _routed(real, me, state))
+            self.counted = state.thread == me  # (another thread's call: plain, as the mode is not its)
+            if self.counted:
+                state.depth += 1
         return self
 
     def __exit__(self, *exc):
-        state = self._state
-        state.depth -= 1
-        if state.depth == 0:
-            for owner, name, own in state.saved:
-                if own is None:  # inherited (Tensor.to is torch._C's): the class had no entry of its own
-                    delattr(owner, name)
-                else:
-                    setattr(owner, name, own)
-            state.saved = state.mode = None
+        if not self.counted:
+            return False
+        with self._lock:
+            state = self._state
+            state.depth -= 1
+            if state.depth == 0:
+                for owner, name, own in state.saved:
+                    if own is None:  # inherited (Tensor.to is torch._C's): the class had no entry of its own
+                        delattr(owner, name)
+                    else:
+                        setattr(owner, name, own)
+                state.thread = state.mode = state.saved = None
         return False
 
 
 def _routed(real, thread, state):
     def call(*args, **kwargs):
-        mode = getattr(state, "mode", None)
+        mode = state.mode
         if mode is None or threading.get_ident() != thread or not _names_gpu(real, args, kwargs) \
                 or sys._getframe(1).f_globals.get("__name__", "").startswith("colo_probe"):  # the probe's own
             return real(*args, **kwargs)
