@@ -390,11 +390,15 @@ def _probe_type(t, dtype=None, non_blocking=False, **kwargs):
     return t.to(dtype)
 
 
+def scripts_own_meta(t):
+    """A tensor a --script made on the meta device itself (the probe's own are ProbeTensors)."""
+    return not META_IS_GPU[0] and isinstance(t, torch.Tensor) and not isinstance(t, pt.ProbeTensor) \
+        and t.device.type == "meta"
+
+
 def _meta_data_asked(t, func, args, kwargs):
-    """A script's own meta tensor (not the probe's) moved to the GPU: it has no data to copy."""
-    if META_IS_GPU[0] or isinstance(t, pt.ProbeTensor) or not isinstance(t, torch.Tensor) or t.device.type != "meta":
-        return False
-    return func is _TENSOR_CUDA or _names_gpu(func, args, kwargs)
+    """A script's own meta tensor moved to the GPU: it has no data to copy."""
+    return scripts_own_meta(t) and _names_gpu(func, args, kwargs)
 
 
 def _redirect_to(func, args, kwargs):
@@ -402,7 +406,7 @@ def _redirect_to(func, args, kwargs):
     self = args[0]
     if _meta_data_asked(self, func, args, kwargs):
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")  # PyTorch's words (Module.to reads them)
-    if lazy_modules.is_placeholder(self) and (func is _TENSOR_CUDA or _names_gpu(func, args, kwargs)):
+    if lazy_modules.is_uninitialized(self) and _names_gpu(func, args, kwargs):
         return None, lazy_modules.to_gpu(self)  # a lazy module's: shaped at its first forward
     if func is _TENSOR_CUDA:
         if isinstance(self, pt.ProbeTensor):

@@ -1,8 +1,8 @@
 """Lazy modules under --script (nn.LazyLinear, LazyConv2d, LazyBatchNorm2d): parameters and buffers
-whose shapes the first forward decides. PyTorch moves an uninitialised one to the GPU as an empty
-placeholder (`model.cuda()` before the first forward) and materialises it there, with its shape,
-at that forward. The probe's move needed a shape the placeholder refuses to give ("Can't access the
-shape of an uninitialized parameter"): here a placeholder moved to the GPU is marked and says cuda;
+whose shapes the first forward decides. PyTorch moves an uninitialised one to the GPU still empty
+(`model.cuda()` before the first forward) and materialises it there, with its shape, at that
+forward. The probe's move needed a shape an uninitialised tensor refuses to give ("Can't access the
+shape of an uninitialized parameter"): here one moved to the GPU is marked and says cuda;
 it materialises where its empty data is, on the host (its data cannot change device class), and
 once the module's first forward has shaped and initialised everything, each marked one becomes a
 probe tensor, a GPU allocation of its real size, as PyTorch's materialisation on the GPU is."""
@@ -15,7 +15,7 @@ from . import tensor as pt
 _MARK = "_colo_probe_on_gpu"
 
 
-def is_placeholder(t):
+def is_uninitialized(t):
     return isinstance(t, UninitializedTensorMixin)
 
 
@@ -38,7 +38,7 @@ def install(p):
         out = real_infer(self, module, *args, **kwargs)
         for kind, name in marked:
             t = getattr(module, kind)[name]
-            if not isinstance(t, torch.Tensor) or isinstance(t, pt.ProbeTensor) or is_placeholder(t) \
+            if not isinstance(t, torch.Tensor) or isinstance(t, pt.ProbeTensor) or is_uninitialized(t) \
                     or t.device.type != "cpu":
                 continue
             moved = pt.wrap_new(t.detach(), "to_cuda")

@@ -266,11 +266,6 @@ def _set_to_none_by_default(zero_grad):
     return zero_grad_2
 
 
-def _own_meta(t):
-    """A tensor the script made on the meta device (the probe's own are ProbeTensors)."""
-    return isinstance(t, torch.Tensor) and not isinstance(t, pt.ProbeTensor) and t.device.type == "meta"
-
-
 def _integer_devices_are_cuda(p):
     """PyTorch 2.5 and later read an integer device (`model.to(rank)`, `torch.device(0)`) as the
     current accelerator, which a CPU build lacks ("Cannot access accelerator device when none is
@@ -714,7 +709,7 @@ class ScriptRun:
             memo = {}
 
             def once(t):
-                if _own_meta(t):
+                if factories.scripts_own_meta(t):
                     return fn(t)
                 if id(t) not in memo:
                     memo[id(t)] = (t, fn(t))  # t kept alive: its id is not reused within the call
@@ -729,7 +724,7 @@ class ScriptRun:
             for m in self_mod.modules():
                 for k, q in m._parameters.items():
                     old = before.get((id(m), k))
-                    if old is not None and q is not old and not _own_meta(old):
+                    if old is not None and q is not old and not factories.scripts_own_meta(old):
                         m._parameters[k] = moved.setdefault(id(old), q)
             if moved:
                 run._rebind(moved)
