@@ -89,6 +89,11 @@ class MetaInit(TorchFunctionMode):
         self.small_real = small_real
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if isinstance(func, _OP_OVERLOAD):
+            # An operator called as torch.ops.aten.X.overload: ProbeTensor's dispatch runs each one on
+            # the unwrapped meta tensors and wraps the outputs itself. Wrapping them here as well
+            # recorded a second, phantom allocation (the detach of a saved autograd output).
+            return func(*args, **(kwargs or {}))
         kwargs = dict(kwargs or {})
         if func in FACTORIES:
             kwargs["device"] = "meta"
@@ -147,6 +152,7 @@ def _small_on_host(func, args, kwargs, meta):
 # (taken here: _NestedCalls replaces them on torch.Tensor for a while, and `func is` compares to these)
 _TENSOR_TO, _TENSOR_CUDA, _NEW_TENSOR = torch.Tensor.to, torch.Tensor.cuda, torch.Tensor.new_tensor
 _TO = {_TENSOR_TO, _TENSOR_CUDA}
+_OP_OVERLOAD = torch._ops.OpOverload
 # Made like another tensor, on the device they name: `torch.full_like(boxes, i, device=device)`
 # (torchvision's RoI pooler), `x.new_zeros(shape, device="cuda")`. Their device is keyword-only.
 _LIKE = {torch.empty_like, torch.zeros_like, torch.ones_like, torch.full_like, torch.rand_like, torch.randn_like,
@@ -161,6 +167,11 @@ class ProbeDevice(TorchFunctionMode):
     label = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if isinstance(func, _OP_OVERLOAD):
+            # An operator called as torch.ops.aten.X.overload: ProbeTensor's dispatch runs each one on
+            # the unwrapped meta tensors and wraps the outputs itself. Wrapping them here as well
+            # recorded a second, phantom allocation (the detach of a saved autograd output).
+            return func(*args, **(kwargs or {}))
         kwargs = dict(kwargs or {})
         if func in FACTORIES:
             if kwargs.get("device") is None and DEFAULT_DEVICE[0] is not None and not _from_optimizer():

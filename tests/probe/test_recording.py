@@ -129,6 +129,12 @@ class TargetGpuKernels(unittest.TestCase):
         scores = batch * 2 * seq * seq * 4
         self.assertFalse([a for a in t.allocs.values() if a[0] >= scores], "no [B, H, S, S] tensor")
         self.assertTrue([a for a in t.allocs.values() if a[0] == batch * 2 * seq * 4], "the log-sum-exp")
+        # Its output, saved for the backward, is saved as it is: the detach autograd takes of it
+        # inside the dispatcher was recorded as a copy with a storage of its own (BERT-base: 24).
+        self.assertEqual([a for a in t.allocs.values() if a[2].endswith(".default")], [])
+        out = batch * 2 * seq * 8 * 4  # the input, the kernel's output and the loss's square: once a step
+        self.assertEqual(sorted(a[2] for a in t.allocs.values() if a[0] == out and a[1] == "forward"),
+                         ["input", "input", "new_empty", "new_empty", "pow", "pow"])
 
 
     def test_multihead_attention_without_weights_runs_as_pytorch2_does(self):
