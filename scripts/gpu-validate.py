@@ -11,6 +11,8 @@
     python3 scripts/gpu-validate.py trace --configs scripts/gpu-validate.configs --dir DIR
     # the table
     python3 scripts/gpu-validate.py table measured.jsonl predicted.jsonl [predicted-2x.jsonl]
+    # a profile's trace margins by its rule (none of the measured configurations under nvidia-smi)
+    python3 scripts/gpu-validate.py margins --gpu h100-80gb --measured m1.jsonl m2.jsonl --predicted p1.jsonl p2.jsonl
 
 A configuration line is a name and `colo estimate --probe` flags, e.g.
     r50-adam  --probe torchvision:resnet50 --input 3x224x224 --batch 128 --optimizer adam
@@ -23,6 +25,7 @@ torch.cuda.max_memory_reserved / max_memory_allocated after steps 2 and 3, the C
 import argparse
 import importlib.util
 import json
+import math
 import os
 import re
 import shlex
@@ -397,6 +400,59 @@ def cmd_table(a):
         print("| " + " | ".join(row) + " |")
 
 
+# ---------------------------------------------------------------------------------------------
+# margins: the trace margins of a calibration profile, by its rule
+
+def replay_terms(r, where):
+    """(margin, context MiB) the estimate of one predicted record was made with, from its explanation."""
+    m = re.search(r"x \(1 \+ margin ([0-9.]+)\) \+ context ([0-9.]+) MiB", r.get("explanation", ""))
+    if not m:
+        raise ValueError(f"{where}: '{r.get('name')}' has no replayed estimate ({r.get('error', 'no explanation')})")
+    return float(m.group(1)), float(m.group(2))
+
+
+def cmd_margins(a):
+    """The smallest trace margins on a grid of --step that leave no measured configuration's estimate
+    under its nvidia-smi memory: one for jobs that load cuDNN, one for those that do not (they differ
+    in context, which tells them apart), as ceil(peak x (1 + margin) + context), the trace estimator's
+    sum. Which configurations: those of the measured files that the predicted files also hold."""
+    with open(os.path.join(ROOT, "calibration", a.gpu + ".json"), encoding="utf-8") as f:
+        profile = json.load(f)
+    plain = profile["context_mib"] + profile.get("trace_context_offset_mib", 0.0)
+    cudnn = profile["context_mib"] + profile.get("cudnn_context_mib", 0.0) + profile.get("trace_cudnn_context_offset_mib", 0.0)
+    if plain == cudnn:
+        raise ValueError(f"calibration/{a.gpu}.json: the two contexts are equal ({plain:g} MiB): cannot tell the cuDNN jobs apart")
+    predicted = {}
+    for path in a.predicted:
+        predicted.update(load(path))
+    groups = {"trace_safety_margin": [], "trace_cudnn_safety_margin": []}
+    for path in a.measured:
+        for name, m in load(path).items():
+            if "error" in m or not m.get("smi_process_mib") or name not in predicted:
+                continue
+            _, context = replay_terms(predicted[name], path)
+            if not predicted[name].get("peak_mib", 0) > 0:
+                raise ValueError(f"{name}: the predicted peak is {predicted[name].get('peak_mib')}, not a positive MiB")
+            if context not in (plain, cudnn):
+                raise ValueError(f"{name}: predicted with context {context:g} MiB, not calibration/{a.gpu}.json's "
+                                 f"({plain:g} or {cudnn:g}): predict with --gpu {a.gpu}")
+            groups["trace_cudnn_safety_margin" if context == cudnn else "trace_safety_margin"].append(
+                (name, predicted[name]["peak_mib"], context, m["smi_process_mib"]))
+    for key, rows in groups.items():
+        if not rows:
+            print(f"{key}: no configuration")
+            continue
+        k = 0  # (the margin as the profile would hold it: k x step rounded, as written in JSON)
+        while any(math.ceil(peak * (1 + round(k * a.step, 10)) + ctx) < smi for _, peak, ctx, smi in rows):
+            k += 1
+            if k * a.step > 10:  # a profile's margins are in [0, 10]
+                raise ValueError(f"{key}: no margin up to 10 covers every configuration")
+        need = {name: (smi - ctx) / peak - 1 for name, peak, ctx, smi in rows}
+        binding = max(need, key=need.get)
+        print(f"{key}: {k * a.step:.2f} ({len(rows)} configurations; the largest need {binding}: {need[binding]:+.4f}; "
+              f"profile now {profile.get(key)})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -418,6 +474,11 @@ def main():
     tr.add_argument("--configs", required=True)
     tr.add_argument("--dir", required=True)
     tr.add_argument("--timeout", type=float, default=300)
+    mg = sub.add_parser("margins")
+    mg.add_argument("--measured", nargs="+", required=True)
+    mg.add_argument("--predicted", nargs="+", required=True, help="predict --gpu GPU output for the same configurations")
+    mg.add_argument("--gpu", required=True, help="the calibration profile the predictions used")
+    mg.add_argument("--step", type=float, default=0.01)
     t = sub.add_parser("table")
     t.add_argument("measured")
     t.add_argument("predicted", nargs="+")
@@ -431,7 +492,10 @@ def main():
         unknown = [n for n in a.only if n not in known]
         if unknown:
             ap.error(f"measure: --only {' '.join(unknown)}: no such configuration in {a.configs}")
-    {"measure": cmd_measure, "predict": cmd_predict, "trace": cmd_trace, "table": cmd_table}[a.cmd](a)
+    if a.cmd == "margins" and not (0 < a.step <= 1):
+        ap.error(f"margins: --step must be in (0, 1], got {a.step:g}")
+    {"measure": cmd_measure, "predict": cmd_predict, "trace": cmd_trace, "table": cmd_table,
+     "margins": cmd_margins}[a.cmd](a)
 
 
 if __name__ == "__main__":

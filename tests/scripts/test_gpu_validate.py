@@ -95,6 +95,36 @@ class GpuValidate(unittest.TestCase):
         self.assertEqual(rows["r18"][9].rstrip(" |"), "-50.0 %", r.stdout)  # estimate: half nvidia-smi
         self.assertIn("failed: boom", r.stdout)
 
+    def test_margins_follow_the_profiles_rule(self):
+        # h100-80gb: context 742 MiB without cuDNN, 762 with it (calibration/h100-80gb.json). Each
+        # class gets the smallest margin on the grid that leaves no estimate under nvidia-smi.
+        def pred(name, peak, context):
+            return {"name": name, "peak_mib": peak,
+                    "explanation": f"replayed 9 probe events (...) x (1 + margin 0.010) + context {context} MiB (h100)"}
+
+        def meas(name, smi):
+            return {"name": name, "flags": "x", "max_allocated_mib": 1.0, "max_reserved_mib": 1.0, "smi_process_mib": smi}
+        preds = [pred("gpt", 1000.0, 742), pred("bert", 2000.0, 742), pred("cnn", 1000.0, 762), pred("extra", 1.0, 742)]
+        # gpt needs (1757 - 742) / 1000 - 1 = 1.5 %: 0.02; cnn needs 3.05 %: 0.04 (0.03 gives ceil(1792) < 1793)
+        meas_rows = [meas("gpt", 1757), meas("bert", 2742), meas("cnn", 1793), {"name": "failed", "flags": "y", "error": "x"}]
+        with open(self.path("p.jsonl"), "w") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in preds))
+        with open(self.path("m.jsonl"), "w") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in meas_rows))
+        r = run("margins", "--gpu", "h100-80gb", "--measured", self.path("m.jsonl"), "--predicted", self.path("p.jsonl"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertTrue(lines[0].startswith("trace_safety_margin: 0.02 (2 configurations; the largest need gpt: +0.0150"), r.stdout)
+        self.assertTrue(lines[1].startswith("trace_cudnn_safety_margin: 0.04 (1 configurations; the largest need cnn"), r.stdout)
+        # A prediction made with another profile's context cannot be sorted: said, not guessed.
+        with open(self.path("p2.jsonl"), "w") as f:
+            f.write(json.dumps(pred("gpt", 1000.0, 1771)) + "\n")
+        r = run("margins", "--gpu", "h100-80gb", "--measured", self.path("m.jsonl"), "--predicted", self.path("p2.jsonl"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("gpt: predicted with context 1771 MiB, not calibration/h100-80gb.json's (742 or 762)", r.stderr)
+        r = run("margins", "--gpu", "h100-80gb", "--step", "0", "--measured", self.path("m.jsonl"), "--predicted", self.path("p.jsonl"))
+        self.assertIn("--step must be in (0, 1], got 0", r.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
