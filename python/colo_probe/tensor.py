@@ -470,6 +470,10 @@ def _token_of(value):
 
 
 def _wrap_outputs(func, schema, args, kwargs, out):
+    if schema.name == "aten::_unsafe_view" and isinstance(args[0], ProbeTensor) and isinstance(out, torch.Tensor):
+        # A view of its input, though its schema declares no alias (autograd is to treat the result
+        # as a fresh tensor): matmul hands back its folded product through it. No memory of its own.
+        return ProbeTensor(out, args[0].storage_token)
     aliased = [r.alias_info for r in schema.returns]
     if not any(a is not None for a in aliased):
         return tree_map(_fresh, out)

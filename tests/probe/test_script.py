@@ -1735,6 +1735,24 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         self.assertEqual(sorted(a[0] for a in allocs if a[2] == "to_cuda" and a[0] < weight),
                          sorted([16 * 3 * 3 * 3 * 4] + [16 * 4] * 5 + [10 * 4, 8]))
 
+    def test_a_folded_matmul_returns_its_product_without_a_copy(self):
+        # x @ w with a 3-D x runs as one mm on the flattened x, whose product PyTorch hands back
+        # through _unsafe_view: a view sharing the mm's storage, though its schema declares no alias
+        # (autograd is to treat it as a fresh tensor). The probe recorded a second allocation for
+        # it, so every such product (a transformer's projections) was briefly counted twice.
+        rc, text, err, _ = run_probe("""
+            import torch
+            w = torch.randn(64, 256, device="cuda", requires_grad=True)
+            opt = torch.optim.SGD([w], lr=0.1)
+            while True:
+                x = torch.randn(8, 32, 64, device="cuda")
+                (x @ w).sum().backward()
+                opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        allocs = list(Trace(text).allocs.values())
+        self.assertEqual([a[2] for a in allocs if a[0] == 8 * 32 * 256 * 4], ["mm", "mm"])  # once a step
+
     def test_fused_attention_saves_its_output_without_a_copy(self):
         # The probe's fused attention detaches its output, which it saves for the backward, inside
         # the dispatcher; the probe's torch-function mode took the plain meta result for a new GPU
