@@ -1249,6 +1249,29 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         self.assertIn(("convolution", 2 * 128 * 3 * 28 * 28 * 4), sizes)
         self.assertNotIn(("addmm", 2 * 2002 * 3 * 4), sizes)
 
+    def test_multi_scale_detection_training_takes_its_largest_scale(self):
+        # An R-CNN given several min_size values (Keypoint R-CNN's default is 640..800) resizes each
+        # step's pictures to one drawn at random: the probe's estimate changed from run to run. The
+        # job's caching allocator keeps what its largest scale needs once drawn: the probe takes it.
+        rc, text, err, _ = run_probe("""
+            import torch, torchvision
+            model = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_fpn(
+                weights=None, weights_backbone=None, num_classes=3, min_size=tuple(range(64, 320, 4)) + (320,),
+                max_size=640).cuda()
+            opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.01)
+            target = {"boxes": torch.tensor([[10.0, 20.0, 100.0, 120.0]]).cuda(), "labels": torch.tensor([1]).cuda()}
+            model.train()
+            while True:
+                losses = model([torch.rand(3, 240, 320).cuda()], [target])
+                opt.zero_grad()
+                sum(losses.values()).backward()
+                opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        # The picture resized to 320 on its short side (240 x 320 -> 320 x 427), once a step
+        resized = [a for a in Trace(text).allocs.values() if a[2] == "upsample_bilinear2d" and a[1] == "forward"]
+        self.assertEqual([a[0] for a in resized], [3 * 320 * 426 * 4] * 2, resized)
+
     def test_tensors_made_like_others_on_the_gpu_are_recorded(self):
         rc, text, err, _ = run_probe("""
             import torch, torch.nn as nn
