@@ -18,11 +18,16 @@ these replacements, active only while probing, take the CUDA branch instead:
   need_weights=True returns the weights, which only the explicit path has: unchanged.
 - mish: the CUDA kernel saves its input and its backward writes one gradient tensor; PyTorch 1.13's
   meta path decomposes mish_backward into softplus, tanh, sigmoid and products, all full size.
+- repeat_interleave with an int count (GQA's `k.repeat_interleave(n_rep, dim=1)`, MViT's temporal
+  position table): PyTorch 2 expands the input and copies it once (`repeat_interleave_symint`).
+  PyTorch 1.13 makes the count a one-element tensor on the input's device and asks its values,
+  which a meta tensor has not ("cannot repeat_interleave a meta tensor without output_size").
 - one_hot: CUDA makes one int64 [.., classes] tensor of zeros and scatters the ones into it.
   PyTorch 1.13 refuses meta tensors ("Can not infer total number of classes from meta tensor"),
   even given the count; PyTorch 2 takes a traceable path for them (an arange, a bool comparison and
   its int64 copy)."""
 import contextlib
+import operator
 
 import torch
 import torch.nn.functional as F
@@ -204,11 +209,32 @@ def _one_hot_as_cuda(native):
     return one_hot
 
 
+def _repeat_interleave_as_pytorch2(native):
+    def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+        if repeats is None:  # torch.repeat_interleave(counts): the indices, from the counts' values
+            return native(input)
+        if not isinstance(input, pt.ProbeTensor) or isinstance(repeats, torch.Tensor) or output_size is not None:
+            return native(input, repeats, dim, output_size=output_size)
+        count = operator.index(repeats)
+        if count < 0:
+            raise RuntimeError("repeats can not be negative")
+        x = input if dim is not None else input.flatten()
+        d = dim % x.dim() if dim is not None and x.dim() else 0
+        x = x.unsqueeze(d + 1)
+        shape = list(x.shape)
+        shape[d + 1] = count
+        return x.expand(shape).clone(memory_format=torch.contiguous_format).flatten(d, d + 1)
+    return repeat_interleave
+
+
 @contextlib.contextmanager
 def target_gpu_kernels():
     saved = {name: getattr(F, name, None)
              for name in ("dropout", "scaled_dot_product_attention", "mish", "multi_head_attention_forward", "one_hot")}
     F.one_hot = _one_hot_as_cuda(saved["one_hot"])
+    natives = (torch.repeat_interleave, torch.Tensor.repeat_interleave)
+    torch.repeat_interleave = _repeat_interleave_as_pytorch2(natives[0])
+    torch.Tensor.repeat_interleave = _repeat_interleave_as_pytorch2(natives[1])
     F.multi_head_attention_forward = _mha_as_pytorch2(saved["multi_head_attention_forward"])
     F.dropout = _dropout
     F.scaled_dot_product_attention = _sdpa
@@ -216,6 +242,7 @@ def target_gpu_kernels():
     try:
         yield
     finally:
+        torch.repeat_interleave, torch.Tensor.repeat_interleave = natives
         for name, fn in saved.items():
             if fn is None:
                 delattr(F, name)

@@ -1272,6 +1272,28 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         resized = [a for a in Trace(text).allocs.values() if a[2] == "upsample_bilinear2d" and a[1] == "forward"]
         self.assertEqual([a[0] for a in resized], [3 * 320 * 426 * 4] * 2, resized)
 
+    def test_repeat_interleave_by_a_count_copies_once_as_pytorch2_does(self):
+        # Grouped-query attention's `k.repeat_interleave(n_rep, dim=1)` (and torchvision's MViT-v1,
+        # whose temporal position table is repeated so): PyTorch 1.13 turns the count into a tensor
+        # on the input's device and reads its values, which the probe's meta tensors have not, so
+        # the script stopped; PyTorch 2 expands the input and copies it once, as the probe now does.
+        rc, text, err, _ = run_probe("""
+            import torch
+            w = torch.randn(64, 64, device="cuda", requires_grad=True)
+            opt = torch.optim.SGD([w], lr=0.1)
+            while True:
+                k = (torch.randn(8, 4, 32, 64, device="cuda") @ w).repeat_interleave(2, dim=1)
+                v = torch.repeat_interleave(k[:, :1], 3, dim=-3)              # the function, a negative dim
+                flat = k[0, 0, 0].repeat_interleave(torch.tensor([1] * 63 + [2], device="cuda"))  # by counts
+                (k.sum() + v.sum() + flat.sum()).backward()
+                opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        allocs = list(Trace(text).allocs.values())
+        self.assertEqual([a[0] for a in allocs if a[2] == "clone" and a[1] != "backward"],
+                         [8 * 8 * 32 * 64 * 4, 8 * 3 * 32 * 64 * 4] * 2)  # k and v, once a step
+        self.assertEqual([a[0] for a in allocs if a[2] == "index_select"], [65 * 4] * 2)  # by counts: 65 elements
+
     def test_tensors_made_like_others_on_the_gpu_are_recorded(self):
         rc, text, err, _ = run_probe("""
             import torch, torch.nn as nn
