@@ -89,11 +89,6 @@ class MetaInit(TorchFunctionMode):
         self.small_real = small_real
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        if isinstance(func, _OP_OVERLOAD):
-            # An operator called as torch.ops.aten.X.overload: ProbeTensor's dispatch runs each one on
-            # the unwrapped meta tensors and wraps the outputs itself. Wrapping them here as well
-            # recorded a second, phantom allocation (the detach of a saved autograd output).
-            return func(*args, **(kwargs or {}))
         kwargs = dict(kwargs or {})
         if func in FACTORIES:
             kwargs["device"] = "meta"
