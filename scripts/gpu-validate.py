@@ -403,12 +403,12 @@ def cmd_table(a):
 # ---------------------------------------------------------------------------------------------
 # margins: the trace margins of a calibration profile, by its rule
 
-def replay_terms(r, where):
-    """(margin, context MiB) the estimate of one predicted record was made with, from its explanation."""
-    m = re.search(r"x \(1 \+ margin ([0-9.]+)\) \+ context ([0-9.]+) MiB", r.get("explanation", ""))
+def replay_context(r, where):
+    """The context MiB the estimate of one predicted record was made with, from its explanation."""
+    m = re.search(r"x \(1 \+ margin [0-9.]+\) \+ context ([0-9.]+) MiB", r.get("explanation", ""))
     if not m:
         raise ValueError(f"{where}: '{r.get('name')}' has no replayed estimate ({r.get('error', 'no explanation')})")
-    return float(m.group(1)), float(m.group(2))
+    return float(m.group(1))
 
 
 def cmd_margins(a):
@@ -430,7 +430,7 @@ def cmd_margins(a):
         for name, m in load(path).items():
             if "error" in m or not m.get("smi_process_mib") or name not in predicted:
                 continue
-            _, context = replay_terms(predicted[name], path)
+            context = replay_context(predicted[name], path)
             if not predicted[name].get("peak_mib", 0) > 0:
                 raise ValueError(f"{name}: the predicted peak is {predicted[name].get('peak_mib')}, not a positive MiB")
             if context not in (plain, cudnn):

@@ -142,7 +142,7 @@ def install(patches):
     if GeneralizedRCNNTransform is not None and hasattr(GeneralizedRCNNTransform, "torch_choice"):
         # Training with several min_size values (Keypoint R-CNN's default 640..800, a user's
         # multi-scale list) resizes each step's pictures to one drawn at random, so the probe's
-        # estimate varied from run to run (Keypoint R-CNN at batch 2: 4 558 to 5 994 MiB). The job's
+        # estimate varied from run to run (Keypoint R-CNN at batch 2: 4 558 to 5 998 MiB). The job's
         # caching allocator keeps what its largest scale needed once it has drawn it: that one.
         patches.set(GeneralizedRCNNTransform, "torch_choice", _largest_scale)
     sampler = getattr(_utils, "BalancedPositiveNegativeSampler", None)
