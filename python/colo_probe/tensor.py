@@ -469,11 +469,19 @@ def _token_of(value):
     return None
 
 
+_UNANNOTATED_VIEWS = frozenset(("aten::_unsafe_view", "aten::unsafe_split", "aten::unsafe_split_with_sizes",
+                                "aten::unsafe_chunk"))
+
+
 def _wrap_outputs(func, schema, args, kwargs, out):
-    if schema.name == "aten::_unsafe_view" and isinstance(args[0], ProbeTensor) and isinstance(out, torch.Tensor):
-        # A view of its input, though its schema declares no alias (autograd is to treat the result
-        # as a fresh tensor): matmul hands back its folded product through it. No memory of its own.
-        return ProbeTensor(out, args[0].storage_token)
+    if schema.name in _UNANNOTATED_VIEWS and isinstance(args[0], ProbeTensor) and not schema.overload_name.endswith("out"):
+        # Views of their input, though their schemas declare no alias (autograd is to treat the
+        # results as fresh tensors): matmul hands back its folded product through _unsafe_view, an
+        # LSTM or GRU cell splits its gates with unsafe_chunk. No memory of their own.
+        token = args[0].storage_token
+        if isinstance(out, torch.Tensor):
+            return ProbeTensor(out, token)
+        return type(out)(ProbeTensor(t, token) if isinstance(t, torch.Tensor) else t for t in out)
     aliased = [r.alias_info for r in schema.returns]
     if not any(a is not None for a in aliased):
         return tree_map(_fresh, out)

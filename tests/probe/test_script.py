@@ -1798,6 +1798,26 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         allocs = list(Trace(text).allocs.values())
         self.assertEqual([a[2] for a in allocs if a[0] == 8 * 32 * 256 * 4], ["mm", "mm"])  # once a step
 
+    def test_a_recurrent_cell_splits_its_gates_without_a_copy(self):
+        # An LSTM (or GRU) cell splits its gate product with unsafe_chunk: views of the product,
+        # though the schema declares no alias. The probe recorded each chunk as an allocation of
+        # its own (a 1-layer LSTM over 10 steps: 40 phantom allocations a training step).
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            m = nn.LSTM(32, 64).cuda()
+            opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            while True:
+                out, _ = m(torch.randn(10, 4, 32, device="cuda"))
+                out.sum().backward()
+                opt.step()
+                opt.zero_grad()
+        """)
+        self.assertEqual(rc, 0, err)
+        allocs = list(Trace(text).allocs.values())
+        self.assertEqual([a for a in allocs if "split" in a[2] or "chunk" in a[2]], [])
+        gates = 4 * 4 * 64 * 4  # [batch, 4 x hidden] float32, one a time step
+        self.assertEqual(len([a for a in allocs if a[0] == gates and a[1] == "forward" and a[2] == "addmm"]), 2 * 10 * 2)
+
     def test_fused_attention_saves_its_output_without_a_copy(self):
         # The probe's fused attention detaches its output, which it saves for the backward, inside
         # the dispatcher; the probe's torch-function mode took the plain meta result for a new GPU
