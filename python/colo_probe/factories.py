@@ -407,13 +407,24 @@ def _meta_data_asked(t, func, args, kwargs):
     return scripts_own_meta(t) and _names_gpu(func, args, kwargs)
 
 
+def _dtype_asked(func, args, kwargs):
+    """The dtype of Tensor.to(device, dtype, ...) or to(device, dtype=...); None for .cuda()."""
+    if func is _TENSOR_CUDA:
+        return None
+    rest = args[1:]
+    dtype = kwargs.get("dtype")
+    if dtype is None and len(rest) > 1 and isinstance(rest[1], torch.dtype):
+        dtype = rest[1]
+    return dtype
+
+
 def _redirect_to(func, args, kwargs):
     """Tensor.cuda() / Tensor.to('cuda', ...) -> the probe's GPU. Returns (None, result) when done."""
     self = args[0]
     if _meta_data_asked(self, func, args, kwargs):
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")  # PyTorch's words (Module.to reads them)
     if lazy_modules.is_uninitialized(self) and _names_gpu(func, args, kwargs):
-        return None, lazy_modules.to_gpu(self)  # a lazy module's: shaped at its first forward
+        return None, lazy_modules.to_gpu(self, _dtype_asked(func, args, kwargs))  # shaped at its first forward
     if func is _TENSOR_CUDA:
         if isinstance(self, pt.ProbeTensor):
             return None, self

@@ -19,8 +19,11 @@ def is_uninitialized(t):
     return isinstance(t, UninitializedTensorMixin)
 
 
-def to_gpu(t):
-    """An uninitialised parameter or buffer moved to the probe's GPU: still uninitialised, marked."""
+def to_gpu(t, dtype=None):
+    """An uninitialised parameter or buffer moved to the probe's GPU: still uninitialised, marked,
+    in the dtype asked for (`model.to("cuda", torch.float16)` materialises it in half precision)."""
+    if dtype is not None and dtype != t.dtype:
+        t.data = torch.empty(0, dtype=dtype)
     setattr(t, _MARK, True)
     return t
 

@@ -1780,6 +1780,29 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         self.assertEqual(sorted(a[0] for a in allocs if a[2] == "to_cuda" and a[0] < weight),
                          sorted([16 * 3 * 3 * 3 * 4] + [16 * 4] * 5 + [10 * 4, 8]))
 
+    def test_lazy_modules_moved_with_a_dtype_materialise_in_it(self):
+        # model.to("cuda", torch.float16) before the first forward: PyTorch gives the uninitialised
+        # parameters the dtype (integer buffers keep theirs) and materialises them in it. The probe
+        # kept float32, so every lazy weight, its gradient and its optimizer state were counted twice
+        # their size.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            m = nn.Sequential(nn.LazyConv2d(16, 3), nn.LazyBatchNorm2d(), nn.Flatten(), nn.LazyLinear(10))
+            m.to("cuda", torch.float16)
+            m(torch.randn(2, 3, 32, 32, device="cuda", dtype=torch.float16))
+            assert m[0].weight.dtype == m[3].weight.dtype == m[1].running_var.dtype == torch.float16
+            assert m[1].num_batches_tracked.dtype == torch.int64 and m[3].weight.is_cuda
+            m[2].half().to(torch.float32)  # no parameters: nothing to do
+            opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            while True:
+                m(torch.randn(8, 3, 32, 32, device="cuda", dtype=torch.float16)).float().sum().backward()
+                opt.step()
+                opt.zero_grad()
+        """)
+        self.assertEqual(rc, 0, err)
+        loaded = sorted(a[0] for a in Trace(text).allocs.values() if a[2] == "to_cuda")
+        self.assertEqual(loaded, sorted([10 * 16 * 30 * 30 * 2, 16 * 3 * 3 * 3 * 2] + [16 * 2] * 5 + [10 * 2, 8]))
+
     def test_a_folded_matmul_returns_its_product_without_a_copy(self):
         # x @ w with a 3-D x runs as one mm on the flattened x, whose product PyTorch hands back
         # through _unsafe_view: a view sharing the mm's storage, though its schema declares no alias
