@@ -12,6 +12,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 from . import lazy_modules
+from . import legacy_types
 from . import tensor as pt
 
 FACTORIES = {torch.empty, torch.zeros, torch.ones, torch.full, torch.rand, torch.randn, torch.randint,
@@ -196,7 +197,8 @@ class ProbeDevice(TorchFunctionMode):
             args, kwargs = _redirect_to(func, args, kwargs)
             if args is None:
                 return kwargs
-        if func is torch.Tensor.type and args and isinstance(args[0], pt.ProbeTensor):
+        if func is torch.Tensor.type and args and (isinstance(args[0], pt.ProbeTensor)
+                                                   or legacy_types.cuda_type_asked(args, kwargs) is not None):
             return _probe_type(*args, **kwargs)
         if isinstance(func, FunctionType):  # a Python function: see _NestedCalls
             with _NestedCalls(self):
@@ -384,15 +386,23 @@ _TYPE_NAMES = {torch.float32: "FloatTensor", torch.float64: "DoubleTensor", torc
 
 def _probe_type(t, dtype=None, non_blocking=False, **kwargs):
     """Tensor.type() of a GPU tensor: "torch.cuda.FloatTensor" and so on, as a CUDA build answers
-    (torch.typename, ZeroRedundancyOptimizer's parameter check); t.type(dtype or name) converts."""
+    (torch.typename, ZeroRedundancyOptimizer's parameter check); t.type(dtype or name) converts,
+    a host tensor too where the type is a GPU one (`imgs.type(torch.cuda.FloatTensor)`)."""
     if dtype is None:
         return "torch.cuda." + _TYPE_NAMES.get(t.dtype, "Tensor")
+    on_gpu = legacy_types.cuda_type_asked((t, dtype), {})
+    if on_gpu is not None:
+        if isinstance(t, pt.ProbeTensor):
+            return t if t.dtype == on_gpu else t.to(on_gpu)
+        return _redirect_to(_TENSOR_TO, (t, "cuda", on_gpu), {})[1]
     if isinstance(dtype, str):
         by_name = {v: k for k, v in _TYPE_NAMES.items()}
         prefix, _, name = dtype.rpartition(".")
         if name not in by_name or prefix not in ("torch", "torch.cuda"):
             raise ValueError(f"invalid type: '{dtype}'")
-        return t.to(by_name[name]) if prefix == "torch.cuda" else t.to("cpu", by_name[name])
+        return t.to("cpu", by_name[name])
+    if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), torch.dtype):
+        return t.to("cpu", dtype.dtype)  # torch.FloatTensor and its kin: host types
     return t.to(dtype)
 
 

@@ -597,6 +597,8 @@ class ScriptRun:
         p.set(factories_module, "DEFAULT_DEVICE", [None])
         p.set(factories_module, "META_IS_GPU", [False])
         p.set(torch, "set_default_device", set_default_device)
+        from . import legacy_types
+        legacy_types.install(p, factories_module)  # torch.cuda.FloatTensor and co.
         p.set(torch, "get_default_device", lambda: (
             torch.device("cuda", 0) if factories_module._is_gpu(factories_module.DEFAULT_DEVICE[0])
             else factories_module.DEFAULT_DEVICE[0] or torch.device("cpu")))

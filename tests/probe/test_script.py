@@ -1803,6 +1803,67 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         loaded = sorted(a[0] for a in Trace(text).allocs.values() if a[2] == "to_cuda")
         self.assertEqual(loaded, sorted([10 * 16 * 30 * 30 * 2, 16 * 3 * 3 * 3 * 2] + [16 * 2] * 5 + [10 * 2, 8]))
 
+    def test_legacy_cuda_tensor_types(self):
+        # Older training code (PyTorch-GAN, 14 of its MNIST scripts) makes its GPU tensors through
+        # the legacy types: `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`, then
+        # `Tensor(n, 1).fill_(1.0)`, `Tensor(np_array)`, `imgs.type(Tensor)`. A CPU build refuses
+        # them all ("type torch.cuda.FloatTensor not available"), and so did the probe.
+        rc, text, err, _ = run_probe("""
+            import numpy as np, torch, torch.nn as nn
+            cuda = torch.cuda.is_available()
+            Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+            m = nn.Linear(16, 1)
+            if cuda:
+                m.cuda()
+            opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            assert str(Tensor) == "torch.cuda.FloatTensor" and Tensor().shape == (0,)
+            idx = torch.cuda.LongTensor([1, 2])
+            assert idx.is_cuda and idx.dtype == torch.int64 and idx.tolist() == [1, 2]
+            try:
+                Tensor(torch.zeros(2))
+                raise AssertionError("a host tensor made a GPU one")
+            except TypeError as e:
+                assert "expected torch.cuda.FloatTensor (got torch.FloatTensor)" in str(e), e
+            while True:
+                valid = Tensor(32, 1).fill_(1.0)
+                imgs = torch.rand(32, 16).type(Tensor)
+                z = Tensor(np.random.normal(0, 1, (32, 16)))
+                assert isinstance(valid, Tensor) and isinstance(imgs, torch.cuda.FloatTensor)
+                assert not isinstance(idx, Tensor) and imgs.type() == "torch.cuda.FloatTensor" and z.is_cuda
+                assert z.type(torch.cuda.HalfTensor).dtype == torch.float16
+                assert z.type("torch.cuda.DoubleTensor").dtype == torch.float64
+                assert not z.type(torch.FloatTensor).is_cuda and not z.type("torch.FloatTensor").is_cuda
+                nn.functional.mse_loss(m(imgs + z), valid).backward()
+                opt.step()
+                opt.zero_grad()
+        """)
+        self.assertEqual(rc, 0, err)
+        allocs = list(Trace(text).allocs.values())
+        batch = 32 * 16 * 4
+        self.assertEqual(len([a for a in allocs if a[0] == 32 * 4 and a[2] == "empty"]), 2)  # valid, once a step
+        self.assertEqual(len([a for a in allocs if a[0] == batch and a[2] == "to_cuda"]), 2)  # imgs
+        self.assertEqual(len([a for a in allocs if a[0] == batch and a[2] == "tensor"]), 2)  # z
+
+    def test_a_legacy_default_tensor_type_on_the_gpu(self):
+        # torch.set_default_tensor_type("torch.cuda.FloatTensor"): factories without device= make GPU
+        # tensors, as a CUDA build's do, until a host type is set again.
+        rc, text, err, _ = run_probe("""
+            import torch, torch.nn as nn
+            torch.set_default_tensor_type(torch.cuda.FloatTensor)
+            m = nn.Linear(16, 4)  # built on the GPU
+            assert m.weight.is_cuda and torch.zeros(2).is_cuda and torch.get_default_dtype() == torch.float32
+            torch.set_default_tensor_type("torch.FloatTensor")
+            assert not torch.zeros(2).is_cuda
+            torch.set_default_tensor_type("torch.cuda.FloatTensor")
+            opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            while True:
+                m(torch.randn(8, 16)).sum().backward()
+                opt.step()
+        """)
+        self.assertEqual(rc, 0, err)
+        allocs = list(Trace(text).allocs.values())
+        self.assertEqual(len([a for a in allocs if a[0] == 8 * 16 * 4 and a[2] == "randn"]), 2)
+
     def test_a_folded_matmul_returns_its_product_without_a_copy(self):
         # x @ w with a 3-D x runs as one mm on the flattened x, whose product PyTorch hands back
         # through _unsafe_view: a view sharing the mm's storage, though its schema declares no alias
