@@ -9,8 +9,9 @@
 # LLMC=DIR (a karpathy/llm.c checkout), its PyTorch reference train_gpt2.py on generated tokens. With
 # TIMM=DIR (a huggingface/pytorch-image-models checkout), timm's train.py on that ImageFolder. With
 # LIGHTNING=DIR (a Lightning-AI/pytorch-lightning 2.x checkout; lightning_utilities and torchmetrics
-# importable, from PYTHONPATH or installed), Lightning's Trainer and Fabric examples.
-#   [VISION=DIR] [LLMC=DIR] [TIMM=DIR] [LIGHTNING=DIR] bash scripts/probe-real-scripts.sh EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]
+# importable, from PYTHONPATH or installed), Lightning's Trainer and Fabric examples. With
+# PYTORCH_GAN=DIR (an eriklindernoren/PyTorch-GAN checkout), its MNIST GANs (legacy tensor types).
+#   [VISION=DIR] [LLMC=DIR] [TIMM=DIR] [LIGHTNING=DIR] [PYTORCH_GAN=DIR] bash scripts/probe-real-scripts.sh EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -252,4 +253,21 @@ PY
       "$le/fabric/image_classifier/train_fabric.py"
     PYTHONPATH="$litpath" probe "$lw" "lightning Fabric language_model/train.py" "$le/fabric/language_model/train.py"
   }
+fi
+if [ -n "${PYTORCH_GAN:-}" ]; then
+  # PyTorch-GAN's MNIST implementations, unmodified, one epoch asked (the probe stops after two
+  # steps): torch.cuda.FloatTensor and Variable, as older code has them. They read
+  # ../../data/mnist from their own directory and write images/ there: copies run in $work.
+  gan=$(cd "$PYTORCH_GAN" && pwd)
+  [ -d "$gan/implementations/wgan_gp" ] || { echo "$gan: not a PyTorch-GAN checkout" >&2; exit 2; }
+  mkdir -p "$work/pytorch-gan/data/mnist/MNIST/raw"
+  cp -r "$gan/implementations" "$work/pytorch-gan/"
+  cp "$work"/data/MNIST/raw/* "$work/pytorch-gan/data/mnist/MNIST/raw/"
+  # Not here: began (`.data[0]` of a 0-dim tensor, an IndexError on any PyTorch since 0.5), bgan and
+  # dragan (they name an undefined mnist_loader), cogan (SciPy, not installed with colo)
+  for s in aae acgan cgan cluster_gan/clustergan dcgan ebgan gan infogan lsgan relativistic_gan sgan softmax_gan \
+           wgan wgan_div wgan_gp; do
+    d=${s%%/*} f=${s##*/}
+    probe "$work/pytorch-gan/implementations/$d" "PyTorch-GAN $d" "$f.py" --n_epochs 1
+  done
 fi
