@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "core/error.h"
 #include "sim/workloads/synthetic_trace.h"
 #include "sim_fixture.h"
 
@@ -23,6 +24,24 @@ SimConfig one_gpu() {
   SimConfig c = test::config(PolicyKind::Magm, 1);
   c.checkpoint = {30, 60};
   return c;
+}
+
+// Slots far shorter than the jobs (a year of work in 700 s slots) would end without bound, each
+// a checkpoint and a requeue: refused up front with the figures, not simulated for days.
+TEST(SimTimeSlots, SlotsThatWouldEndMillionsOfTimesAreRefused) {
+  SimConfig c = one_gpu();
+  c.slots = {700, 70};
+  std::vector<SimJobSpec> jobs = long_and_short();
+  jobs[0].solo_s = 2e9;  // 63 years
+  try {
+    simulate(c, jobs);
+    FAIL() << "simulated";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()), "time slots of 700 s would end about 2.86e+06 times in the trace's 2e+09 s of "
+                                     "solo run time; at most 2e+06 are simulated: give longer slots");
+  }
+  jobs[0].solo_s = 1e9;  // under the bound: runs
+  EXPECT_GT(simulate(c, jobs).checkpoints, 0);
 }
 
 TEST(SimTimeSlots, OffTheShortJobWaitsForTheLongOne) {
