@@ -150,6 +150,23 @@ TEST(CalibrationProfileFile, EveryFieldHasARangeSoNoCastWraps) {
   EXPECT_THAT(profile_error("safety_margin", -0.1), HasSubstr("'safety_margin' must be in [0, 10], got -0.1"));
 }
 
+// A misspelt, repeated or mistyped field would silently leave a constant at its default (or take
+// the last of two values) and change every estimate: each is refused, with its line.
+TEST(CalibrationProfileFile, UnknownRepeatedAndMistypedFieldsAreRefusedWithTheirLine) {
+  const std::string text = read(std::string(COLO_SOURCE_DIR) + "/calibration/a100-40gb.json");
+  const auto err = [](const std::string& t) { return error_of([&] { CalibrationProfile::from_json(t, "G.json"); }); };
+  EXPECT_NO_THROW(CalibrationProfile::from_json(text, "G.json"));  // every shipped field is known
+  EXPECT_NO_THROW(CalibrationProfile::from_json(read(std::string(COLO_SOURCE_DIR) + "/calibration/h100-80gb.json"), "H.json"));
+  const std::string head = "{\n  \"gpu_total_mib\": 40960,\n  \"context_mib\": 1000,\n";
+  EXPECT_EQ(err(head + "  \"conv_workspace_ratoi\": 2\n}\n"), "G.json:4: unknown field 'conv_workspace_ratoi'");
+  EXPECT_EQ(err(head + "  \"context_mib\": 2000\n}\n"), "G.json:4: field 'context_mib' given twice");
+  EXPECT_EQ(err(head + "  \"gpu\": null\n}\n"), "G.json:4: field 'gpu' is not a string");
+  EXPECT_EQ(err(head + "  \"safety_margin\": \"0.1\"\n}\n"), "G.json:4: field 'safety_margin' is not a number");
+  EXPECT_EQ(err("{\n  \"gpu_total_mib\": 40960,\n  \"context_mib\": 40960\n}\n"),
+            "G.json:3: field 'context_mib' (40960 MiB) leaves nothing of the GPU's 40960 MiB (gpu_total_mib)");
+  EXPECT_EQ(err("{\n  \"context_mib\": 1\n}\n"), "G.json: missing field 'gpu_total_mib'");
+}
+
 TEST(Summaries, AnAttentionTotalBelowItsChildrenIsNamedWithItsLine) {
   const std::string text =
       "Net(\n"

@@ -2,12 +2,14 @@
 #include "common/resource_path.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -54,35 +56,70 @@ bool plain_file_name(const std::string& f) {
          });
 }
 
+// The fields a profile may hold: any other is a misspelling, which would silently leave the
+// constant it meant at its default and change every estimate.
+constexpr std::array kFields = {"gpu", "name", "fitted_on", "fit_command", "gpu_total_mib", "context_mib",
+                                "cublas_workspace_mib", "cudnn_context_mib", "safety_margin", "cudnn_safety_margin",
+                                "conv_workspace_mib", "conv_workspace_ratio", "strided_conv_workspace_ratio",
+                                "trace_conv_workspace_mib", "trace_conv_workspace_ratio",
+                                "trace_strided_conv_workspace_ratio", "trace_safety_margin", "trace_cudnn_safety_margin",
+                                "trace_context_offset_mib", "trace_cudnn_context_offset_mib", "trace_fitted_on",
+                                "conv_workspace_table", "trace_conv_workspace_neighbours"};
+
+// The line of a top-level field (its nth `"key":`), for errors; 1 where it is not found.
+std::size_t line_of(const std::string& text, const std::string& key, int nth = 1) {
+  const std::string quoted = "\"" + key + "\"";
+  for (std::size_t at = text.find(quoted); at != std::string::npos; at = text.find(quoted, at + 1)) {
+    const std::size_t colon = text.find_first_not_of(" \t\r\n", at + quoted.size());
+    if (colon == std::string::npos || text[colon] != ':' || --nth > 0) continue;
+    return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+  }
+  return 1;
+}
+
 }  // namespace
 
 CalibrationProfile CalibrationProfile::from_json(const std::string& text, const std::string& source) {
   nlohmann::json j;
+  std::vector<std::string> seen;  // the top-level keys so far: a second one would silently win
   try {
-    j = nlohmann::json::parse(text);
+    j = nlohmann::json::parse(text, [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+      if (event == nlohmann::json::parse_event_t::key && depth == 1) {
+        const std::string key = parsed.get<std::string>();
+        if (std::find(seen.begin(), seen.end(), key) != seen.end())
+          throw UserError(fmt::format("{}:{}: field '{}' given twice", source, line_of(text, key, 2), one_line(key)));
+        seen.push_back(key);
+      }
+      return true;
+    });
   } catch (const nlohmann::json::parse_error& e) {
     throw UserError(source + ":1: not valid JSON (" + std::string(e.what()) + ")");
   }
   if (!j.is_object()) throw UserError(source + ":1: a calibration profile is a JSON object");
+  for (const auto& [key, value] : j.items())
+    if (std::find(kFields.begin(), kFields.end(), key) == kFields.end())
+      throw UserError(fmt::format("{}:{}: unknown field '{}'", source, line_of(text, key), one_line(key)));
   CalibrationProfile p;
   // Every field has a range: the estimators cast MiB and byte counts to integers, so a huge value
   // would wrap around and change the answer instead of failing.
   auto num = [&](const char* key, double& out, bool required, double max) {
     if (!j.contains(key)) {
-      if (required) throw UserError(source + ":1: missing field '" + std::string(key) + "'");
+      if (required) throw UserError(source + ": missing field '" + std::string(key) + "'");
       return;
     }
-    if (!j[key].is_number()) throw UserError(source + ":1: field '" + std::string(key) + "' is not a number");
+    if (!j[key].is_number()) throw UserError(fmt::format("{}:{}: field '{}' is not a number", source, line_of(text, key), key));
     out = j[key].get<double>();
     if (!(out >= 0 && out <= max))
-      throw UserError(fmt::format("{}:1: field '{}' must be in [0, {}], got {}", source, key, max, out));
+      throw UserError(fmt::format("{}:{}: field '{}' must be in [0, {}], got {}", source, line_of(text, key), key, max, out));
   };
   constexpr double kMaxMiB = 1 << 20;  // 1 TiB: past any GPU's memory
   constexpr double kMaxMargin = 10;    // +1000 %
   constexpr double kMaxRatio = 1000;   // workspace per MiB of activation
   constexpr int kMaxNeighbours = 16;   // replays per estimate
   auto str = [&](const char* key, std::string& out) {
-    if (j.contains(key) && j[key].is_string()) out = j[key].get<std::string>();
+    if (!j.contains(key)) return;
+    if (!j[key].is_string()) throw UserError(fmt::format("{}:{}: field '{}' is not a string", source, line_of(text, key), key));
+    out = j[key].get<std::string>();
   };
   str("gpu", p.gpu);
   str("name", p.name);
@@ -91,9 +128,13 @@ CalibrationProfile CalibrationProfile::from_json(const std::string& text, const 
   double total = 0;
   num("gpu_total_mib", total, true, kMaxMiB);
   if (total < 1 || total != std::floor(total))
-    throw UserError(fmt::format("{}:1: field 'gpu_total_mib' must be a whole number of MiB ≥ 1, got {}", source, total));
+    throw UserError(fmt::format("{}:{}: field 'gpu_total_mib' must be a whole number of MiB ≥ 1, got {}", source,
+                                line_of(text, "gpu_total_mib"), total));
   p.gpu_total_mib = static_cast<MiB>(total);
   num("context_mib", p.context_mib, true, kMaxMiB);
+  if (p.context_mib >= total)
+    throw UserError(fmt::format("{}:{}: field 'context_mib' ({} MiB) leaves nothing of the GPU's {} MiB (gpu_total_mib)",
+                                source, line_of(text, "context_mib"), p.context_mib, total));
   num("cublas_workspace_mib", p.cublas_workspace_mib, false, kMaxMiB);
   num("cudnn_context_mib", p.cudnn_context_mib, false, kMaxMiB);
   num("safety_margin", p.safety_margin, false, kMaxMargin);
@@ -111,33 +152,35 @@ CalibrationProfile CalibrationProfile::from_json(const std::string& text, const 
   // Offsets may be negative, but never take the context below zero.
   auto offset = [&](const char* key, double& out, double context) {
     if (!j.contains(key)) return;
-    if (!j[key].is_number()) throw UserError(source + ":1: field '" + std::string(key) + "' is not a number");
+    if (!j[key].is_number()) throw UserError(fmt::format("{}:{}: field '{}' is not a number", source, line_of(text, key), key));
     out = j[key].get<double>();
     if (!std::isfinite(out) || out < -context || out > 1e6)
-      throw UserError(source + ":1: field '" + std::string(key) + "' is out of range");
+      throw UserError(fmt::format("{}:{}: field '{}' is out of range", source, line_of(text, key), key));
   };
   offset("trace_context_offset_mib", p.trace_context_offset_mib, p.context_mib);
   offset("trace_cudnn_context_offset_mib", p.trace_cudnn_context_offset_mib, p.context_mib + p.cudnn_context_mib);
   str("trace_fitted_on", p.trace_fitted_on);
   if (j.contains("conv_workspace_table")) {
     if (!j["conv_workspace_table"].is_string())
-      throw UserError(source + ":1: field 'conv_workspace_table' is not a string");
+      throw UserError(fmt::format("{}:{}: field 'conv_workspace_table' is not a string", source,
+                                  line_of(text, "conv_workspace_table")));
     p.conv_workspace_table = j["conv_workspace_table"].get<std::string>();
     const auto& f = p.conv_workspace_table;
     if (!plain_file_name(f))
-      throw UserError(fmt::format("{}:1: field 'conv_workspace_table' must be a file name beside the profile "
+      throw UserError(fmt::format("{}:{}: field 'conv_workspace_table' must be a file name beside the profile "
                                   "(letters, digits, '-', '_', '.'; not starting with '.'), got '{}'",
-                                  source, one_line(f)));
+                                  source, line_of(text, "conv_workspace_table"), one_line(f)));
   }
   if (j.contains("trace_conv_workspace_neighbours")) {
     const auto& v = j["trace_conv_workspace_neighbours"];
     if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > kMaxNeighbours)
-      throw UserError(fmt::format("{}:1: field 'trace_conv_workspace_neighbours' must be a whole number in [0, {}]",
-                                  source, kMaxNeighbours));
+      throw UserError(fmt::format("{}:{}: field 'trace_conv_workspace_neighbours' must be a whole number in [0, {}]",
+                                  source, line_of(text, "trace_conv_workspace_neighbours"), kMaxNeighbours));
     p.trace_conv_workspace_neighbours = static_cast<int>(v.get<std::int64_t>());
     if (p.trace_conv_workspace_neighbours > 0 && p.conv_workspace_table.empty())
-      throw UserError(source + ":1: field 'trace_conv_workspace_neighbours' needs a 'conv_workspace_table' "
-                               "(the measured shapes the neighbours are taken from)");
+      throw UserError(fmt::format("{}:{}: field 'trace_conv_workspace_neighbours' needs a 'conv_workspace_table' "
+                                  "(the measured shapes the neighbours are taken from)",
+                                  source, line_of(text, "trace_conv_workspace_neighbours")));
   }
   p.source = source;
   return p;
