@@ -41,6 +41,9 @@ TEST(Trace, BadInputNamesFileAndLine) {
   EXPECT_THAT(error_of(c, h + "inf,resnet\n"), HasSubstr("t.csv:2: column 'submit_offset_s': 'inf' is not a number"));
   EXPECT_THAT(error_of(c, "offset,workload\n0,resnet\n"), HasSubstr("t.csv:1: missing column 'submit_offset_s'"));
   EXPECT_THAT(error_of(c, h), HasSubstr("t.csv: the trace has no jobs"));
+  // A column the reader does not know (a misspelling, a column of another tool) would be ignored.
+  EXPECT_THAT(error_of(c, "submit_offset_s,workload,gpus\n0,resnet,2\n"),
+              HasSubstr("t.csv:1: unknown column 'gpus' (known: submit_offset_s, workload)"));
   EXPECT_THAT(error_of(c, h + "0,resnet,extra\n"), HasSubstr("t.csv:2: 3 fields, the header has 2"));
   EXPECT_THAT(error_of(c, ""), HasSubstr("t.csv: empty file"));
 }

@@ -101,6 +101,10 @@ TEST(WorkloadCatalog, BadInputNamesFileAndLine) {
   const std::string ok = "a,resnet50,imagenet,32,1,1,2,1000,900,800,8000,s.model,table6.2,adam,\n";
   EXPECT_EQ(error_of(std::string(kHeader) + ok), "(no error)");
   EXPECT_THAT(error_of("workload,model\na,b\n"), HasSubstr("w.csv:1: missing column 'dataset'"));
+  // A misspelt optional column (smcat for smact) would be ignored, its values never used.
+  EXPECT_THAT(error_of(std::string(kHeader).substr(0, std::string(kHeader).size() - 1) + ",smcat\n" +
+                       ok.substr(0, ok.size() - 1) + ",0.5\n"),
+              HasSubstr("w.csv:1: unknown column 'smcat' (known: workload, model,"));
   EXPECT_THAT(error_of(std::string(kHeader) + ok + "b,resnet50,imagenet,32,1,1,two,1000,900,800,8000,s,t,adam,\n"),
               HasSubstr("w.csv:3: column 'epoch_minutes': 'two' is not a number"));
   EXPECT_THAT(error_of(std::string(kHeader) + ok + ok), HasSubstr("w.csv:3: workload 'a' already defined on line 2"));

@@ -1,7 +1,9 @@
 #include "sim/workloads/csv_table.h"
 
+#include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "core/limits.h"
@@ -90,6 +92,12 @@ std::optional<std::size_t> CsvTable::find(std::string_view column) const {
 std::size_t CsvTable::require(std::string_view column) const {
   if (auto i = find(column)) return *i;
   throw UserError(fmt::format("{}:1: missing column '{}'", path_, column));
+}
+
+void CsvTable::allow_only(std::initializer_list<std::string_view> known) const {
+  for (const std::string& h : header_)
+    if (std::find(known.begin(), known.end(), h) == known.end())
+      throw UserError(fmt::format("{}:1: unknown column '{}' (known: {})", path_, one_line(h), fmt::join(known, ", ")));
 }
 
 std::string CsvTable::where(const Row& r) const { return fmt::format("{}:{}", path_, r.line); }

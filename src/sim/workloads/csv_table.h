@@ -4,6 +4,7 @@
 // No quoting: none of the files we read need it, and a quote character is rejected rather
 // than mis-read.
 #include <cstddef>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <string>
@@ -32,6 +33,9 @@ class CsvTable {
   // Index of a column; throws "FILE:1: missing column 'name'" when absent.
   std::size_t require(std::string_view column) const;
   std::optional<std::size_t> find(std::string_view column) const;
+  // Throws "FILE:1: unknown column 'X' (known: …)" for a header column not in `known`: a misspelt
+  // optional column would otherwise be silently ignored and its values never used.
+  void allow_only(std::initializer_list<std::string_view> known) const;
 
   // Cell accessors with one-line errors "FILE:LINE: column 'NAME': …" (core/parse_number.h);
   // a value outside [lo, hi] is an error, never clamped.

@@ -11,6 +11,7 @@ namespace {
 
 Trace from_table(const CsvTable& t, const WorkloadCatalog& catalog) {
   const size_t c_off = t.require("submit_offset_s"), c_name = t.require("workload");
+  t.allow_only({"submit_offset_s", "workload"});
   Trace tr;
   tr.path = t.path();
   Seconds previous = 0;
