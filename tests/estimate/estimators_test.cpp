@@ -155,6 +155,20 @@ TEST_F(ProfileDir, AllocsimFlagsModelsThatDoNotFit) {
   const auto e = make_estimator("allocsim")->estimate(r);
   EXPECT_GT(e.mib, 1000);
   EXPECT_THAT(e.explanation, ::testing::HasSubstr("does not fit"));
+  // Beyond the GPU the figure is the job's need (the replay without the limit), not the peak where
+  // the replay ran out: a larger batch never gets a smaller figure, and a GPU the job fits gives the
+  // same need (VGG-16 at batch 32: ~2 GB, on the 1 000 MiB GPU and on a 40 000 MiB one).
+  r.batch = 64;
+  EXPECT_GT(make_estimator("allocsim")->estimate(r).mib, e.mib);
+  r.batch = 32;
+  small.gpu = "biggpu";
+  small.gpu_total_mib = 40000;
+  write(small);
+  r.gpu = "biggpu";
+  const auto fits = make_estimator("allocsim")->estimate(r);
+  EXPECT_THAT(fits.explanation, ::testing::Not(::testing::HasSubstr("does not fit")));
+  const auto peak_of = [](const std::string& x) { return std::stod(x.substr(x.find("peak reserved ") + 14)); };
+  EXPECT_DOUBLE_EQ(peak_of(e.explanation), peak_of(fits.explanation)) << e.explanation << "\n" << fits.explanation;
 }
 
 TEST_F(ProfileDir, HorusIsItsFormula) {

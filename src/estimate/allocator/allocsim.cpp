@@ -51,6 +51,15 @@ AllocSimBreakdown simulate_allocsim(const ModelGraph& g, std::int64_t batch, Opt
   b.margin = cudnn ? profile.cudnn_safety_margin : profile.safety_margin;
   const double cap_mib = static_cast<double>(profile.gpu_total_mib) - b.context_mib;
   b.replay = replay(trace, cap_mib > 0 ? static_cast<std::uint64_t>(cap_mib * 1048576.0) : 0, settings);
+  if (b.replay.out_of_memory) {
+    // The GPU's limit stopped the replay where it ran out, whose peak so far is not what the job
+    // needs (a larger batch ran out sooner and got a smaller figure). The same replay without the
+    // limit gives the need itself, beyond this GPU: what a larger GPU would have to hold.
+    const ReplayResult need = replay(trace, std::uint64_t{1} << 62, settings);
+    b.replay.reserved_peak = need.reserved_peak;
+    b.replay.allocated_peak = need.allocated_peak;
+    b.replay.events = need.events;
+  }
   b.total_mib = static_cast<double>(b.replay.reserved_peak) / 1048576.0 * (1.0 + b.margin) + b.context_mib;
   if (b.replay.out_of_memory) b.total_mib = std::max<double>(b.total_mib, static_cast<double>(profile.gpu_total_mib) + 1);
   return b;
