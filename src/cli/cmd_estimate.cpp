@@ -26,6 +26,7 @@
 #include "cli/command_registry.h"
 #include "cli/estimate_smact.h"
 #include "cli/number_option.h"
+#include "cli/output_file.h"
 #include "cli/probe_options.h"
 #include "cli/progress.h"
 #include "core/error.h"
@@ -45,11 +46,14 @@
 namespace {
 
 using namespace colo::estimate;
+using colo::cli::check_output_path;
+using colo::cli::write_output_file;
 
 struct Opts {
   ProbeRequest probe;
   std::string trace;
   double probe_timeout = 300;
+  bool probe_timeout_given = false;
   std::string summary, optimizer = "adam", estimator = "auto", gpu = "a100-40gb";
   std::int64_t batch = 0, seq_len = 0;
   std::optional<long long> stated;
@@ -75,13 +79,8 @@ std::filesystem::path calibrate_out(const CalOpts& o) {
     std::filesystem::create_directories("calibration");
     return "calibration/" + o.gpu + ".json";
   }
-  if (o.out.empty()) throw colo::UserError("--out: empty path");
-  const std::filesystem::path p(o.out);
-  std::error_code ec;
-  if (p.has_parent_path() && !std::filesystem::is_directory(p.parent_path(), ec))
-    throw colo::UserError(fmt::format("--out: directory '{}' does not exist", colo::one_line(p.parent_path().string())));
-  if (std::filesystem::is_directory(p, ec)) throw colo::UserError(fmt::format("--out: '{}' is a directory", colo::one_line(o.out)));
-  return p;
+  check_output_path(o.out, "--out");
+  return o.out;
 }
 
 void print(const Opts& o, const Estimate& e, nlohmann::ordered_json j) {
@@ -281,11 +280,7 @@ void run_eval(const EvalOpts& o) {
       s.oom_rows, s.oom_predicted);
 }
 
-void write_text(const std::filesystem::path& p, const std::string& text) {
-  std::ofstream f(p);
-  if (!f) throw colo::UserError(p.string() + ": cannot write");
-  f << text;
-}
+void write_text(const std::filesystem::path& p, const std::string& text) { write_output_file(p.string(), text, "--out"); }
 
 // calibrate --estimator trace: the trace estimator's constants, on top of the profile's contexts.
 void run_trace_calibrate(const CalOpts& o, const std::string& command_line, const std::vector<DatasetRow>& rows,
@@ -362,16 +357,11 @@ void run_calibrate(const CalOpts& o, const std::string& command_line) {
   res.profile.fit_command = keep_other(base.fit_command, command_line);
   const std::filesystem::path outp = calibrate_out(o);
   const std::string out = outp.string();
-  auto write = [](const std::filesystem::path& p, const std::string& text) {
-    std::ofstream f(p);
-    if (!f) throw colo::UserError(p.string() + ": cannot write");
-    f << text;
-  };
   const auto stem = outp.parent_path() / outp.stem();
-  write(outp, res.profile.to_json());
+  write_text(outp, res.profile.to_json());
   res.report["profile"] = nlohmann::ordered_json::parse(res.profile.to_json());
-  write(stem.string() + ".fit-" + o.format + ".json", res.report.dump(2) + "\n");
-  write(stem.string() + ".fit-" + o.format + "-inputs.csv", res.inputs_csv);
+  write_text(stem.string() + ".fit-" + o.format + ".json", res.report.dump(2) + "\n");
+  write_text(stem.string() + ".fit-" + o.format + "-inputs.csv", res.inputs_csv);
   std::cout << fmt::format("wrote {} (context {:.0f} + cuDNN {:.0f} MiB, conv workspace {:.2f} x activation ({:.2f} x for strided convs), margin {:.3f}; "
                            "fit median |err| {:.1f}%, under {:.1f}%)\n",
                            out, res.profile.context_mib, res.profile.cudnn_context_mib, res.profile.conv_workspace_ratio, res.profile.strided_conv_workspace_ratio,

@@ -10,6 +10,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/number_option.h"
+#include "cli/output_file.h"
 #include "cli/progress.h"
 #include "core/error.h"
 #include "core/limits.h"
@@ -74,7 +75,7 @@ void run(const GpuMemNetOptions& o, bool train, const std::string& command) {
   const auto r = estimate::run_gpumemnet_experiment(e);
   progress.finish();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (train) r.model.save(o.out);
+  if (train) write_output_file(o.out, r.model.to_json().dump(1) + "\n", "--out");
 
   if (o.json) {
     auto j = estimate::to_json(r);

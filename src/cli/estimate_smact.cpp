@@ -1,7 +1,6 @@
 #include "cli/estimate_smact.h"
 
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -9,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/number_option.h"
+#include "cli/output_file.h"
 #include "core/error.h"
 #include "core/limits.h"
 #include "estimate/evaluation/dataset.h"
@@ -80,10 +80,7 @@ void fit(const FitOpts& o) {
   m.source = "GPUMemNet measured runs on an A100 40 GB (Avg SMACT / Avg SMOCC of successful runs), train split "
              "(80/20 by filename hash); `colo estimate smact fit --cnn data/gpumemnet/cnn.csv --mlp "
              "data/gpumemnet/mlp.csv --out FILE`";
-  std::ofstream out(o.out);
-  if (!out) throw UserError(fmt::format("{}: cannot write", o.out));
-  out << m.to_json().dump(1) << "\n";
-  if (!out.flush()) throw UserError(fmt::format("{}: cannot write", o.out));
+  write_output_file(o.out, m.to_json().dump(1) + "\n", "--out");
   std::cout << fmt::format("wrote {}: cnn {} rows (ridge {}), mlp {} rows (ridge {})\n", o.out, m.cnn.fitted_rows(),
                            m.cnn.lambda(), m.mlp.fitted_rows(), m.mlp.lambda());
 }

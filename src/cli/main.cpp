@@ -1,5 +1,7 @@
 // colo: the command-line front end. Subcommands live in cmd_*.cpp, one file each.
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <iostream>
@@ -48,7 +50,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
-    return code == static_cast<int>(CLI::ExitCodes::Success) ? code : 2;
+    if (code != static_cast<int>(CLI::ExitCodes::Success)) return 2;  // --help and --version go on
   } catch (const colo::UserError& e) {
     std::cerr << "colo: error: " << colo::one_line(e.what()) << "\n";
     return 2;
@@ -59,6 +61,13 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "colo: internal error: " << colo::one_line(e.what()) << "\n";
+    return 1;
+  }
+  // What a command printed is its result (--json, a table): one that did not reach its reader (a
+  // full disk behind a redirection) is a failure, not a success with nothing in the file.
+  errno = 0;
+  if (!std::cout.flush()) {
+    std::cerr << "colo: error: cannot write the output: " << (errno ? std::strerror(errno) : "write error") << "\n";
     return 1;
   }
   return 0;

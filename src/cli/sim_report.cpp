@@ -1,18 +1,17 @@
 #include "cli/sim_report.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "cli/output_file.h"
 #include "common/resource_path.h"
 #include "core/error.h"
 
 namespace colo::cli {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
@@ -145,12 +144,7 @@ void check_report_inputs(const std::string& path) {
   for (const char* rel : {"report-template.html", "static/vendor/uplot/uPlot.min.css", "static/style.css",
                           "static/vendor/uplot/uPlot.iife.min.js", "static/charts.js", "static/report.js"})
     read_asset(rel);
-  if (path.empty()) throw UserError("--report: empty path");
-  const fs::path out(path);
-  std::error_code ec;
-  if (fs::is_directory(out, ec)) throw UserError(fmt::format("--report: '{}' is a directory", path));
-  if (out.has_parent_path() && !fs::is_directory(out.parent_path(), ec))
-    throw UserError(fmt::format("--report: directory '{}' does not exist", out.parent_path().string()));
+  check_output_path(path, "--report");  // before the simulation, not after it
 }
 
 void write_report(const std::string& path, const json& report) {
@@ -169,20 +163,7 @@ void write_report(const std::string& path, const json& report) {
   }
   const std::string page =
       fill_template(tpl, {{"/*COLO_INLINE_CSS*/", css}, {"/*COLO_INLINE_JS*/", js}, {"/*COLO_REPORT_DATA*/", data}});
-  if (path.empty()) throw UserError("--report: empty path");
-  const fs::path out(path);
-  std::error_code ec;
-  if (fs::is_directory(out, ec)) throw UserError(fmt::format("--report: '{}' is a directory", path));
-  if (out.has_parent_path() && !fs::is_directory(out.parent_path(), ec))
-    throw UserError(fmt::format("--report: directory '{}' does not exist", out.parent_path().string()));
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << page;
-    if (!f) throw UserError(fmt::format("--report: cannot write '{}'", tmp));
-  }
-  fs::rename(tmp, out, ec);
-  if (ec) throw UserError(fmt::format("--report: cannot write '{}': {}", path, ec.message()));
+  write_output_file(path, page, "--report");
 }
 
 }  // namespace colo::cli

@@ -11,6 +11,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
@@ -120,6 +121,49 @@ TEST(ColoSimCli, FlagsThatWouldBeIgnoredOrImpossibleAreRefused) {
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << ": " << r.out;
   }
   std::filesystem::remove(pf);
+}
+
+// --report writes the page without harm to what the name points at: a symbolic link stays a
+// link (its target gets the page), a FIFO or device is written in place (renaming over it would
+// destroy it), and a planted PATH.tmp link is never followed (the temporary was a fixed name).
+// What a command prints that cannot be written (a full disk) fails the command.
+TEST(ColoSimCli, OutputsKeepWhatTheirNameIsAndAFailedWriteFails) {
+  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  namespace fs = std::filesystem;
+  const fs::path d = fs::path(::testing::TempDir()) / "colo_cli_outputs";
+  fs::remove_all(d);
+  fs::create_directories(d);
+  const auto read_all = [](const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  std::ofstream(d / "victim.txt") << "precious\n";
+  fs::create_symlink(d / "victim.txt", d / "page.html.tmp");
+  fs::create_symlink("target.html", d / "link.html");
+  CliRun r = run_colo("--gpus 4 --policy exclusive --report " + (d / "page.html").string() + " >/dev/null && " +
+                      std::string(COLO_BINARY_DIR) + "/colo sim --workloads " + test::carma("workloads.csv") + " --trace " +
+                      test::carma("traces/philly_mix_90_tasks.csv") + " --gpus 4 --policy exclusive --report " +
+                      (d / "link.html").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(read_all(d / "victim.txt"), "precious\n");
+  EXPECT_NE(read_all(d / "page.html").find("window.COLO_REPORT"), std::string::npos);
+  EXPECT_TRUE(fs::is_symlink(d / "link.html"));
+  EXPECT_NE(read_all(d / "target.html").find("window.COLO_REPORT"), std::string::npos);
+  // A FIFO: the page reaches its reader, and the FIFO is still one.
+  ASSERT_EQ(::mkfifo((d / "fifo").c_str(), 0600), 0);
+  r = run_colo("--gpus 4 --policy exclusive --report " + (d / "fifo").string() + " >/dev/null & timeout 120 cat " +
+               (d / "fifo").string() + " > " + (d / "from-fifo.html").string() + "; wait $!");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(fs::is_fifo(d / "fifo"));
+  EXPECT_NE(read_all(d / "from-fifo.html").find("window.COLO_REPORT"), std::string::npos);
+  if (fs::exists("/dev/full")) {
+    const std::string err = (d / "err.txt").string();
+    r = run_colo("--gpus 4 --policy exclusive --json >/dev/full 2>" + err + "; echo rc=$?; cat " + err);
+    EXPECT_EQ(r.out, "rc=1\ncolo: error: cannot write the output: No space left on device\n");
+  }
+  fs::remove_all(d);
 }
 
 // A run where nothing completes has no fairness index and no change against exclusive: "n/a"

@@ -134,6 +134,7 @@ void GpuMemNetModel::save(const std::string& path) const {
   std::ofstream out(path);
   if (!out) throw UserError(fmt::format("{}: cannot write model file", path));
   out << to_json().dump(1) << "\n";
+  out.close();  // the last buffer reaches the file here: a full disk shows only now
   if (!out) throw UserError(fmt::format("{}: write failed", path));
 }
 
