@@ -113,10 +113,6 @@ void run_traced(const Opts& o) {
                                       o.batch > 0 ? "--batch" : "--optimizer"));
   if (!o.probe.script.empty() && o.optimizer_given)
     throw colo::UserError("estimate: --optimizer is the script's own choice when a script is probed");
-  if (o.probe.torchrun > 0 && o.probe.script.empty())
-    throw colo::UserError("estimate: --nproc-per-node goes with --script (torchrun runs a script)");
-  if (!o.probe.python.empty() && o.probe.script.empty())
-    throw colo::UserError("estimate: --python goes with --script (the Python the script runs under)");
   if (o.seq_len > 0)
     throw colo::UserError("estimate: --seq-len is for --summary; a probed model's sequence length is its input (--input)");
   if (!o.trace.empty()) {
@@ -162,6 +158,18 @@ void run_single(const Opts& o) {
     throw colo::UserError(fmt::format("estimate: unexpected argument '{}' (script arguments follow --script FILE --)",
                                       colo::one_line(o.probe.script_args.front())));
   if (o.probe.script.empty()) colo::cli::check_probe_only_flags(o.probe, false);  // a probed script has its own checks
+  // Flags the chosen path would not use are refused, not ignored: the answer would not be for them.
+  if (o.probe.torchrun > 0 && o.probe.script.empty())
+    throw colo::UserError("estimate: --nproc-per-node goes with --script (torchrun runs a script)");
+  if (!o.probe.python.empty() && o.probe.script.empty())
+    throw colo::UserError("estimate: --python goes with --script (the Python the script runs under)");
+  if (o.probe_timeout_given && o.probe.model.empty() && o.probe.script.empty())
+    throw colo::UserError("estimate: --probe-timeout goes with --probe or --script (nothing else runs the probe)");
+  if (o.stated && (!o.probe.model.empty() || !o.probe.script.empty() || !o.trace.empty()))
+    throw colo::UserError("estimate: --stated-mib is not read with --probe, --script or --trace (the trace is estimated)");
+  if (o.stated && o.estimator != "oracle" && o.estimator != "auto")
+    throw colo::UserError(fmt::format("estimate: --stated-mib is the oracle's figure; --estimator {} does not read it",
+                                      o.estimator));
   if (!o.probe.model.empty() || !o.probe.script.empty() || !o.trace.empty()) return run_traced(o);
   if (o.summary.empty() && !o.stated) throw colo::UserError("estimate: --summary is required (or --stated-mib for oracle)");
   Estimate e;
@@ -395,6 +403,7 @@ colo::cli::RegisterCommand reg([](CLI::App& app) {
   cmd->positionals_at_end();
   cmd->add_option_function<std::string>("--probe-timeout", [o](const std::string& s) {
     o->probe_timeout = colo::parse_real(s, "--probe-timeout", 1, 86400);
+    o->probe_timeout_given = true;
   }, "seconds the probe may take [1..86400] (default 300)");
   colo::cli::add_int_flag(cmd, "--seq-len", o->seq_len, 1, colo::limits::kMaxSeqLen,
                           "tokens per sample for transformer summaries (default 512)", false);

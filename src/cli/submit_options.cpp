@@ -53,6 +53,9 @@ std::optional<estimate::AllocatorConfVariable> job_alloc_conf(const SubmitOption
 void apply_estimate(SubmitRequest& r, const EstimateSpec& e, const std::optional<estimate::AllocatorConfVariable>& conf) {
   const estimate::Estimate est = estimate::estimate_from_summary(e.summary, e.batch, e.optimizer, e.estimator, e.seq_len,
                                                                  "a100-40gb", conf ? &conf->settings : nullptr);
+  if (est.mib > limits::kMaxGpuMiB)
+    throw UserError(fmt::format("--estimate {}: the job needs about {} MiB per GPU at batch {}, more than any GPU "
+                                "colo schedules ({} MiB)", e.estimator, est.mib, e.batch, limits::kMaxGpuMiB));
   r.mem_mib = est.mib;
   r.mem_source = est.estimator;
   r.mem_explanation = est.explanation;
@@ -88,9 +91,10 @@ void add_submit_options(CLI::App* c, SubmitOptions& o) {
                 "estimate the need: allocsim, horus, gpumemnet, auto (with --summary); trace, faketensor (with --probe)");
   c->add_option("--summary", o.summary, "model summary for --estimate");
   add_int_flag(c, "--batch", o.batch, 1, limits::kMaxBatch, "batch size for --estimate", false);
-  c->add_option("--optimizer", o.optimizer, "optimizer for --estimate (default adam)");
+  c->add_option("--optimizer", o.optimizer, "optimizer for --estimate (default adam)")
+      ->each([&o](const std::string&) { o.optimizer_given = true; });
   add_int_flag(c, "--seq-len", o.seq_len, 1, limits::kMaxSeqLen, "sequence length for transformer summaries", false);
-  c->add_option("--name", o.name, "job name");
+  c->add_option("--name", o.name, "job name")->each([&o](const std::string&) { o.name_given = true; });
   c->add_option_function<std::string>(
        "--smact", [&o](const std::string& s) { o.smact = parse_real(s, "--smact", 0, 1); },
        "the job's solo SM activity, 0..1 (default: predicted from --summary when given; colod prefers the "
@@ -105,7 +109,8 @@ void add_submit_options(CLI::App* c, SubmitOptions& o) {
   // `--` that starts the command, so the command's own flags were read as colo's.
   c->add_option("--env", o.env, "KEY=VALUE added to the job's environment (repeatable)")->allow_extra_args(false);
   c->add_option("--rad", o.rad, "submit a research-prototype .rad job file (a command after -- replaces the file's)");
-  c->add_option("--rad-memory", o.rad_memory, "which .rad figure is the need: measured, horus, faketensor, gpumemnet, none");
+  c->add_option("--rad-memory", o.rad_memory, "which .rad figure is the need: measured, horus, faketensor, gpumemnet, none")
+      ->each([&o](const std::string&) { o.rad_memory_given = true; });
   c->add_flag("--json", o.json, "print the queued job as JSON");
   add_probe_flags(c, o.probe);
   c->add_flag("--probe-script", o.probe_script,
@@ -117,6 +122,18 @@ void add_submit_options(CLI::App* c, SubmitOptions& o) {
 SubmitRequest build_submit_request(const SubmitOptions& o) {
   SubmitRequest r;
   std::optional<EstimateSpec> estimate;
+  // Flags the request would not use are refused, not ignored: the job would not be what they say.
+  const bool summary_estimate = !o.estimator.empty() && o.probe.model.empty() && !o.probe_script;
+  if (!summary_estimate && o.probe.model.empty() && !o.probe_script) {
+    const char* flag = o.batch > 0 ? "--batch" : o.optimizer_given ? "--optimizer" : !o.summary.empty() ? "--summary" : nullptr;
+    if (flag) throw UserError(fmt::format("{} goes with --estimate or --probe (it describes what is estimated)", flag));
+  }
+  if (o.seq_len > 0 && !summary_estimate)
+    throw UserError("--seq-len goes with --estimate and a transformer --summary (a probed model's sequence length is its input)");
+  if (o.probe_script && o.optimizer_given)
+    throw UserError("--optimizer is the script's own choice when a script is probed");
+  if (o.rad_memory_given && o.rad.empty()) throw UserError("--rad-memory goes with --rad FILE");
+  if (o.name_given && o.name.empty()) throw UserError("--name: empty name");
   const bool toml_file = o.rad.empty() && o.args.size() == 1 && o.args[0].size() > 5 &&
                          o.args[0].substr(o.args[0].size() - 5) == ".toml";
   if (!o.rad.empty()) {
@@ -171,7 +188,9 @@ SubmitRequest build_submit_request(const SubmitOptions& o) {
       p.torchrun = sc.torchrun == estimate::ScriptCommand::kOnePerGpu ? p.data_parallel : sc.torchrun;
       namespace fs = std::filesystem;
       const fs::path file = fs::path(sc.script).is_absolute() ? fs::path(sc.script)
-                          : (o.workdir.empty() ? fs::current_path() : fs::path(o.workdir)) / sc.script;
+                          : (!o.workdir.empty() ? fs::path(o.workdir)
+                             : !r.workdir.empty() ? fs::path(r.workdir)  // a job file's
+                                                  : fs::current_path()) / sc.script;
       if (!fs::is_regular_file(file))
         throw UserError(fmt::format("--probe-script: the script '{}' is not a file", file.string()));
       script_digest = digest_file(file.string(), "training script");

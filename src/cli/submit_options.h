@@ -17,6 +17,7 @@ struct SubmitOptions {
   std::string mem, estimator, summary, optimizer = "adam", name, workdir, rad, rad_memory = "measured";
   bool mem_given = false;  // --mem was given, even as '' (an error, not "no --mem")
   bool workdir_given = false;  // --workdir was given, even as ''
+  bool optimizer_given = false, rad_memory_given = false, name_given = false;  // flags with defaults
   std::int64_t batch = 0, seq_len = 0;  // 0 = not given
   std::vector<std::string> env, args;
   bool json = false;

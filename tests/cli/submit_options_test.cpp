@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -169,6 +170,27 @@ TEST(SubmitOptions, ProbeConflictsAreNamed) {
               HasSubstr("--input '3x0'"));
 }
 
+// The estimate's flags without an estimate to feed, --rad-memory without --rad and an empty name
+// are refused: the job would not be what they say.
+TEST(SubmitOptions, FlagsTheRequestWouldNotUseAreRefused) {
+  const auto err = request_error;
+  EXPECT_EQ(err({"--batch", "32", "--mem", "1GiB", "--", "x"}), "--batch goes with --estimate or --probe (it describes what is estimated)");
+  EXPECT_EQ(err({"--optimizer", "adam", "--", "x"}), "--optimizer goes with --estimate or --probe (it describes what is estimated)");
+  EXPECT_EQ(err({"--summary", "s.model", "--", "x"}), "--summary goes with --estimate or --probe (it describes what is estimated)");
+  EXPECT_EQ(err({"--probe", "torchvision:resnet50", "--batch", "8", "--seq-len", "128", "--", "x"}),
+            "--seq-len goes with --estimate and a transformer --summary (a probed model's sequence length is its input)");
+  EXPECT_EQ(err({"--probe-script", "--optimizer", "sgd", "--", "python3", "t.py"}),
+            "--optimizer is the script's own choice when a script is probed");
+  EXPECT_EQ(err({"--rad-memory", "horus", "--", "x"}), "--rad-memory goes with --rad FILE");
+  EXPECT_EQ(err({"--name", "", "--", "x"}), "--name: empty name");
+  EXPECT_EQ(error_of({"--probe", "torchvision:resnet50", "--input", ""}), "--input: empty value");
+  // An estimate past any GPU names itself, not colod's API field it would have been refused by.
+  EXPECT_THAT(err({"--estimate", "horus", "--summary", std::string(COLO_SOURCE_DIR) + "/data/carma/summaries/resnet50_32.model",
+                   "--batch", "1048576", "--", "x"}),
+              ::testing::MatchesRegex("--estimate horus: the job needs about [0-9]+ MiB per GPU at batch 1048576, more "
+                                      "than any GPU colo schedules \\(1048576 MiB\\)"));
+}
+
 // The probe's flags describe a --probe MODEL run: without it they are errors, not ignored. A working
 // directory is checked by the submitter, before colod would fail the launch.
 TEST(SubmitOptions, ProbeOnlyFlagsAndWorkdirAreChecked) {
@@ -207,6 +229,15 @@ TEST(SubmitOptions, ProbeScriptTakesTheScriptAndArgumentsFromTheCommand) {
                                   "--lr", "0.1"}));
   EXPECT_NE(r.fingerprint_inputs.at("script"), digest) << "an edited script is another job";
   EXPECT_EQ(r.probe->data_parallel, 1);
+  // A job file's command runs in its workdir: the script is found there, not in the shell's directory.
+  const std::string jobs = dir + "/submit_options_test_jobs";
+  std::filesystem::create_directories(jobs);
+  std::ofstream(jobs + "/j.toml") << "command = [\"python3\", \"submit_options_test_train.py\"]\nworkdir = \"" << dir << "\"\n";
+  r = build_submit_request(parse({"--probe-script", jobs + "/j.toml"}));
+  ASSERT_TRUE(r.probe);
+  EXPECT_EQ(r.fingerprint_inputs.at("script"), build_submit_request(parse({"--probe-script", "--workdir", dir, "--",
+                                                                         "python3", "submit_options_test_train.py"}))
+                                                   .fingerprint_inputs.at("script"));
   // The request round-trips through colod's JSON.
   const auto back = estimate::ProbeRequest::from_json(r.probe->to_json(), "request");
   EXPECT_EQ(back.script, r.probe->script);

@@ -58,7 +58,7 @@ TEST(RadFile, EveryPrototypeFileParses) {
 
 TEST(JobFile, ParsesEveryKey) {
   const fs::path dir = fs::temp_directory_path() / "colo-jobfile-test";
-  fs::create_directories(dir);
+  fs::create_directories(dir / "sub");
   const std::string path = (dir / "j.toml").string();
   std::ofstream(path) << "name = \"r50\"\ncommand = [\"python\", \"train.py\"]\ngpus = 2\nworkdir = \"sub\"\n"
                          "[env]\nA = \"1\"\n[estimate]\nestimator = \"horus\"\nsummary = \"m.model\"\nbatch = 64\n"
@@ -72,6 +72,14 @@ TEST(JobFile, ParsesEveryKey) {
   ASSERT_TRUE(jf.estimate);
   EXPECT_EQ(jf.estimate->summary, (dir / "m.model").string());
   EXPECT_EQ(jf.estimate->batch, 64);
+  // A working directory that does not exist: refused at submit, as --workdir is, not at launch.
+  std::ofstream(path) << "command = \"x\"\nworkdir = \"gone\"\n";
+  try {
+    parse_job_file(path);
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ":2: workdir '" + (dir / "gone").string() + "' is not a directory");
+  }
   std::ofstream(path) << "command = \"x\"\n[estimate]\nsummary = \"m\"\nbatch = 1\nbogus = 2\n";
   try {
     parse_job_file(path);

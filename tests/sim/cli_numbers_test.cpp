@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -105,6 +107,21 @@ TEST_F(CliNumbers, EstimateBatchAndSeqLenOutOfRange) {
   const CliRun big = colo("estimate --estimator horus --summary " + bert + " --batch 1048576 --json");
   ASSERT_EQ(big.status, 0) << big.out;
   EXPECT_THAT(big.out, ::testing::Not(HasSubstr("\"estimate_mib\":-")));
+}
+
+// Flags the chosen estimate does not read are refused, not silently ignored (the answer would not
+// be for them): the probe's and the oracle's, on a summary estimate.
+TEST_F(CliNumbers, EstimateFlagsItWouldNotReadAreRefused) {
+  const std::string base = "estimate --estimator allocsim --summary " + summary("resnet50_32.model") + " --batch 8 ";
+  for (const auto& [flag, want] : std::vector<std::pair<std::string, std::string>>{
+           {"--probe-timeout 5", "estimate: --probe-timeout goes with --probe or --script"},
+           {"--nproc-per-node 4", "estimate: --nproc-per-node goes with --script"},
+           {"--python python3", "estimate: --python goes with --script"},
+           {"--stated-mib 100", "estimate: --stated-mib is the oracle's figure; --estimator allocsim does not read it"}})
+    expect_one_line_error(colo(base + flag), want, flag);
+  expect_one_line_error(colo("estimate --probe torchvision:resnet18 --batch 8 --stated-mib 100"),
+                        "estimate: --stated-mib is not read with --probe", "stated with probe");
+  EXPECT_EQ(colo("estimate --estimator oracle --stated-mib 100 --json").status, 0);
 }
 
 TEST_F(CliNumbers, CsvValueOutOfRangeNamesFileLineAndColumn) {
