@@ -22,16 +22,9 @@ namespace {
 void write_in_place(const std::string& path, const std::string& text, std::string_view what) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) throw UserError(fmt::format("{}: cannot write '{}': {}", what, path, std::strerror(errno)));
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int e = n == 0 ? EIO : errno;
-      ::close(fd);
-      throw UserError(fmt::format("{}: cannot write '{}': {}", what, path, std::strerror(e)));
-    }
-    done += static_cast<size_t>(n);
+  if (const int e = slurm::write_all(fd, text)) {
+    ::close(fd);
+    throw UserError(fmt::format("{}: cannot write '{}': {}", what, path, std::strerror(e)));
   }
   if (::close(fd) != 0) throw UserError(fmt::format("{}: cannot write '{}': {}", what, path, std::strerror(errno)));
 }

@@ -38,6 +38,17 @@ void remove_abandoned_temporaries(const std::string& path) {
 
 }  // namespace
 
+int write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n == 0 ? EIO : errno;
+    done += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
 void write_file_atomically(const std::string& path, const std::string& text, mode_t mode) {
   // A temporary name of its own per writer (two writers of one file never share it), removed on
   // every failure: either the old file or the new one stays, and nothing beside them.
@@ -49,16 +60,9 @@ void write_file_atomically(const std::string& path, const std::string& text, mod
     return UserError(fmt::format("{}: cannot {}: {}", path, what, std::strerror(e)));
   };
   ::fchmod(fd, mode);  // the umask must not narrow what readers need (history is world-readable)
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int e = n == 0 ? EIO : errno;
-      ::close(fd);
-      throw fail("write", e);
-    }
-    done += static_cast<size_t>(n);
+  if (const int e = write_all(fd, text)) {
+    ::close(fd);
+    throw fail("write", e);
   }
   if (::fsync(fd) != 0) {
     const int e = errno;

@@ -10,6 +10,9 @@ namespace colo::slurm {
 // Throws colo::UserError naming the path on any failure. Temporaries of this file that a killed
 // writer left (<path>.tmp.XXXXXX, last modified over an hour ago) are removed after a write.
 void write_file_atomically(const std::string& path, const std::string& text, mode_t mode);
+// Writes all of `text` to `fd` (retrying short and interrupted writes): 0, or the errno of the
+// write that failed (EIO where a write wrote nothing).
+int write_all(int fd, const std::string& text);
 // The whole file, or nullopt-like empty + false when it does not exist. Throws on other errors.
 bool read_small_file(const std::string& path, std::string& text, std::size_t max_bytes = 64 << 20);
 
