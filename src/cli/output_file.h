@@ -6,10 +6,12 @@
 
 namespace colo::cli {
 
-// A regular file (new or existing) is replaced atomically (a temporary of its own beside it, then
-// a rename), with the permissions the umask gives. A symbolic link keeps being a link: its target
-// is replaced. An existing file that is neither (/dev/null, /dev/stdout, a FIFO) is written in
-// place, as a shell's redirection would; renaming over it would destroy a device node. Throws
+// A regular file is replaced atomically (a temporary of its own beside it, then a rename): an
+// existing one keeps its permissions, a new one gets the umask's. A symbolic link keeps being a
+// link: its target is replaced. Written in place, as a shell's redirection would: a file that is
+// not regular (/dev/null, a FIFO; renaming over it would destroy a device node), a name under
+// /dev or /proc (/dev/stdout leads to whatever stdout is, a log opened for appending included),
+// and a writable file in a directory colo may not create in. Throws
 // UserError starting with `what` (the flag) and naming the path on any failure (full disk, no
 // permission, a directory, a missing parent directory).
 void write_output_file(const std::string& path, const std::string& text, std::string_view what);

@@ -49,7 +49,7 @@ int write_all(int fd, const std::string& text) {
   return 0;
 }
 
-void write_file_atomically(const std::string& path, const std::string& text, mode_t mode) {
+void write_file_atomically(const std::string& path, const std::string& text, mode_t mode, bool sweep) {
   // A temporary name of its own per writer (two writers of one file never share it), removed on
   // every failure: either the old file or the new one stays, and nothing beside them.
   std::string tmp = path + ".tmp.XXXXXX";
@@ -71,7 +71,7 @@ void write_file_atomically(const std::string& path, const std::string& text, mod
   }
   if (::close(fd) != 0) throw fail("sync", errno);
   if (::rename(tmp.c_str(), path.c_str()) != 0) throw fail("replace", errno);
-  remove_abandoned_temporaries(path);
+  if (sweep) remove_abandoned_temporaries(path);
   const std::string dir = std::filesystem::path(path).parent_path().string();
   const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {

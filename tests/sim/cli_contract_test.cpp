@@ -151,6 +151,21 @@ TEST(ColoSimCli, OutputsKeepWhatTheirNameIsAndAFailedWriteFails) {
   EXPECT_NE(read_all(d / "page.html").find("window.COLO_REPORT"), std::string::npos);
   EXPECT_TRUE(fs::is_symlink(d / "link.html"));
   EXPECT_NE(read_all(d / "target.html").find("window.COLO_REPORT"), std::string::npos);
+  // /dev/stdout leads to a log the shell opened for appending: the page is added to it, not put
+  // in its place (what the log held stays). A replaced file keeps its permissions.
+  std::ofstream(d / "log.txt") << "before\n";
+  std::ofstream(d / "private.html") << "old\n";
+  fs::permissions(d / "private.html", fs::perms::owner_read | fs::perms::owner_write);
+  r = run_colo("--gpus 4 --policy exclusive --report /dev/stdout >> " + (d / "log.txt").string() + " && " +
+               std::string(COLO_BINARY_DIR) + "/colo sim --workloads " + test::carma("workloads.csv") + " --trace " +
+               test::carma("traces/philly_mix_90_tasks.csv") + " --gpus 4 --policy exclusive --report " +
+               (d / "private.html").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::string log = read_all(d / "log.txt");
+  EXPECT_EQ(log.rfind("before\n", 0), 0u) << log.substr(0, 200);
+  EXPECT_NE(log.find("window.COLO_REPORT"), std::string::npos);
+  EXPECT_EQ(fs::status(d / "private.html").permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_NE(read_all(d / "private.html").find("window.COLO_REPORT"), std::string::npos);
   // A FIFO: the page reaches its reader, and the FIFO is still one.
   ASSERT_EQ(::mkfifo((d / "fifo").c_str(), 0600), 0);
   r = run_colo("--gpus 4 --policy exclusive --report " + (d / "fifo").string() + " >/dev/null & timeout 120 cat " +
