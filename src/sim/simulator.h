@@ -76,6 +76,10 @@ struct SimConfig {
   Seconds oom_detect_s = 10;  // OOM crash → noticed by the daemon
   int smact_window_s = 90;    // monitor window (1 s samples)
   TimeSlots slots;            // off unless slot_s > 0; every job checkpoints when they are on
+  // Checkpoints (slot ends that stop a job) after which the run is refused as too long: slots far
+  // shorter than the jobs end without bound, each a checkpoint, a requeue and a relaunch. 2 million
+  // take about 5 s on the development VM (an audit's 1.2 million in 2.4 s).
+  int max_checkpoints = 2'000'000;
   CheckpointParams checkpoint;
   bool eager_decisions = false;  // decide on every event and every tick while jobs wait
   // Also bound the makespan by the configuration programme (sim/bounds/packing_bound.h): a

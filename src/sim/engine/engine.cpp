@@ -7,15 +7,12 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
-
 // The event loop: every instant's events and submissions, then one decision.
 
 namespace colo::sim::detail {
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kMaxSlotEnds = 2e6;  // about 2 µs a slot end on the development VM (1.2 million in 2.4 s)
 }  // namespace
 
 Engine::Engine(const SimConfig& cfg, std::span<const SimJobSpec> jobs)
@@ -32,19 +29,6 @@ Engine::Engine(const SimConfig& cfg, std::span<const SimJobSpec> jobs)
     throw std::invalid_argument("simulate: checkpoint save and restore times must be finite and ≥ 0");
   for (size_t i = 1; i < jobs.size(); ++i)
     if (jobs[i].submit_s < jobs[i - 1].submit_s) throw std::invalid_argument("simulate: jobs not sorted by submit time");
-  if (cfg.slots.enabled()) {
-    // Every slot end of a job with others waiting is a checkpoint, a requeue and a restart: events
-    // and records without end for slots far shorter than the jobs (a year-long job in 700 s
-    // slots). Refused up front rather than run for days; the bound (about 5 s of simulation
-    // here) counts solo run time, so a trace near it may still take longer under interference.
-    double solo = 0;
-    for (const SimJobSpec& j : jobs) solo += j.solo_s;
-    const double ends = solo / cfg.slots.slot_s;
-    if (ends > kMaxSlotEnds)
-      throw UserError(fmt::format("time slots of {:g} s would end about {:.3g} times in the trace's {:.3g} s of solo "
-                                  "run time; at most {:g} are simulated: give longer slots",
-                                  cfg.slots.slot_s, ends, solo, kMaxSlotEnds));
-  }
   model_ = cfg.sharing == SharingKind::Mps ? make_mps_model(cfg.mps) : make_streams_model(cfg.streams);
   // MIG: every GPU split into the layout's instances, each a slot of its own for the core.
   per_ = cfg.mig.empty() ? 1 : static_cast<int>(cfg.mig.size());

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
+#include "core/error.h"
+
 // Fairness time slots: a job asked to checkpoint before its slot ends leaves and queues again.
 
 namespace colo::sim::detail {
@@ -80,7 +84,10 @@ void Engine::on_checkpoint_exit(JobId j, std::uint64_t attempt) {
   a.saved = a.saving;
   transition(a.core, JobState::Queued);
   ++out_[j].checkpoints;
-  ++checkpoints_;
+  if (++checkpoints_ > cfg_.max_checkpoints)
+    throw UserError(fmt::format("time slots of {:g} s: more than {} checkpoints by {:.3g} s of simulated time (jobs far "
+                                "longer than their slots); give longer slots",
+                                cfg_.slots.slot_s, cfg_.max_checkpoints, now_));
   end_span(a, "checkpointed");
   reshare(a.gpus);
   queued_since_[j] = now_;
