@@ -167,6 +167,8 @@ void run_single(const Opts& o) {
     throw colo::UserError("estimate: --probe-timeout goes with --probe or --script (nothing else runs the probe)");
   if (o.stated && (!o.probe.model.empty() || !o.probe.script.empty() || !o.trace.empty()))
     throw colo::UserError("estimate: --stated-mib is not read with --probe, --script or --trace (the trace is estimated)");
+  if (o.stated && !o.summary.empty())
+    throw colo::UserError("estimate: give either --stated-mib (the oracle's figure) or --summary, not both");
   if (o.stated && o.estimator != "oracle" && o.estimator != "auto")
     throw colo::UserError(fmt::format("estimate: --stated-mib is the oracle's figure; --estimator {} does not read it",
                                       o.estimator));

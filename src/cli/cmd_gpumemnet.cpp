@@ -65,6 +65,7 @@ void run(const GpuMemNetOptions& o, bool train, const std::string& command) {
   if (o.folds == 1 || o.folds < 0) throw UserError("--folds must be 0 (skip) or at least 2");
   if (!train && o.folds == 0) throw UserError("gpumemnet cv --folds 0 would cross-validate nothing: give at least 2");
   if (train && o.out.empty()) throw UserError("gpumemnet train needs --out <model.json>");
+  if (train) check_output_path(o.out, "--out");  // before the training, not after it
 
   const auto t0 = std::chrono::steady_clock::now();
   // Members trained: each fold's ensemble, then the final model's.

@@ -97,7 +97,7 @@ void add_submit_options(CLI::App* c, SubmitOptions& o) {
   c->add_option("--name", o.name, "job name")->each([&o](const std::string&) { o.name_given = true; });
   c->add_option_function<std::string>(
        "--smact", [&o](const std::string& s) { o.smact = parse_real(s, "--smact", 0, 1); },
-       "the job's solo SM activity, 0..1 (default: predicted from --summary when given; colod prefers the "
+       "the job's solo SM activity, 0..1 (default: predicted from --estimate's --summary; colod prefers the "
        "same job's history)")
       ->type_name("FRACTION");
   c->add_flag("--checkpoint", o.checkpoint,
@@ -157,6 +157,8 @@ SubmitRequest build_submit_request(const SubmitOptions& o) {
                                                       o.batch ? o.batch : rad.batch, o.optimizer, o.seq_len};
   } else if (toml_file) {
     JobFile jf = parse_job_file(o.args[0]);
+    // Checked here, as the submitter, as --workdir is (which replaces it): a missing one would only fail at launch.
+    if (!jf.workdir_problem.empty() && !o.workdir_given) throw UserError(jf.workdir_problem);
     r = jf.request;
     estimate = jf.estimate;
   } else {

@@ -183,6 +183,12 @@ TEST(SubmitOptions, FlagsTheRequestWouldNotUseAreRefused) {
             "--optimizer is the script's own choice when a script is probed");
   EXPECT_EQ(err({"--rad-memory", "horus", "--", "x"}), "--rad-memory goes with --rad FILE");
   EXPECT_EQ(err({"--name", "", "--", "x"}), "--name: empty name");
+  // A job file's missing workdir is refused at submit, unless --workdir replaces it.
+  const std::string jobs = (std::filesystem::path(::testing::TempDir()) / "submit_options_test_workdir").lexically_normal().string();
+  std::filesystem::create_directories(jobs);
+  std::ofstream(jobs + "/j.toml") << "command = \"x\"\nworkdir = \"gone\"\n";
+  EXPECT_EQ(err({jobs + "/j.toml"}), jobs + "/j.toml:2: workdir '" + jobs + "/gone' is not a directory");
+  EXPECT_EQ(build_submit_request(parse({"--workdir", "/tmp", jobs + "/j.toml"})).workdir, "/tmp");
   EXPECT_EQ(error_of({"--probe", "torchvision:resnet50", "--input", ""}), "--input: empty value");
   // An estimate past any GPU names itself, not colod's API field it would have been refused by.
   EXPECT_THAT(err({"--estimate", "horus", "--summary", std::string(COLO_SOURCE_DIR) + "/data/carma/summaries/resnet50_32.model",

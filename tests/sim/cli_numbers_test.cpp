@@ -117,8 +117,10 @@ TEST_F(CliNumbers, EstimateFlagsItWouldNotReadAreRefused) {
            {"--probe-timeout 5", "estimate: --probe-timeout goes with --probe or --script"},
            {"--nproc-per-node 4", "estimate: --nproc-per-node goes with --script"},
            {"--python python3", "estimate: --python goes with --script"},
-           {"--stated-mib 100", "estimate: --stated-mib is the oracle's figure; --estimator allocsim does not read it"}})
+           {"--stated-mib 100", "estimate: give either --stated-mib (the oracle's figure) or --summary, not both"}})
     expect_one_line_error(colo(base + flag), want, flag);
+  expect_one_line_error(colo("estimate --estimator horus --stated-mib 100"),
+                        "estimate: --stated-mib is the oracle's figure; --estimator horus does not read it", "stated, horus");
   expect_one_line_error(colo("estimate --probe torchvision:resnet18 --batch 8 --stated-mib 100"),
                         "estimate: --stated-mib is not read with --probe", "stated with probe");
   EXPECT_EQ(colo("estimate --estimator oracle --stated-mib 100 --json").status, 0);

@@ -84,9 +84,10 @@ JobFile parse_job_file(const std::string& path) {
     } else if (k == "workdir") {
       r.workdir = need_string(path, node, "workdir");
       if (r.workdir.empty() || r.workdir[0] != '/') r.workdir = (dir / r.workdir).lexically_normal().string();
-      // Checked here, as the submitter, as --workdir is: a missing one would only fail at launch.
       std::error_code ec;
-      if (!fs::is_directory(r.workdir, ec)) bad(path, node, fmt::format("workdir '{}' is not a directory", one_line(r.workdir)));
+      if (!fs::is_directory(r.workdir, ec))
+        jf.workdir_problem = fmt::format("{}:{}: workdir '{}' is not a directory", path, node.source().begin.line,
+                                         one_line(r.workdir));
     } else if (k == "env") {
       const toml::table* e = node.as_table();
       if (!e) bad(path, node, "'env' must be a table of strings");

@@ -35,6 +35,9 @@ struct EstimateSpec {
 struct JobFile {
   SubmitRequest request;  // mem_mib/mem_source set when `mem` is given
   std::optional<EstimateSpec> estimate;
+  // "FILE:LINE: workdir '…' is not a directory" when the file's workdir is missing, else empty:
+  // the submitter's to raise unless --workdir replaces it (checked at submit, not at launch).
+  std::string workdir_problem;
 };
 
 // Throws colo::UserError "FILE:LINE: …" (TOML syntax errors, wrong types, unknown keys).
