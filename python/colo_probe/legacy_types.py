@@ -11,7 +11,7 @@ import torch
 DTYPES = {"FloatTensor": torch.float32, "DoubleTensor": torch.float64, "HalfTensor": torch.float16,
           "BFloat16Tensor": torch.bfloat16, "LongTensor": torch.int64, "IntTensor": torch.int32,
           "ShortTensor": torch.int16, "CharTensor": torch.int8, "ByteTensor": torch.uint8,
-          "BoolTensor": torch.bool}
+          "BoolTensor": torch.bool, "ComplexFloatTensor": torch.complex64, "ComplexDoubleTensor": torch.complex128}
 
 
 class CudaType(type):

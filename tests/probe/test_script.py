@@ -1832,6 +1832,7 @@ class ScriptsAsWrittenToday(unittest.TestCase):
                 assert not isinstance(idx, Tensor) and imgs.type() == "torch.cuda.FloatTensor" and z.is_cuda
                 assert z.type(torch.cuda.HalfTensor).dtype == torch.float16
                 assert z.type("torch.cuda.DoubleTensor").dtype == torch.float64
+                assert z.type("torch.cuda.ComplexFloatTensor").is_cuda and z.type(torch.cuda.ComplexFloatTensor).is_complex()
                 assert not z.type(torch.FloatTensor).is_cuda and not z.type("torch.FloatTensor").is_cuda
                 nn.functional.mse_loss(m(imgs + z), valid).backward()
                 opt.step()
