@@ -2,7 +2,6 @@
 #include "common/resource_path.h"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <cstdlib>
 #include <cmath>
@@ -56,16 +55,6 @@ bool plain_file_name(const std::string& f) {
          });
 }
 
-// The fields a profile may hold: any other is a misspelling, which would silently leave the
-// constant it meant at its default and change every estimate.
-constexpr std::array kFields = {"gpu", "name", "fitted_on", "fit_command", "gpu_total_mib", "context_mib",
-                                "cublas_workspace_mib", "cudnn_context_mib", "safety_margin", "cudnn_safety_margin",
-                                "conv_workspace_mib", "conv_workspace_ratio", "strided_conv_workspace_ratio",
-                                "trace_conv_workspace_mib", "trace_conv_workspace_ratio",
-                                "trace_strided_conv_workspace_ratio", "trace_safety_margin", "trace_cudnn_safety_margin",
-                                "trace_context_offset_mib", "trace_cudnn_context_offset_mib", "trace_fitted_on",
-                                "conv_workspace_table", "trace_conv_workspace_neighbours"};
-
 // The line of a top-level field (its nth `"key":`), for errors; 1 where it is not found.
 std::size_t line_of(const std::string& text, const std::string& key, int nth = 1) {
   const std::string quoted = "\"" + key + "\"";
@@ -96,14 +85,18 @@ CalibrationProfile CalibrationProfile::from_json(const std::string& text, const 
     throw UserError(source + ":1: not valid JSON (" + std::string(e.what()) + ")");
   }
   if (!j.is_object()) throw UserError(source + ":1: a calibration profile is a JSON object");
-  for (const auto& [key, value] : j.items())
-    if (std::find(kFields.begin(), kFields.end(), key) == kFields.end())
-      throw UserError(fmt::format("{}:{}: unknown field '{}'", source, line_of(text, key), one_line(key)));
   CalibrationProfile p;
+  // The fields read below; any other is a misspelling, which would silently leave the constant it
+  // meant at its default and change every estimate (checked once all are read).
+  std::vector<std::string> known;
+  auto has = [&](const std::string& key) {
+    known.push_back(key);
+    return j.contains(key);
+  };
   // Every field has a range: the estimators cast MiB and byte counts to integers, so a huge value
   // would wrap around and change the answer instead of failing.
   auto num = [&](const char* key, double& out, bool required, double max) {
-    if (!j.contains(key)) {
+    if (!has(key)) {
       if (required) throw UserError(source + ": missing field '" + std::string(key) + "'");
       return;
     }
@@ -117,7 +110,7 @@ CalibrationProfile CalibrationProfile::from_json(const std::string& text, const 
   constexpr double kMaxRatio = 1000;   // workspace per MiB of activation
   constexpr int kMaxNeighbours = 16;   // replays per estimate
   auto str = [&](const char* key, std::string& out) {
-    if (!j.contains(key)) return;
+    if (!has(key)) return;
     if (!j[key].is_string()) throw UserError(fmt::format("{}:{}: field '{}' is not a string", source, line_of(text, key), key));
     out = j[key].get<std::string>();
   };
@@ -151,7 +144,7 @@ CalibrationProfile CalibrationProfile::from_json(const std::string& text, const 
   num("trace_cudnn_safety_margin", p.trace_cudnn_safety_margin, false, kMaxMargin);
   // Offsets may be negative, but never take the context below zero.
   auto offset = [&](const char* key, double& out, double context) {
-    if (!j.contains(key)) return;
+    if (!has(key)) return;
     if (!j[key].is_number()) throw UserError(fmt::format("{}:{}: field '{}' is not a number", source, line_of(text, key), key));
     out = j[key].get<double>();
     if (!std::isfinite(out) || out < -context || out > 1e6)
@@ -160,7 +153,7 @@ CalibrationProfile CalibrationProfile::from_json(const std::string& text, const 
   offset("trace_context_offset_mib", p.trace_context_offset_mib, p.context_mib);
   offset("trace_cudnn_context_offset_mib", p.trace_cudnn_context_offset_mib, p.context_mib + p.cudnn_context_mib);
   str("trace_fitted_on", p.trace_fitted_on);
-  if (j.contains("conv_workspace_table")) {
+  if (has("conv_workspace_table")) {
     if (!j["conv_workspace_table"].is_string())
       throw UserError(fmt::format("{}:{}: field 'conv_workspace_table' is not a string", source,
                                   line_of(text, "conv_workspace_table")));
@@ -171,7 +164,7 @@ CalibrationProfile CalibrationProfile::from_json(const std::string& text, const 
                                   "(letters, digits, '-', '_', '.'; not starting with '.'), got '{}'",
                                   source, line_of(text, "conv_workspace_table"), one_line(f)));
   }
-  if (j.contains("trace_conv_workspace_neighbours")) {
+  if (has("trace_conv_workspace_neighbours")) {
     const auto& v = j["trace_conv_workspace_neighbours"];
     if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > kMaxNeighbours)
       throw UserError(fmt::format("{}:{}: field 'trace_conv_workspace_neighbours' must be a whole number in [0, {}]",
@@ -182,6 +175,9 @@ CalibrationProfile CalibrationProfile::from_json(const std::string& text, const 
                                   "(the measured shapes the neighbours are taken from)",
                                   source, line_of(text, "trace_conv_workspace_neighbours")));
   }
+  for (const auto& [key, value] : j.items())
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      throw UserError(fmt::format("{}:{}: unknown field '{}'", source, line_of(text, key), one_line(key)));
   p.source = source;
   return p;
 }
