@@ -84,6 +84,7 @@ CsvTable CsvTable::parse(std::string_view text, const std::string& path) {
 }
 
 std::optional<std::size_t> CsvTable::find(std::string_view column) const {
+  if (std::find(asked_.begin(), asked_.end(), column) == asked_.end()) asked_.emplace_back(column);
   for (size_t i = 0; i < header_.size(); ++i)
     if (header_[i] == column) return i;
   return std::nullopt;
@@ -94,10 +95,10 @@ std::size_t CsvTable::require(std::string_view column) const {
   throw UserError(fmt::format("{}:1: missing column '{}'", path_, column));
 }
 
-void CsvTable::allow_only(std::initializer_list<std::string_view> known) const {
+void CsvTable::reject_unasked_columns() const {
   for (const std::string& h : header_)
-    if (std::find(known.begin(), known.end(), h) == known.end())
-      throw UserError(fmt::format("{}:1: unknown column '{}' (known: {})", path_, one_line(h), fmt::join(known, ", ")));
+    if (std::find(asked_.begin(), asked_.end(), h) == asked_.end())
+      throw UserError(fmt::format("{}:1: unknown column '{}' (known: {})", path_, one_line(h), fmt::join(asked_, ", ")));
 }
 
 std::string CsvTable::where(const Row& r) const { return fmt::format("{}:{}", path_, r.line); }

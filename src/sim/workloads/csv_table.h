@@ -4,7 +4,6 @@
 // No quoting: none of the files we read need it, and a quote character is rejected rather
 // than mis-read.
 #include <cstddef>
-#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <string>
@@ -33,9 +32,9 @@ class CsvTable {
   // Index of a column; throws "FILE:1: missing column 'name'" when absent.
   std::size_t require(std::string_view column) const;
   std::optional<std::size_t> find(std::string_view column) const;
-  // Throws "FILE:1: unknown column 'X' (known: …)" for a header column not in `known`: a misspelt
-  // optional column would otherwise be silently ignored and its values never used.
-  void allow_only(std::initializer_list<std::string_view> known) const;
+  // Throws "FILE:1: unknown column 'X' (known: …)" for a header column no require() or find() asked
+  // for: a misspelt optional column would otherwise be silently ignored, its values never used.
+  void reject_unasked_columns() const;
 
   // Cell accessors with one-line errors "FILE:LINE: column 'NAME': …" (core/parse_number.h);
   // a value outside [lo, hi] is an error, never clamped.
@@ -53,6 +52,7 @@ class CsvTable {
   std::string path_;
   std::vector<std::string> header_;
   std::vector<Row> rows_;
+  mutable std::vector<std::string> asked_;  // the columns require() and find() were asked for, in order
 };
 
 }  // namespace colo::sim

@@ -11,7 +11,7 @@ namespace {
 
 Trace from_table(const CsvTable& t, const WorkloadCatalog& catalog) {
   const size_t c_off = t.require("submit_offset_s"), c_name = t.require("workload");
-  t.allow_only({"submit_offset_s", "workload"});
+  t.reject_unasked_columns();
   Trace tr;
   tr.path = t.path();
   Seconds previous = 0;

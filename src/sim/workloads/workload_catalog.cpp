@@ -32,9 +32,7 @@ WorkloadCatalog from_table(const CsvTable& t, const SmActivityTable& smact_table
                c_gmn = t.require("gpumemnet_mib"), c_source = t.require("source");
   const auto c_summary = t.find("summary"), c_opt = t.find("optimizer"), c_seq = t.find("seq_len"),
              c_smact = t.find("smact"), c_busy = t.find("busy");
-  t.allow_only({"workload", "model", "dataset", "batch_size", "gpus", "epochs", "epoch_minutes", "measured_mib",
-                "horus_mib", "faketensor_mib", "gpumemnet_mib", "summary", "source", "optimizer", "seq_len", "smact",
-                "busy"});
+  t.reject_unasked_columns();
 
   std::vector<Workload> out;
   std::unordered_map<std::string, int> seen;
