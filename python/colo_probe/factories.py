@@ -390,7 +390,7 @@ def _probe_type(t, dtype=None, non_blocking=False, **kwargs):
     a host tensor too where the type is a GPU one (`imgs.type(torch.cuda.FloatTensor)`)."""
     if dtype is None:
         return "torch.cuda." + _TYPE_NAMES.get(t.dtype, "Tensor")
-    on_gpu = legacy_types.cuda_type_asked((t, dtype), {})
+    on_gpu = legacy_types.cuda_dtype_of(dtype)
     if on_gpu is not None:
         if isinstance(t, pt.ProbeTensor):
             return t if t.dtype == on_gpu else t.to(on_gpu)
@@ -421,11 +421,7 @@ def _dtype_asked(func, args, kwargs):
     """The dtype of Tensor.to(device, dtype, ...) or to(device, dtype=...); None for .cuda()."""
     if func is _TENSOR_CUDA:
         return None
-    rest = args[1:]
-    dtype = kwargs.get("dtype")
-    if dtype is None and len(rest) > 1 and isinstance(rest[1], torch.dtype):
-        dtype = rest[1]
-    return dtype
+    return kwargs.get("dtype") or next((a for a in args[1:] if isinstance(a, torch.dtype)), None)
 
 
 def _redirect_to(func, args, kwargs):
@@ -459,7 +455,7 @@ def _redirect_to(func, args, kwargs):
             kwargs.pop("copy", None)
         return None, self.to(**kwargs) if kwargs else self
     t = self
-    dtype = kwargs.get("dtype") or next((a for a in rest if isinstance(a, torch.dtype)), None)
+    dtype = _dtype_asked(func, args, kwargs)
     if dtype is not None:
         t = t.to(dtype)
     return None, pt.wrap_new(t, "to_cuda")

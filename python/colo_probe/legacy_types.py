@@ -53,15 +53,18 @@ TYPES = {name: CudaType(name, (), {"dtype": dtype, "is_cuda": True, "__module__"
          for name, dtype in DTYPES.items()}
 
 
-def cuda_type_asked(args, kwargs):
-    """The dtype of Tensor.type(T) when T names a GPU type (one of TYPES or "torch.cuda.<Name>"),
-    else None."""
-    asked = kwargs.get("dtype", args[1] if len(args) > 1 else None)
+def cuda_dtype_of(asked):
+    """The dtype of a GPU type (one of TYPES or "torch.cuda.<Name>"), else None."""
     if isinstance(asked, CudaType):
         return asked.dtype
     if isinstance(asked, str) and asked.startswith("torch.cuda.") and asked[len("torch.cuda."):] in DTYPES:
         return DTYPES[asked[len("torch.cuda."):]]
     return None
+
+
+def cuda_type_asked(args, kwargs):
+    """The dtype of Tensor.type(T) when T names a GPU type, else None."""
+    return cuda_dtype_of(kwargs.get("dtype", args[1] if len(args) > 1 else None))
 
 
 def install(p, factories):
