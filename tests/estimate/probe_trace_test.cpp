@@ -169,6 +169,29 @@ TEST(TraceReplay, ReportsOutOfMemoryAtTheCapacity) {
   EXPECT_TRUE(replay_probe_trace(t, o).out_of_memory);
 }
 
+TEST(TraceEstimators, BeyondTheGpuTheEstimateIsTheJobsNeedNotWhereTheReplayStopped) {
+  // 30 + 30 GiB run out on a 40 GB GPU at the second request; the job goes on to take 10 GiB more.
+  const auto t = parse_probe_trace(
+      trace("M 1 32212254720 0 load a\nM 2 32212254720 0 forward b\nM 3 10737418240 0 backward c\n"), "t.trace");
+  EstimateRequest req;
+  req.gpu = "a100-40gb";
+  req.trace = &t;
+  const auto e = make_estimator("trace")->estimate(req);
+  EXPECT_DOUBLE_EQ(e.peak_mib, 70.0 * 1024);
+  EXPECT_GT(e.mib, 70 * 1024 + 1000);  // + margin and context
+  EXPECT_NE(e.explanation.find("does not fit the GPU; without the limit the replay peaks at 71680 MiB reserved, "
+                               "set by backward c (step 1)"),
+            std::string::npos)
+      << e.explanation;
+  // A job that needs more gets a larger figure, though its replay runs out sooner.
+  const auto bigger = parse_probe_trace(
+      trace("M 1 42949672960 0 load a\nM 2 42949672960 0 forward b\n"), "t.trace");
+  req.trace = &bigger;
+  const auto b = make_estimator("trace")->estimate(req);
+  EXPECT_DOUBLE_EQ(b.peak_mib, 80.0 * 1024);
+  EXPECT_GT(b.mib, e.mib);
+}
+
 TEST(TraceEstimators, TraceAddsContextFaketensorDoesNot) {
   const auto t = parse_probe_trace(trace("M 1 31457280 0 load param\nM 2 31457280 0 forward convolution\n"), "t.trace");
   EstimateRequest req;

@@ -1,6 +1,7 @@
 // trace: the probe's record of the job's own training step, replayed through the caching-allocator
 // model with cuDNN/cuBLAS workspaces; + the CUDA context = nvidia-smi's view.
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -27,16 +28,31 @@ class TraceEstimator final : public Estimator {
     opts.capacity = cap > 0 ? static_cast<std::uint64_t>(cap * 1048576.0) : 0;
     opts.device_total = static_cast<std::uint64_t>(profile.gpu_total_mib) * 1048576;
     const auto r = replay_probe_trace(*req.trace, opts);
-    double total = static_cast<double>(r.reserved_peak) / 1048576.0 * (1.0 + margin) + context;
+    const bool own_cap = r.out_of_memory && r.fraction_limit > 0 && r.fraction_limit < opts.capacity;
+    // Out of memory at the GPU's limit the replay stopped where it ran out: its peak so far is not
+    // what the job needs (a larger batch ran out sooner and got a smaller figure). The same replay
+    // without the limit, and without the script's memory fraction (a share of a larger GPU is
+    // larger), gives the need itself: what a larger GPU would have to hold.
+    std::optional<TraceReplay> need;
+    if (r.out_of_memory && !own_cap) {
+      auto unbounded = opts;
+      unbounded.capacity = std::uint64_t{1} << 62;
+      unbounded.device_total = 0;
+      need = replay_probe_trace(*req.trace, unbounded);
+      if (need->out_of_memory) need.reset();  // past 2^62 bytes: the lower bound below
+    }
+    const double reserved = static_cast<double>(need ? need->reserved_peak : r.reserved_peak) / 1048576.0;
+    double total = reserved * (1.0 + margin) + context;
     if (r.out_of_memory) total = std::max(total, static_cast<double>(profile.gpu_total_mib) + 1);
     Estimate e;
     e.estimator = name();
-    // Out of memory, the replay stopped: its peak so far is not the job's; what it had reserved plus
-    // the refused request is a lower bound of what the job needs.
-    e.peak_mib = static_cast<double>(r.out_of_memory ? std::max(r.reserved_peak, r.oom_reserved + r.oom_request)
-                                                      : r.reserved_peak) / 1048576.0;
+    // Without the unbounded replay's figure, what the stopped replay had reserved plus the refused
+    // request is a lower bound of what the job needs.
+    e.peak_mib = need ? reserved
+                      : static_cast<double>(r.out_of_memory ? std::max(r.reserved_peak, r.oom_reserved + r.oom_request)
+                                                            : r.reserved_peak) / 1048576.0;
     e.mib = static_cast<MiB>(std::ceil(total));
-    if (r.out_of_memory && r.fraction_limit > 0 && r.fraction_limit < opts.capacity) {
+    if (own_cap) {
       e.explanation = fmt::format(
           "the replay ran out of memory at probe event {} of {}, {}: asking for {:.0f} MiB with {:.0f} MiB reserved "
           "of the {:.0f} MiB the script's torch.cuda.set_per_process_memory_fraction allows; the job would fail "
@@ -48,9 +64,13 @@ class TraceEstimator final : public Estimator {
     if (r.out_of_memory) {
       e.explanation = fmt::format(
           "the replay ran out of memory at probe event {} of {}, {}: asking for {:.0f} MiB with {:.0f} MiB reserved "
-          "of the {:.0f} MiB left beside the context ({:.0f} MiB, {}); does not fit the GPU",
+          "of the {:.0f} MiB left beside the context ({:.0f} MiB, {}); does not fit the GPU{}",
           r.events, req.trace->records.size(), r.oom_at, r.oom_request / 1048576.0, r.oom_reserved / 1048576.0,
-          static_cast<double>(opts.capacity) / 1048576.0, context, profile.name);
+          static_cast<double>(opts.capacity) / 1048576.0, context, profile.name,
+          need ? fmt::format("; without the limit the replay peaks at {:.0f} MiB reserved, set by {} (x (1 + margin "
+                             "{:.3f}) + context: {:.0f} MiB on a larger GPU)",
+                             reserved, need->reserved_peak_at, margin, reserved * (1.0 + margin) + context)
+               : std::string());
       return e;
     }
     e.explanation = fmt::format(
