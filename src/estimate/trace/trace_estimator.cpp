@@ -69,7 +69,7 @@ class TraceEstimator final : public Estimator {
           static_cast<double>(opts.capacity) / 1048576.0, context, profile.name,
           need ? fmt::format("; without the limit the replay peaks at {:.0f} MiB reserved, set by {} (x (1 + margin "
                              "{:.3f}) + context: {:.0f} MiB on a larger GPU)",
-                             reserved, need->reserved_peak_at, margin, reserved * (1.0 + margin) + context)
+                             reserved, need->reserved_peak_at, margin, std::ceil(reserved * (1.0 + margin) + context))
                : std::string());
       return e;
     }
