@@ -34,6 +34,15 @@ META_IS_GPU = [True]
 # torch.set_default_device under --script: where a factory without device= creates its tensor (None:
 # the CPU, PyTorch's default).
 DEFAULT_DEVICE = [None]
+# torch.set_default_tensor_type("torch.cuda.FloatTensor") under --script (legacy_types): factories
+# without device= go to the GPU unless a set_default_device says otherwise, as PyTorch 2's device
+# mode passes its device over the default tensor type's (None: the default type is a CPU one).
+LEGACY_DEFAULT_DEVICE = [None]
+
+
+def default_device():
+    """Where a factory without device= creates its tensor (None: the CPU)."""
+    return DEFAULT_DEVICE[0] if DEFAULT_DEVICE[0] is not None else LEGACY_DEFAULT_DEVICE[0]
 
 
 def _from_optimizer():
@@ -170,8 +179,8 @@ class ProbeDevice(TorchFunctionMode):
             return func(*args, **(kwargs or {}))
         kwargs = dict(kwargs or {})
         if func in FACTORIES:
-            if kwargs.get("device") is None and DEFAULT_DEVICE[0] is not None and not _from_optimizer():
-                kwargs["device"] = DEFAULT_DEVICE[0]
+            if kwargs.get("device") is None and default_device() is not None and not _from_optimizer():
+                kwargs["device"] = default_device()
             if not _is_gpu(kwargs.get("device")):
                 return func(*args, **kwargs)
             kwargs["device"] = "meta"

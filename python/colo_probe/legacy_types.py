@@ -68,11 +68,12 @@ def cuda_type_asked(args, kwargs):
 
 
 def install(p, factories):
-    """torch.cuda.<Name>Tensor and torch.set_default_tensor_type for the script's run."""
+    """torch.cuda.<Name>Tensor, torch.set_default_tensor_type and torch.Tensor(...) under a GPU default
+    type for the script's run."""
     for name, cls in TYPES.items():
         p.set(torch.cuda, name, cls)
+    p.set(factories, "LEGACY_DEFAULT_DEVICE", [None])
     real_set_default = torch.set_default_tensor_type
-    set_here = [False]
 
     def set_default_tensor_type(t):
         name = t if isinstance(t, str) else f"{t.__module__}.{t.__name__}" if isinstance(t, type) else None
@@ -83,12 +84,21 @@ def install(p, factories):
             if not DTYPES[short].is_floating_point:
                 raise TypeError("only floating-point types are supported as the default type")
             torch.set_default_dtype(DTYPES[short])
-            factories.DEFAULT_DEVICE[0] = torch.device("cuda")  # factories without device= go there
-            set_here[0] = True
+            factories.LEGACY_DEFAULT_DEVICE[0] = torch.device("cuda")
             return
         real_set_default(t)
-        if set_here[0]:  # back to a CPU type: the GPU default the call above set ends
-            factories.DEFAULT_DEVICE[0] = None
-            set_here[0] = False
+        factories.LEGACY_DEFAULT_DEVICE[0] = None  # back to a CPU type (a set_default_device stays)
 
     p.set(torch, "set_default_tensor_type", set_default_tensor_type)
+    # torch.Tensor(sizes or data) is the legacy constructor of the default type: a GPU tensor under a
+    # GPU default type (custom layers' nn.Parameter(torch.Tensor(out, in))). Under set_default_device
+    # alone it stays a CPU one, as in PyTorch. Subclasses keep their own construction.
+    base_new = torch.Tensor.__new__
+    by_dtype = {cls.dtype: cls for cls in TYPES.values()}
+
+    def tensor_new(cls, *args, **kwargs):
+        if cls is torch.Tensor and factories.LEGACY_DEFAULT_DEVICE[0] is not None:
+            return by_dtype[torch.get_default_dtype()](*args, **kwargs)
+        return base_new(cls, *args, **kwargs)
+
+    p.set(torch.Tensor, "__new__", staticmethod(tensor_new))

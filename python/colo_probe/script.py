@@ -600,8 +600,8 @@ class ScriptRun:
         from . import legacy_types
         legacy_types.install(p, factories_module)  # torch.cuda.FloatTensor and co.
         p.set(torch, "get_default_device", lambda: (
-            torch.device("cuda", 0) if factories_module._is_gpu(factories_module.DEFAULT_DEVICE[0])
-            else factories_module.DEFAULT_DEVICE[0] or torch.device("cpu")))
+            torch.device("cuda", 0) if factories_module._is_gpu(factories_module.default_device())
+            else factories_module.default_device() or torch.device("cpu")))
         # torch._foreach_lerp(_) (PyTorch 2: EMA updates such as timm's ModelEmaV3), provided on 1.13:
         # per tensor, in place or one new tensor each, as the multi-tensor kernel allocates.
         if not hasattr(torch, "_foreach_lerp_"):

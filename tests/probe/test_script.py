@@ -1848,22 +1848,53 @@ class ScriptsAsWrittenToday(unittest.TestCase):
     def test_a_legacy_default_tensor_type_on_the_gpu(self):
         # torch.set_default_tensor_type("torch.cuda.FloatTensor"): factories without device= make GPU
         # tensors, as a CUDA build's do, until a host type is set again.
+        # torch.Tensor(sizes or data), the default type's legacy constructor, makes GPU tensors too:
+        # a custom layer's nn.Parameter(torch.Tensor(out, in)) was left on the host, uncounted.
         rc, text, err, _ = run_probe("""
             import torch, torch.nn as nn
             torch.set_default_tensor_type(torch.cuda.FloatTensor)
             m = nn.Linear(16, 4)  # built on the GPU
             assert m.weight.is_cuda and torch.zeros(2).is_cuda and torch.get_default_dtype() == torch.float32
+            w = nn.Parameter(torch.Tensor(4, 16))
+            assert w.is_cuda and w.shape == (4, 16) and torch.Tensor([1.0, 2.0]).is_cuda
+            assert torch.Tensor(torch.Size([3])).shape == (3,) and isinstance(torch.Tensor(2), torch.cuda.FloatTensor)
             torch.set_default_tensor_type("torch.FloatTensor")
-            assert not torch.zeros(2).is_cuda
+            assert not torch.zeros(2).is_cuda and not torch.Tensor(2).is_cuda
+            # set_default_device's mode passes its device over the default type's, both ways
+            torch.set_default_device("cuda")
+            assert torch.zeros(2).is_cuda and not torch.Tensor(2).is_cuda  # PyTorch 2: the mode skips torch.Tensor()
+            torch.set_default_tensor_type("torch.FloatTensor")
+            assert torch.zeros(2).is_cuda, "a host default type ended set_default_device's"
+            torch.set_default_device("cpu")
             torch.set_default_tensor_type("torch.cuda.FloatTensor")
-            opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            assert not torch.zeros(2).is_cuda and torch.get_default_device().type == "cpu"
+            torch.set_default_device(None)
+            assert torch.zeros(2).is_cuda and torch.get_default_device().type == "cuda"
+            opt = torch.optim.SGD([*m.parameters(), w], lr=0.1)
             while True:
-                m(torch.randn(8, 16)).sum().backward()
+                (m(torch.randn(8, 16)).sum() + (w @ torch.ones(16)).sum()).backward()
                 opt.step()
         """)
         self.assertEqual(rc, 0, err)
         allocs = list(Trace(text).allocs.values())
         self.assertEqual(len([a for a in allocs if a[0] == 8 * 16 * 4 and a[2] == "randn"]), 2)
+        self.assertIn((4 * 16 * 4, "load", "empty"), [a[:3] for a in allocs])  # w, on the GPU
+
+    def test_the_legacy_constructor_is_pytorchs_own_again_after_the_run(self):
+        sys.path.insert(0, os.path.abspath(PYTHON_DIR))
+        try:
+            from colo_probe import factories, legacy_types, patches
+        finally:
+            sys.path.pop(0)
+        p = patches.Patches()
+        legacy_types.install(p, factories)
+        self.assertIn("__new__", torch.Tensor.__dict__)
+        self.assertEqual(torch.Tensor(2, 3).shape, (2, 3))  # a host default type: PyTorch's constructor
+        self.assertIsInstance(torch.nn.Parameter(torch.zeros(2)), torch.nn.Parameter)
+        p.undo()
+        self.assertNotIn("__new__", torch.Tensor.__dict__)
+        self.assertIsNot(torch.cuda.FloatTensor, legacy_types.TYPES["FloatTensor"])  # the CPU build's type again
+        self.assertEqual(torch.Tensor([1.0, 2.0]).tolist(), [1.0, 2.0])
 
     def test_a_folded_matmul_returns_its_product_without_a_copy(self):
         # x @ w with a 3-D x runs as one mm on the flattened x, whose product PyTorch hands back
