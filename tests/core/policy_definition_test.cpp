@@ -80,6 +80,12 @@ TEST(PolicyDefinition, BadDefinitionsAreNamed) {
   EXPECT_THAT(err({"x", {}, {{"first", 0}}}), HasSubstr("weights must be positive and finite"));
   EXPECT_THAT(err({"x", {}, {{"first", std::numeric_limits<double>::infinity()}}}), HasSubstr("positive and finite"));
   EXPECT_THAT(err({"", {}, {{"first", 1}}}), HasSubstr("needs a name"));
+  EXPECT_THAT(err({"a\ab", {}, {{"first", 1}}}), HasSubstr("policy 'a\\x07b': a policy name is 1 to 64 letters"));
+  EXPECT_THAT(err({"two words", {}, {{"first", 1}}}), HasSubstr("a policy name is"));
+  EXPECT_THAT(err({std::string(65, 'p'), {}, {{"first", 1}}}), HasSubstr("a policy name is 1 to 64"));
+  EXPECT_EQ(err({"site-1.v2_b", {}, {{"first", 1}}}), "(valid)");
+  EXPECT_THAT(err({"x", {"fits_memory", "smact_below", "fits_memory"}, {{"first", 1}}}),
+              HasSubstr("policy 'x': filter 'fits_memory' is listed twice"));
   EXPECT_THROW(make_policy(PolicyKind::Custom), UserError);
 }
 

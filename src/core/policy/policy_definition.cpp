@@ -49,9 +49,20 @@ const PolicyDefinition& shipped_policy(PolicyKind kind) {
 void validate(const PolicyDefinition& d) {
   if (d.name.empty()) throw UserError("a policy needs a name");
   const std::string where = fmt::format("policy '{}'", one_line(d.name));
-  for (const std::string& f : d.filters)
+  // The name is a flag's value, a config value, a report's and a metric label's text.
+  const bool plain = d.name.size() <= 64 && std::all_of(d.name.begin(), d.name.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+           ch == '_' || ch == '.';
+  });
+  if (!plain)
+    throw UserError(fmt::format("{}: a policy name is 1 to 64 letters, digits, '-', '_' or '.'", where));
+  for (std::size_t i = 0; i < d.filters.size(); ++i) {
+    const std::string& f = d.filters[i];
     if (std::find(filter_names().begin(), filter_names().end(), f) == filter_names().end())
       throw UserError(fmt::format("{}: unknown filter '{}' (known: idle_only, fits_memory, smact_below, smact_predicted)", where, one_line(f)));
+    if (std::find(d.filters.begin(), d.filters.begin() + static_cast<std::ptrdiff_t>(i), f) != d.filters.begin() + static_cast<std::ptrdiff_t>(i))
+      throw UserError(fmt::format("{}: filter '{}' is listed twice", where, f));
+  }
   if (d.scorers.empty()) throw UserError(fmt::format("{}: needs at least one scorer", where));
   for (const auto& [s, w] : d.scorers) {
     if (!scorer_by_name(s))
