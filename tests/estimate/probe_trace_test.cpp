@@ -74,6 +74,13 @@ TEST(ProbeTrace, RefusesMalformedTracesNamingTheLine) {
   EXPECT_EQ(error_of("colo-probe-trace 1\nH {\"batch\": 99999999999999999999999}\nS 1\nE {}\n"),
             "t.trace:2: header field 'batch': expected a whole number in 0..2^40");
   EXPECT_EQ(error_of("colo-probe-trace 1\nH {\"model\": 5}\nS 1\nE {}\n"), "t.trace:2: header field 'model': expected a string");
+  // A field given twice: nlohmann keeps the last, which silently won over the first.
+  EXPECT_EQ(error_of("colo-probe-trace 1\nH {\"batch\": 8, \"batch\": 64}\nS 1\nE {}\n"),
+            "t.trace:2: H record: field 'batch' given twice");
+  EXPECT_EQ(error_of("colo-probe-trace 1\nH {}\nS 1\nE {\"a\": {\"x\": 1, \"x\": 2}}\n"),
+            "t.trace:4: E record: field 'x' given twice");
+  EXPECT_EQ(error_of("colo-probe-trace 1\nH {\"a\": {\"x\": 1}, \"b\": {\"x\": 2}}\nS 1\nE {}\n"),
+            "");  // the same key in two objects is no repeat
 }
 
 TEST(TraceReplay, FollowsTheAllocatorRules) {

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "common/unique_keys_json.h"
 #include "core/error.h"
 #include "core/limits.h"
 #include "core/one_line.h"
@@ -207,38 +207,12 @@ SubmitRequest submit_request_from_json(const json& j) {
 }
 
 nlohmann::json parse_request_body(std::string_view text) {
-  // One set of keys per open object; the callback sees keys and object starts/ends in order.
-  std::vector<std::vector<std::string>> keys;
-  std::optional<std::string> duplicate;
-  const json::parser_callback_t cb = [&](int, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start: keys.emplace_back(); break;
-      case json::parse_event_t::object_end:
-        if (!keys.empty()) keys.pop_back();
-        break;
-      case json::parse_event_t::key:
-        if (!keys.empty() && parsed.is_string()) {
-          auto& seen = keys.back();
-          const std::string& k = parsed.get_ref<const std::string&>();
-          if (!duplicate && std::find(seen.begin(), seen.end(), k) != seen.end()) duplicate = k;
-          seen.push_back(k);
-        }
-        break;
-      default: break;
-    }
-    return true;
-  };
-  // nlohmann stops at a NUL byte as at the end of input: what follows would be silently dropped.
   if (const auto nul = text.find('\0'); nul != std::string_view::npos)
     throw UserError(fmt::format("request body: a NUL byte at offset {} (not JSON)", nul));
-  json j = json::parse(text, cb, false);
-  if (!j.is_discarded() && duplicate) {
-    // Shown JSON-escaped (a key may hold a newline) and cut short.
-    std::string shown = json(*duplicate).dump(-1, ' ', false, json::error_handler_t::replace);
-    shown = shown.substr(1, shown.size() - 2).substr(0, 200);
-    throw UserError(fmt::format("request body: duplicate key '{}'", shown));
-  }
-  return j;
+  UniqueKeysJson j = parse_json_unique_keys(text);
+  if (!j.value.is_discarded() && j.duplicate)
+    throw UserError(fmt::format("request body: duplicate key '{}'", shown_json_key(*j.duplicate)));
+  return std::move(j.value);
 }
 
 MiB parse_memory(std::string_view text) {

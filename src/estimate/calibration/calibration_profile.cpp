@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/unique_keys_json.h"
 #include "core/error.h"
 #include "core/one_line.h"
 
@@ -69,21 +70,20 @@ std::size_t line_of(const std::string& text, const std::string& key, int nth = 1
 }  // namespace
 
 CalibrationProfile CalibrationProfile::from_json(const std::string& text, const std::string& source) {
-  nlohmann::json j;
-  std::vector<std::string> seen;  // the top-level keys so far: a second one would silently win
-  try {
-    j = nlohmann::json::parse(text, [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-      if (event == nlohmann::json::parse_event_t::key && depth == 1) {
-        const std::string key = parsed.get<std::string>();
-        if (std::find(seen.begin(), seen.end(), key) != seen.end())
-          throw UserError(fmt::format("{}:{}: field '{}' given twice", source, line_of(text, key, 2), one_line(key)));
-        seen.push_back(key);
-      }
-      return true;
-    });
-  } catch (const nlohmann::json::parse_error& e) {
-    throw UserError(source + ":1: not valid JSON (" + std::string(e.what()) + ")");
+  UniqueKeysJson parsed = parse_json_unique_keys(text);
+  if (parsed.value.is_discarded()) {
+    try {
+      const nlohmann::json again = nlohmann::json::parse(text);  // for the parser's own words on where and why
+      (void)again;
+    } catch (const nlohmann::json::parse_error& e) {
+      throw UserError(source + ":1: not valid JSON (" + std::string(e.what()) + ")");
+    }
+    throw UserError(source + ":1: not valid JSON (a NUL byte)");
   }
+  if (parsed.duplicate)  // a second one would silently win
+    throw UserError(fmt::format("{}:{}: field '{}' given twice", source, line_of(text, *parsed.duplicate, 2),
+                                shown_json_key(*parsed.duplicate)));
+  const nlohmann::json& j = parsed.value;
   if (!j.is_object()) throw UserError(source + ":1: a calibration profile is a JSON object");
   CalibrationProfile p;
   // The fields read below; any other is a misspelling, which would silently leave the constant it

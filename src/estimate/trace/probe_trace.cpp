@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/unique_keys_json.h"
 #include "core/error.h"
 #include "core/one_line.h"
 #include "core/parse_number.h"
@@ -110,12 +111,11 @@ ProbeTrace parse_probe_trace(std::string_view text, const std::string& source) {
     if (line.size() < 2 || line[1] != ' ') r.fail(fmt::format("unknown record '{}'", line.substr(0, 16)));
     const char kind = line[0];
     if (kind == 'H' || kind == 'E') {
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(line.substr(2));
-      } catch (const nlohmann::json::exception&) {
-        r.fail(fmt::format("{} record is not valid JSON", kind));
-      }
+      UniqueKeysJson parsed = parse_json_unique_keys(line.substr(2));
+      if (parsed.value.is_discarded()) r.fail(fmt::format("{} record is not valid JSON", kind));
+      if (parsed.duplicate)  // the second would silently win over the first
+        r.fail(fmt::format("{} record: field '{}' given twice", kind, shown_json_key(*parsed.duplicate)));
+      nlohmann::json j = std::move(parsed.value);
       if (!j.is_object()) r.fail(fmt::format("{} record must be a JSON object", kind));
       if (kind == 'H') {
         if (have_header) r.fail("second header (H)");
