@@ -140,7 +140,11 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
         if (v == "streams") c.sharing = Sharing::Streams;
         else if (v == "mps") c.sharing = Sharing::Mps;
         else r.bad(n, fmt::format("'sharing.mode' must be 'streams' or 'mps', not '{}'", v));
-      } else if (section == "sharing" && k == "mps_control") c.mps_control = r.str(n, full);
+      } else if (section == "sharing" && k == "mps_control") {
+        c.mps_control = r.str(n, full);
+        // Run as a program when MPS starts: empty, it failed only then, on the first MPS job.
+        if (c.mps_control.empty()) r.bad(n, "'sharing.mps_control' is empty (the MPS control program, default nvidia-cuda-mps-control)");
+      }
       else if (section == "sharing" && k == "mps_root") c.mps_root = r.str(n, full);
       else if (section == "sampling" && k == "interval_s") c.sample_interval = r.number(n, full, 0.05, 60);
       else if (section == "sampling" && k == "window_s") c.window = r.number(n, full, 1, 3600);

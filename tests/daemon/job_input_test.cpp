@@ -419,6 +419,8 @@ TEST(DaemonConfig, RefusesNanFractionsZeroStepHugeMemoryAndDirectories) {
   EXPECT_EQ(load_config(path).checkpoint_signal, SIGUSR2);
   EXPECT_EQ(load_config(path).slots.min_run_s, 60);  // the default
   EXPECT_EQ(error_for("[slots]\nmin_run_s = -5\n"), path + ":2: 'slots.min_run_s' must be in [0, 31622400]");
+  EXPECT_EQ(error_for("[sharing]\nmps_control = \"\"\n"),
+            path + ":2: 'sharing.mps_control' is empty (the MPS control program, default nvidia-cuda-mps-control)");
   // [gpus] and [paths]: what would only fail after GPU discovery, or silently mean something else.
   EXPECT_EQ(error_for("[gpus]\nmanaged = []\n"), path + ":2: 'gpus.managed' is empty (leave it out to manage every GPU)");
   EXPECT_EQ(error_for("[gpus]\nmanaged = [0, 0]\n"), path + ":2: 'gpus.managed' lists '0' twice");
