@@ -313,6 +313,7 @@ elif op == 'csv':              # OUT IN ACTION [ARGS]: one change to a CSV file
     elif act == 'deep-list':   n = int(a[3]); rows[1][col(a[2])] = '[' * n + ']' * n  # too long for argv
     elif act == 'drop-col':    c = col(a[2]); rows = [r[:c] + r[c + 1:] for r in rows]
     elif act == 'dup-col':     c = col(a[2]); rows = [r + [r[c]] for r in rows]
+    elif act == 'dup-row':     rows.append(rows[1])       # the first data row again, at the end
     elif act == 'short-row':   rows[1] = rows[1][:-1]
     elif act == 'long-row':    rows[1] = rows[1] + ['extra']
     elif act == 'unterminated':  # the last cell of the last row opens a quote that never closes
@@ -808,6 +809,8 @@ csv_family() {
   gen csv "$d/unterminated" "$base" unterminated;    "$fn" "$tag: unterminated quote" "$d/unterminated"
   gen csv "$d/bad-utf8" "$base" set "$textcol" $'\xff\xfe';  "$fn" "$tag: invalid UTF-8 in '$textcol'" "$d/bad-utf8"
   gen csv "$d/dup-col" "$base" dup-col "$1";         "$fn" "$tag: column '$1' twice" "$d/dup-col"
+  # A row given twice: one model measured twice counts double (a trace's repeat is a second job)
+  if [[ "$tag" != trace ]]; then gen csv "$d/dup-row" "$base" dup-row; "$fn" "$tag: a row twice" "$d/dup-row"; fi
   for col in "$@"; do
     gen csv "$d/drop" "$base" drop-col "$col";       "$fn" "$tag: column '$col' missing" "$d/drop"
     local values=(9e300 -1 nan inf abc 99999999999999999999)

@@ -300,6 +300,38 @@ TEST(Dataset, FilenameFieldsAreCheckedAgainstSenseAndTheColumns) {
   fs::remove(p);
 }
 
+// Each row is one measured model: a repeat would count twice in every figure.
+TEST(Dataset, ARepeatedRowIsAnError) {
+  const auto p = fs::temp_directory_path() / ("colo_repeat_" + std::to_string(::getpid()) + ".csv");
+  const std::string row = "input:4_output:2_depth:1_arch:u_batch:2_act:relu.out,\"[('linear', 2, 10)]\",2,1500\n";
+  std::ofstream(p) << "Filename,Activations-Params,Batch Size,Max GPU Memory (MiB)\n" << row
+                   << "input:4_output:2_depth:1_arch:u_batch:4_act:relu.out,\"[('linear', 2, 10)]\",4,1500\n" << row;
+  for (Split split : {Split::All, Split::Train, Split::Test}) {  // whichever half the rows are in
+    try {
+      load_dataset(p.string(), DatasetFormat::GpuMemNetMLP, split);
+      FAIL();
+    } catch (const UserError& e) {
+      EXPECT_EQ(std::string(e.what()), p.string() + ":4: column 'Filename': 'input:4_output:2_depth:1_arch:u_batch:2_act:relu.out' "
+                                                    "repeats the row at " + p.string() + ":2");
+    }
+  }
+  fs::remove(p);
+  // The carma workloads: a workload name twice.
+  const auto dir = fs::temp_directory_path() / ("colo_repeat_carma_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "summaries");
+  fs::copy_file(kData + "carma/summaries/resnet50_128.model", dir / "summaries" / "r.model");
+  const std::string w = "r50,resnet50,imagenet,32,1,1,10,9000,,,,r.model,t,sgd,\n";
+  std::ofstream(dir / "workloads.csv") << "workload,model,dataset,batch_size,gpus,epochs,epoch_minutes,measured_mib,horus_mib,"
+                                          "faketensor_mib,gpumemnet_mib,summary,source,optimizer,seq_len\n" << w << w;
+  try {
+    load_dataset((dir / "workloads.csv").string(), DatasetFormat::CarmaWorkloads, Split::All);
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("workloads.csv:3: column 'workload': 'r50' repeats the row at "));
+  }
+  fs::remove_all(dir);
+}
+
 // A Status other than the data set's two values is an error, not a successful run.
 TEST(Dataset, UnknownStatusNamesFileAndLine) {
   const auto p = fs::temp_directory_path() / ("colo_status_" + std::to_string(::getpid()) + ".csv");

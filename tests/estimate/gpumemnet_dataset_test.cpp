@@ -83,6 +83,8 @@ TEST(GpuMemNetDataset, MalformedRowsNameFileAndLine) {
   const std::string p7 = write("cnn_as_mlp.csv", std::string(kCnnHeader) + good);
   EXPECT_EQ(message(p7, GpuMemNetFamily::MLP),
             p7 + ":2: conv2d layers in an MLP row; is this the CNN set (--format gpumemnet-cnn)?");
+  const std::string p8 = write("repeat.csv", std::string(kCnnHeader) + good + good);
+  EXPECT_EQ(message(p8, GpuMemNetFamily::CNN), p8 + ":3: Filename 'a.out' repeats the row at line 2");
   EXPECT_EQ(message("/nonexistent/x.csv", GpuMemNetFamily::CNN), "/nonexistent/x.csv: cannot open GPUMemNet dataset");
   EXPECT_THROW(parse_gpumemnet_family("keras"), UserError);
 }

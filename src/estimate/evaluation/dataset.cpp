@@ -149,6 +149,15 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
     return it->second;
   };
   std::vector<DatasetRow> rows;
+  // Each row is one measured model: a repeat would count twice in every statistic (and a GPUMemNet
+  // filename decides its row's split, so both copies land on the same side).
+  std::map<std::string, std::string> first_at;
+  auto once = [&](const std::string& id, const std::string& loc, const char* column) {
+    const auto [it, fresh] = first_at.emplace(id, loc);
+    if (!fresh)
+      throw UserError(fmt::format("{}: column '{}': '{}' repeats the row at {}", loc, column,
+                                  one_line(id.substr(0, 200)), it->second));
+  };
   if (fmt == DatasetFormat::CarmaWorkloads) {
     const auto c_name = need("workload"), c_batch = need("batch_size"), c_gpus = need("gpus"),
                c_meas = need("measured_mib"), c_sum = need("summary"), c_opt = need("optimizer"),
@@ -189,6 +198,7 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
       auto it = cache.find(key);
       if (it == cache.end()) it = cache.emplace(key, std::make_shared<ModelGraph>(load_summary(p.string(), seq))).first;
       r.graph = it->second;
+      once(r.id, loc, "workload");
       if (split == Split::Test || split == Split::All) rows.push_back(std::move(r));
     }
     if (rows.empty()) throw UserError(path + ": no data rows (only a header)");
@@ -228,6 +238,7 @@ std::vector<DatasetRow> load_dataset(const std::string& path, DatasetFormat fmt,
     if (rec[c_ap] != "[]")
       r.graph = std::make_shared<ModelGraph>(
           parse_gpumemnet_row(rec[c_file], rec[c_ap], cnn ? GpuMemNetKind::CNN : GpuMemNetKind::MLP, loc));
+    once(r.id, loc, "Filename");
     // Every row is checked, the other split's too: a damaged file fails whichever half is asked for.
     const bool train = in_train_split(r.id);
     if ((split == Split::Train && !train) || (split == Split::Test && train)) continue;

@@ -108,6 +108,7 @@ GpuMemNetDataset load_gpumemnet_dataset(const std::string& path, GpuMemNetFamily
     }
   }
   GpuMemNetDataset ds;
+  std::map<std::string, int> first_at;  // Filename -> its line
   while (std::getline(in, line)) {
     ++line_no;
     const int first_line = line_no;
@@ -163,6 +164,10 @@ GpuMemNetDataset load_gpumemnet_dataset(const std::string& path, GpuMemNetFamily
       if (v >= 0) *out = v;
     }
     if (row.measured_mib < 0) throw UserError(fmt::format("{}: negative measured memory", where));
+    // One model per row: a repeat would weigh twice in the fit and the figures.
+    if (const auto [it, fresh] = first_at.emplace(row.filename, first_line); !fresh)
+      throw UserError(fmt::format("{}: Filename '{}' repeats the row at line {}", where, one_line(row.filename.substr(0, 200)),
+                                  it->second));
     if (!row.oom && row.measured_mib == 0) {
       ++ds.unmeasured;
       continue;
