@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -35,6 +36,10 @@ std::string shown(std::string_view text) {
 // rather than printed as -1.7976931348623157e+308.
 template <class T>
 std::string range_text(T lo, T hi) {
+  // An integer type's own limit is a real bound (a 64-bit seed's 2^64 - 1): "at least 0" for 2^64
+  // would contradict itself.
+  if constexpr (std::is_integral_v<T>)
+    if (hi == std::numeric_limits<T>::max() || lo == std::numeric_limits<T>::min()) return fmt::format("{}..{}", lo, hi);
   constexpr double kNoBound = 9007199254740992.0;  // 2^53
   const bool open_lo = static_cast<double>(lo) <= -kNoBound, open_hi = static_cast<double>(hi) >= kNoBound;
   if (open_lo && open_hi) return "a number of sensible size";

@@ -47,7 +47,10 @@ TEST(ParseInteger, OverflowAndOutOfRangeAreErrorsNamingValueAndFlag) {
 TEST(ParseUnsigned, RejectsNegativeInsteadOfWrapping) {
   EXPECT_EQ(parse_unsigned("18446744073709551615", "--seed"), UINT64_MAX);
   EXPECT_THAT(error_of([] { parse_unsigned("-1", "--seed"); }), HasSubstr("--seed: '-1' is not a non-negative integer"));
-  EXPECT_THAT(error_of([] { parse_unsigned("18446744073709551616", "--seed"); }), HasSubstr("out of range"));
+  EXPECT_EQ(error_of([] { parse_unsigned("18446744073709551616", "--seed"); }),
+            "--seed: 18446744073709551616 is out of range (expected 0..18446744073709551615)");
+  EXPECT_EQ(error_of([] { parse_integer("9223372036854775808", "x", INT64_MIN, INT64_MAX); }),
+            "x: 9223372036854775808 is out of range (expected -9223372036854775808..9223372036854775807)");
 }
 
 TEST(ParseReal, RejectsNanInfGarbageAndOutOfRange) {
