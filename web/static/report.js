@@ -110,6 +110,13 @@
       return;
     }
     var gpus = Array.isArray(series.gpus) ? series.gpus : [];
+    var left = series.gpus_left_out;
+    if (left && isNum(left.count) && left.count > 0) {
+      s.appendChild(el('p', {className: 'note'},
+        'Memory and SM activity of the ' + text(gpus.length) + ' of ' + text(left.of) +
+        ' GPUs whose memory peaked highest; ' + text(left.count) + ' more are not drawn (' + text(left.idle) +
+        ' of them never held a job). The chart of jobs above shows every GPU.'));
+    }
     var grid = el('div', {className: 'chart-grid'});
     s.appendChild(grid);
 
