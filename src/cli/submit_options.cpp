@@ -52,7 +52,7 @@ std::optional<estimate::AllocatorConfVariable> job_alloc_conf(const SubmitOption
 
 void apply_estimate(SubmitRequest& r, const EstimateSpec& e, const std::optional<estimate::AllocatorConfVariable>& conf) {
   const estimate::Estimate est = estimate::estimate_from_summary(e.summary, e.batch, e.optimizer, e.estimator, e.seq_len,
-                                                                 "a100-40gb", conf ? &conf->settings : nullptr);
+                                                                 e.gpu, conf ? &conf->settings : nullptr);
   if (est.mib > limits::kMaxGpuMiB)
     throw UserError(fmt::format("--estimate {}: the job needs about {} MiB per GPU at batch {}, more than any GPU "
                                 "colo schedules ({} MiB)", e.estimator, est.mib, e.batch, limits::kMaxGpuMiB));
@@ -94,6 +94,10 @@ void add_submit_options(CLI::App* c, SubmitOptions& o) {
   c->add_option("--optimizer", o.optimizer, "optimizer for --estimate (default adam)")
       ->each([&o](const std::string&) { o.optimizer_given = true; });
   add_int_flag(c, "--seq-len", o.seq_len, 1, limits::kMaxSeqLen, "sequence length for transformer summaries", false);
+  c->add_option_function<std::string>(
+      "--gpu", [&o](const std::string& s) { o.gpu = s; },
+      "calibration profile of --estimate's summary estimate, calibration/<gpu>.json (default a100-40gb; colod's "
+      "probes use its [estimator] probe_gpu)");
   c->add_option("--name", o.name, "job name")->each([&o](const std::string&) { o.name_given = true; });
   c->add_option_function<std::string>(
        "--smact", [&o](const std::string& s) { o.smact = parse_real(s, "--smact", 0, 1); },
@@ -221,6 +225,13 @@ SubmitRequest build_submit_request(const SubmitOptions& o) {
     r.mem_mib = parse_mib(o.mem, "--mem", 1, limits::kMaxGpuMiB);
     r.mem_source = "user";
     estimate.reset();
+  }
+  if (o.gpu) {
+    if (!estimate)
+      throw UserError("--gpu goes with --estimate NAME --summary FILE or a job file's [estimate] (colod probes with its "
+                      "own [estimator] probe_gpu)");
+    if (o.gpu->empty()) throw UserError("--gpu: empty profile name");
+    estimate->gpu = *o.gpu;
   }
   const auto alloc_conf = job_alloc_conf(o, r);
   if (estimate) {

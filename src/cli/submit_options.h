@@ -25,6 +25,7 @@ struct SubmitOptions {
   bool probe_script = false;     // --probe-script: probe the Python script the command runs
   bool checkpoint = false;       // --checkpoint: the job checkpoints on request (time slots)
   std::optional<double> smact;   // --smact FRACTION: the submitter's solo SM activity
+  std::optional<std::string> gpu;  // --gpu PROFILE: the calibration profile of a summary estimate
 };
 
 // Adds submit's flags to `c`, writing into `o` (which must outlive parsing).

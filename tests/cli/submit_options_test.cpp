@@ -157,6 +157,39 @@ TEST(SubmitOptions, AllocatorSettingsAreInTheFingerprintAndTheSummaryEstimate) {
   EXPECT_EQ(est.fingerprint_inputs.at("alloc_conf"), "max_split_size_mb:64");
 }
 
+// The summary estimate is made for the profile --gpu (or the job file's [estimate] gpu) names:
+// the H100's context and margins, not always the A100's.
+TEST(SubmitOptions, TheSummaryEstimateIsForTheNamedProfile) {
+  const std::string summary = std::string(COLO_SOURCE_DIR) + "/data/carma/summaries/resnet50_32.model";
+  const auto a100 = build_submit_request(parse({"--estimate", "allocsim", "--summary", summary, "--batch", "32", "--", "x"}));
+  const auto h100 = build_submit_request(
+      parse({"--estimate", "allocsim", "--summary", summary, "--batch", "32", "--gpu", "h100-80gb", "--", "x"}));
+  EXPECT_THAT(a100.mem_explanation, HasSubstr("a100-40gb"));
+  EXPECT_THAT(h100.mem_explanation, HasSubstr("h100-80gb"));
+  EXPECT_NE(a100.mem_mib, h100.mem_mib);
+  EXPECT_EQ(a100.fingerprint_inputs, h100.fingerprint_inputs);  // the same job, estimated for another GPU
+  const std::string dir = (std::filesystem::path(::testing::TempDir()) / "submit_options_test_gpu").lexically_normal().string();
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/j.toml") << "command = \"x\"\n[estimate]\nestimator = \"allocsim\"\nsummary = \"" << summary
+                                 << "\"\nbatch = 32\ngpu = \"h100-80gb\"\n";
+  EXPECT_EQ(build_submit_request(parse({dir + "/j.toml"})).mem_mib, h100.mem_mib);
+  EXPECT_EQ(build_submit_request(parse({"--gpu", "a100-40gb", dir + "/j.toml"})).mem_mib, a100.mem_mib);  // the flag wins
+  std::ofstream(dir + "/bad.toml") << "command = \"x\"\n[estimate]\nsummary = \"" << summary
+                                   << "\"\nbatch = 32\ngpu = \"v100-nope\"\n";
+  EXPECT_THAT(request_error({dir + "/bad.toml"}), HasSubstr(dir + "/bad.toml:5: "));
+  EXPECT_THAT(request_error({dir + "/bad.toml"}), HasSubstr("v100-nope"));
+  EXPECT_EQ(request_error({"--gpu", "h100-80gb", "--mem", "1GiB", "--", "x"}),
+            "--gpu goes with --estimate NAME --summary FILE or a job file's [estimate] (colod probes with its own "
+            "[estimator] probe_gpu)");
+  EXPECT_EQ(request_error({"--gpu", "h100-80gb", "--probe", "torchvision:resnet50", "--batch", "8", "--", "x"}),
+            "--gpu goes with --estimate NAME --summary FILE or a job file's [estimate] (colod probes with its own "
+            "[estimator] probe_gpu)");
+  EXPECT_EQ(request_error({"--gpu", "", "--estimate", "allocsim", "--summary", summary, "--batch", "32", "--", "x"}),
+            "--gpu: empty profile name");
+  EXPECT_THAT(request_error({"--gpu", "v100-nope", "--estimate", "allocsim", "--summary", summary, "--batch", "32", "--", "x"}),
+              HasSubstr("v100-nope"));
+}
+
 TEST(SubmitOptions, ProbeConflictsAreNamed) {
   const auto err = request_error;
   EXPECT_EQ(err({"--probe", "torchvision:resnet50", "--", "x"}), "--probe needs --batch N (N ≥ 1)");

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/limits.h"
 #include "core/one_line.h"
+#include "estimate/calibration/calibration_profile.h"
 #include "estimate/estimator.h"
 #include "estimate/optimizer.h"
 #include "estimate/input_file.h"
@@ -126,6 +127,14 @@ JobFile parse_job_file(const std::string& path) {
           }
         }
         else if (kk == "seq_len") s.seq_len = need_int(path, ev, "seq_len", 1, limits::kMaxSeqLen);
+        else if (kk == "gpu") {
+          s.gpu = need_string(path, ev, "gpu");
+          try {
+            estimate::load_profile(s.gpu);  // the profile, checked where it is named
+          } catch (const UserError& err) {
+            bad(path, ev, err.what());
+          }
+        }
         else bad(path, ev, fmt::format("unknown key 'estimate.{}'", kk));
       }
       if (s.summary.empty()) bad(path, node, "'estimate' needs 'summary'");

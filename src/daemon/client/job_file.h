@@ -30,6 +30,7 @@ struct EstimateSpec {
   std::int64_t batch = 0;
   std::string optimizer = "adam";
   std::int64_t seq_len = 0;
+  std::string gpu = "a100-40gb";  // the calibration profile the estimate is made for (calibration/<gpu>.json)
 };
 
 struct JobFile {
