@@ -11,7 +11,10 @@
 # LIGHTNING=DIR (a Lightning-AI/pytorch-lightning 2.x checkout; lightning_utilities and torchmetrics
 # importable, from PYTHONPATH or installed), Lightning's Trainer and Fabric examples. With
 # PYTORCH_GAN=DIR (an eriklindernoren/PyTorch-GAN checkout), its MNIST GANs (legacy tensor types).
-#   [VISION=DIR] [LLMC=DIR] [TIMM=DIR] [LIGHTNING=DIR] [PYTORCH_GAN=DIR] bash scripts/probe-real-scripts.sh EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]
+# With MINGPT=DIR (karpathy/minGPT), its chargpt and adder projects. With PYTORCH_TUTORIAL=DIR
+# (yunjey/pytorch-tutorial), its GPU training scripts.
+#   [VISION=DIR] [LLMC=DIR] [TIMM=DIR] [LIGHTNING=DIR] [PYTORCH_GAN=DIR] [MINGPT=DIR] [PYTORCH_TUTORIAL=DIR] \
+#     bash scripts/probe-real-scripts.sh EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 EXAMPLES_DIR NANOGPT_DIR [WORK_DIR]" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -269,5 +272,62 @@ if [ -n "${PYTORCH_GAN:-}" ]; then
            wgan wgan_div wgan_gp; do
     d=${s%%/*} f=${s##*/}
     probe "$work/pytorch-gan/implementations/$d" "PyTorch-GAN $d" "$f.py" --n_epochs 1
+  done
+fi
+if [ -n "${MINGPT:-}" ]; then
+  # minGPT's two projects, unmodified: chargpt (a character model of ./input.txt, trained until
+  # stopped; the probe stops it) and adder (its own data).
+  mg=$(cd "$MINGPT" && pwd)
+  [ -f "$mg/mingpt/model.py" ] && [ -f "$mg/projects/chargpt/chargpt.py" ] || { echo "$mg: not a minGPT checkout" >&2; exit 2; }
+  mkdir -p "$work/mingpt"
+  "$py" - "$work/mingpt/input.txt" <<'PY'
+import sys, numpy as np
+# tiny-shakespeare's length and its 65 characters (the vocabulary sizes the embedding and the head)
+chars = np.array(list("\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"))
+with open(sys.argv[1], "w") as f:
+    f.write("".join(np.random.default_rng(0).choice(chars, 1115394)))
+PY
+  PYTHONPATH="$mg" probe "$work/mingpt" "minGPT chargpt (gpt-mini, -b 64)" "$mg/projects/chargpt/chargpt.py"
+  PYTHONPATH="$mg" probe "$work/mingpt" "minGPT adder" "$mg/projects/adder/adder.py"
+fi
+if [ -n "${PYTORCH_TUTORIAL:-}" ]; then
+  # yunjey/pytorch-tutorial's GPU training scripts, unmodified. They read ../../data (MNIST) and
+  # write samples beside themselves: copies run in $work. Not here: logistic_regression and
+  # pytorch_basics train on the CPU (the probe says so), linear_regression imports matplotlib,
+  # deep_residual_network reads CIFAR-10 (torchvision checks the real files' MD5 sums), and
+  # image_captioning needs COCO and its vocabulary.
+  tut=$(cd "$PYTORCH_TUTORIAL" && pwd)
+  [ -f "$tut/tutorials/02-intermediate/language_model/main.py" ] || { echo "$tut: not a pytorch-tutorial checkout" >&2; exit 2; }
+  rm -rf "$work/pytorch-tutorial" && mkdir -p "$work/pytorch-tutorial"
+  cp -r "$tut/tutorials" "$work/pytorch-tutorial/"
+  tw="$work/pytorch-tutorial/tutorials"
+  mkdir -p "$tw/data/MNIST/raw" "$tw/02-intermediate/language_model/data" "$work/torch/hub/checkpoints"
+  cp "$work"/data/MNIST/raw/* "$tw/data/MNIST/raw/"
+  # Generated in the copies, so that the figures do not depend on the checkout: the language model's
+  # Penn Treebank (its 10 000 words, 42 068 lines, 929 589 tokens with <eos>), neural_style_transfer's
+  # pictures (content 600 x 400, style 512 x 512) and its VGG-19 weights, random (memory does not
+  # depend on values; the vocabulary and the picture sizes set the shapes).
+  "$py" - "$tw" "$work/torch/hub/checkpoints/vgg19-dcbb9e9d.pth" <<'PY'
+import os, sys, numpy as np, torch, torchvision
+from PIL import Image
+tw, vgg = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng(0)
+words = np.array([f"w{i}" for i in range(10000)])
+tokens = np.concatenate([words, rng.choice(words, 887521 - len(words))])
+rng.shuffle(tokens)
+cuts = np.sort(rng.choice(np.arange(1, len(tokens)), 42067, replace=False))
+with open(f"{tw}/02-intermediate/language_model/data/train.txt", "w") as f:
+    f.write("\n".join(" ".join(line) for line in np.split(tokens, cuts)) + "\n")
+png = f"{tw}/03-advanced/neural_style_transfer/png"
+os.makedirs(png, exist_ok=True)
+Image.fromarray(rng.integers(0, 255, (400, 600, 3), dtype=np.uint8)).save(f"{png}/content.png")
+Image.fromarray(rng.integers(0, 255, (512, 512, 3), dtype=np.uint8)).save(f"{png}/style.png")
+torch.save(torchvision.models.vgg19().state_dict(), vgg)
+PY
+  for s in 01-basics/feedforward_neural_network 02-intermediate/convolutional_neural_network \
+           02-intermediate/recurrent_neural_network 02-intermediate/bidirectional_recurrent_neural_network \
+           02-intermediate/language_model 03-advanced/variational_autoencoder 03-advanced/generative_adversarial_network \
+           03-advanced/neural_style_transfer; do
+    TORCH_HOME="$work/torch" probe "$tw/$s" "pytorch-tutorial ${s#*/}" main.py
   done
 fi
