@@ -179,8 +179,8 @@ class ProbeDevice(TorchFunctionMode):
             return func(*args, **(kwargs or {}))
         kwargs = dict(kwargs or {})
         if func in FACTORIES:
-            if kwargs.get("device") is None and default_device() is not None and not _from_optimizer():
-                kwargs["device"] = default_device()
+            if kwargs.get("device") is None and (device := default_device()) is not None and not _from_optimizer():
+                kwargs["device"] = device
             if not _is_gpu(kwargs.get("device")):
                 return func(*args, **kwargs)
             kwargs["device"] = "meta"

@@ -1,6 +1,7 @@
 #include "core/policy/policy_definition.h"
 
 #include <algorithm>
+#include <set>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -56,12 +57,11 @@ void validate(const PolicyDefinition& d) {
   });
   if (!plain)
     throw UserError(fmt::format("{}: a policy name is 1 to 64 letters, digits, '-', '_' or '.'", where));
-  for (std::size_t i = 0; i < d.filters.size(); ++i) {
-    const std::string& f = d.filters[i];
+  std::set<std::string> seen;
+  for (const std::string& f : d.filters) {
     if (std::find(filter_names().begin(), filter_names().end(), f) == filter_names().end())
       throw UserError(fmt::format("{}: unknown filter '{}' (known: idle_only, fits_memory, smact_below, smact_predicted)", where, one_line(f)));
-    if (std::find(d.filters.begin(), d.filters.begin() + static_cast<std::ptrdiff_t>(i), f) != d.filters.begin() + static_cast<std::ptrdiff_t>(i))
-      throw UserError(fmt::format("{}: filter '{}' is listed twice", where, f));
+    if (!seen.insert(f).second) throw UserError(fmt::format("{}: filter '{}' is listed twice", where, f));
   }
   if (d.scorers.empty()) throw UserError(fmt::format("{}: needs at least one scorer", where));
   for (const auto& [s, w] : d.scorers) {
