@@ -27,6 +27,9 @@ class CudaType(type):
         if kwargs:
             raise TypeError(f"{cls}() got an unexpected keyword argument '{next(iter(kwargs))}'")
         device = "cuda" if device is None else device
+        if torch.device(device).type != "cuda":  # a CUDA build's own refusal, word for word
+            raise RuntimeError(f"legacy constructor expects device type: cuda but device type: "
+                               f"{torch.device(device).type} was passed")
         if not args:
             return torch.empty(0, dtype=cls.dtype, device=device)
         if len(args) == 1 and isinstance(args[0], torch.Size):

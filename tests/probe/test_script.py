@@ -1858,6 +1858,13 @@ class ScriptsAsWrittenToday(unittest.TestCase):
             w = nn.Parameter(torch.Tensor(4, 16))
             assert w.is_cuda and w.shape == (4, 16) and torch.Tensor([1.0, 2.0]).is_cuda
             assert torch.Tensor(torch.Size([3])).shape == (3,) and isinstance(torch.Tensor(2), torch.cuda.FloatTensor)
+            assert torch.Tensor(2, device="cuda:0").is_cuda and torch.cuda.FloatTensor(2, device="cuda").is_cuda
+            for make in (lambda: torch.Tensor(2, device="cpu"), lambda: torch.cuda.LongTensor([1], device="cpu")):
+                try:
+                    make()
+                    raise AssertionError("a GPU type's legacy constructor made a host tensor")
+                except RuntimeError as e:
+                    assert "expects device type: cuda but device type: cpu was passed" in str(e), e
             torch.set_default_tensor_type("torch.FloatTensor")
             assert not torch.zeros(2).is_cuda and not torch.Tensor(2).is_cuda
             # set_default_device's mode passes its device over the default type's, both ways
