@@ -6,7 +6,7 @@ namespace colo::cli {
 
 namespace {
 
-RegisterCommand reg([](CLI::App& app) {
+RegisterCommand reg_bench([](CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("bench", "measure this machine's GPUs for colo's models (collocation slowdowns)");
   add_bench_collocation(cmd);
   cmd->require_subcommand(1);

@@ -11,7 +11,7 @@
 
 namespace {
 
-colo::cli::RegisterCommand reg([](CLI::App& app) {
+colo::cli::RegisterCommand reg_cancel([](CLI::App& app) {
   auto ids = std::make_shared<std::vector<std::string>>();  // parsed below: "-1" is no id
   auto as_json = std::make_shared<bool>(false);
   CLI::App* c = app.add_subcommand("cancel", "cancel jobs (yours; root: anyone's)");

@@ -49,7 +49,7 @@ using namespace colo::estimate;
 using colo::cli::check_output_path;
 using colo::cli::write_output_file;
 
-struct Opts {
+struct EstimateOpts {
   ProbeRequest probe;
   std::string trace;
   double probe_timeout = 300;
@@ -83,7 +83,7 @@ std::filesystem::path calibrate_out(const CalOpts& o) {
   return o.out;
 }
 
-void print(const Opts& o, const Estimate& e, nlohmann::ordered_json j) {
+void print(const EstimateOpts& o, const Estimate& e, nlohmann::ordered_json j) {
   if (!o.json) {
     std::cout << e.mib << " MiB  (" << e.estimator << ": " << e.explanation << ")\n";
     return;
@@ -97,7 +97,7 @@ void print(const Opts& o, const Estimate& e, nlohmann::ordered_json j) {
 }
 
 // --probe / --trace: the trace and faketensor estimators (auto picks trace).
-void run_traced(const Opts& o) {
+void run_traced(const EstimateOpts& o) {
   if (!o.summary.empty()) throw colo::UserError("estimate: give --probe/--trace or --summary, not both");
   if (!o.probe.model.empty() && !o.trace.empty()) throw colo::UserError("estimate: give --probe or --trace, not both");
   if (!o.probe.script.empty() && !o.trace.empty()) throw colo::UserError("estimate: give --script or --trace, not both");
@@ -153,7 +153,7 @@ void run_traced(const Opts& o) {
   print(o, e, j);
 }
 
-void run_single(const Opts& o) {
+void run_single(const EstimateOpts& o) {
   if (!o.probe.script_args.empty() && o.probe.script.empty())
     throw colo::UserError(fmt::format("estimate: unexpected argument '{}' (script arguments follow --script FILE --)",
                                       colo::one_line(o.probe.script_args.front())));
@@ -380,9 +380,9 @@ void run_calibrate(const CalOpts& o, const std::string& command_line) {
                            100 * res.report["chosen"]["under_rate"].get<double>());
 }
 
-colo::cli::RegisterCommand reg([](CLI::App& app) {
+colo::cli::RegisterCommand reg_estimate([](CLI::App& app) {
   auto* cmd = app.add_subcommand("estimate", "estimate a training job's peak GPU memory (MiB, nvidia-smi view)");
-  auto o = std::make_shared<Opts>();
+  auto o = std::make_shared<EstimateOpts>();
   cmd->add_option("--summary", o->summary, "model summary: torchsummary table, module repr or Keras summary");
   colo::cli::add_int_flag(cmd, "--batch", o->batch, 1, colo::limits::kMaxBatch, "per-GPU batch size", false);
   auto* optimizer_flag = cmd->add_option("--optimizer", o->optimizer, "sgd, sgd-momentum, adam, adamw, adadelta, adagrad, rmsprop, ...")

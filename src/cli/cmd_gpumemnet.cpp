@@ -104,7 +104,7 @@ void run(const GpuMemNetOptions& o, bool train, const std::string& command) {
   std::cout << fmt::format("{:.1f} s\n", secs);
 }
 
-const RegisterCommand reg([](CLI::App& app) {
+const RegisterCommand reg_gpumemnet([](CLI::App& app) {
   auto* cmd = app.add_subcommand("gpumemnet", "train and cross-validate GPUMemNet memory classifiers");
   cmd->require_subcommand(1);
   auto o = std::make_shared<GpuMemNetOptions>();

@@ -15,7 +15,7 @@ namespace {
 using nlohmann::json;
 using colo::daemon::format_mib;
 
-colo::cli::RegisterCommand reg([](CLI::App& app) {
+colo::cli::RegisterCommand reg_gpus([](CLI::App& app) {
   auto as_json = std::make_shared<bool>(false);
   CLI::App* c = app.add_subcommand("gpus", "show the managed GPUs and the jobs on them");
   c->add_flag("--json", *as_json, "print JSON");

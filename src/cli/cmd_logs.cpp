@@ -19,7 +19,7 @@ struct LogsOptions {
   bool follow = false, stderr_stream = false, json = false;
 };
 
-colo::cli::RegisterCommand reg([](CLI::App& app) {
+colo::cli::RegisterCommand reg_logs([](CLI::App& app) {
   auto o = std::make_shared<LogsOptions>();
   CLI::App* c = app.add_subcommand("logs", "print a job's output");
   c->add_option("id", o->id, "job id")->required();

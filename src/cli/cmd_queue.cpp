@@ -23,7 +23,7 @@ std::string gpus(const json& j) {
   return s.empty() ? fmt::format("({})", j.at("gpus_requested").get<int>()) : s;
 }
 
-colo::cli::RegisterCommand reg([](CLI::App& app) {
+colo::cli::RegisterCommand reg_queue([](CLI::App& app) {
   auto all = std::make_shared<bool>(false);
   auto as_json = std::make_shared<bool>(false);
   CLI::App* c = app.add_subcommand("queue", "list your queued and running jobs (root: all users')");

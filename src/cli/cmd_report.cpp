@@ -29,7 +29,7 @@ void run(const ReportArgs& a) {
   std::cerr << fmt::format("colo report: wrote {}\n", a.out);
 }
 
-RegisterCommand reg([](CLI::App& app) {
+RegisterCommand reg_report([](CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
   CLI::App* cmd = app.add_subcommand("report", "Write the report page of colod's own history (read-only on its database)");
   cmd->add_option("--state-dir", args->state_dir, "colod's state directory (holds colo.db)")->capture_default_str();

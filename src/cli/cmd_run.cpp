@@ -25,12 +25,12 @@ namespace {
 
 namespace slurm = colo::slurm;
 
-struct Opts {
+struct RunOpts {
   std::string site;
   std::vector<std::string> command;
 };
 
-void run(const Opts& o) {
+void run(const RunOpts& o) {
   if (o.command.empty()) throw colo::UserError("colo run: no command (give it after --)");
   const slurm::SiteSettings site = slurm::load_site_settings(slurm::site_settings_path(o.site));
   std::string why;
@@ -69,8 +69,8 @@ void run(const Opts& o) {
   std::_Exit(code);
 }
 
-colo::cli::RegisterCommand reg([](CLI::App& app) {
-  auto o = std::make_shared<Opts>();
+colo::cli::RegisterCommand reg_run([](CLI::App& app) {
+  auto o = std::make_shared<RunOpts>();
   CLI::App* c = app.add_subcommand("run", "run a job's command on a Slurm node, exiting with the site's "
                                           "RequeueExitHold code when it runs out of GPU memory: `colo run -- command …`");
   c->add_option("--site", o->site, "colo's Slurm settings (default $COLO_SLURM_SITE or /etc/colo/slurm.toml)")

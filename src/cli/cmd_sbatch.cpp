@@ -41,7 +41,7 @@ namespace {
 
 namespace slurm = colo::slurm;
 
-struct Opts {
+struct SbatchOpts {
   std::string site, gpu_mem, estimator, summary, optimizer = "adam", gpu = "a100-40gb";
   std::int64_t batch = 0, seq_len = 0;
   colo::estimate::ProbeRequest probe;
@@ -52,7 +52,7 @@ struct Opts {
 };
 
 // Flags that only an estimator reads: refused where no estimator reads them, never ignored.
-void check_estimate_flags(const Opts& o) {
+void check_estimate_flags(const SbatchOpts& o) {
   auto given = [&](const char* f) { return std::find(o.estimate_flags.begin(), o.estimate_flags.end(), f) != o.estimate_flags.end(); };
   const bool probe = !o.probe.model.empty(), summary = !o.estimator.empty() && !probe;
   for (const char* f : {"--batch", "--optimizer", "--gpu"})
@@ -83,7 +83,7 @@ std::string fingerprint(const slurm::SbatchArgs& a, const nlohmann::json& inputs
                                        1, in);
 }
 
-void run(const Opts& o, const std::vector<std::string>& rest) {
+void run(const SbatchOpts& o, const std::vector<std::string>& rest) {
   const slurm::SiteSettings site = slurm::load_site_settings(slurm::site_settings_path(o.site));
   slurm::SbatchArgs args = slurm::split_sbatch_args(rest);
   for (const std::string& a : args.options)
@@ -214,8 +214,8 @@ void run(const Opts& o, const std::vector<std::string>& rest) {
   throw colo::UserError(fmt::format("cannot run sbatch: {} (is slurm-client installed?)", std::strerror(errno)));
 }
 
-colo::cli::RegisterCommand reg([](CLI::App& app) {
-  auto o = std::make_shared<Opts>();
+colo::cli::RegisterCommand reg_sbatch([](CLI::App& app) {
+  auto o = std::make_shared<SbatchOpts>();
   CLI::App* c = app.add_subcommand("sbatch", "submit to Slurm with a GPU share (shards) sized by colo's estimate: "
                                              "`colo sbatch [colo flags] [sbatch options] script [args]`");
   // An empty value is an error, not "not given" (which would submit with the site default).

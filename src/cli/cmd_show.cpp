@@ -24,7 +24,7 @@ std::string when(const json& t) {
 
 std::string opt(const json& v) { return v.is_null() ? "-" : v.dump(); }
 
-colo::cli::RegisterCommand reg([](CLI::App& app) {
+colo::cli::RegisterCommand reg_show([](CLI::App& app) {
   auto id = std::make_shared<std::string>();  // parsed below: "-1" is no id
   auto as_json = std::make_shared<bool>(false);
   CLI::App* c = app.add_subcommand("show", "show one job: state, GPUs, attempts, events");

@@ -414,7 +414,7 @@ void run(const SimArgs& a, const CLI::App& cmd) {
   print_one(a, r);
 }
 
-RegisterCommand reg([](CLI::App& app) {
+RegisterCommand reg_sim([](CLI::App& app) {
   auto args = std::make_shared<SimArgs>();
   CLI::App* cmd = app.add_subcommand("sim", "Replay a submission trace on a simulated server (the real scheduler core)");
   cmd->add_option("--workloads", args->workloads, "workload catalog CSV")->capture_default_str();

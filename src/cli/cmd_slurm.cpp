@@ -253,7 +253,7 @@ void task_prolog(const std::string& site_flag) {
   std::cout << fmt::format("export CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0={}M\n", n * site.shard_mib);
 }
 
-colo::cli::RegisterCommand reg([](CLI::App& app) {
+colo::cli::RegisterCommand reg_slurm([](CLI::App& app) {
   CLI::App* s = app.add_subcommand("slurm", "colo on a Slurm cluster: node configuration, OOM recovery service");
   s->require_subcommand(1);
 

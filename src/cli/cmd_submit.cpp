@@ -20,7 +20,7 @@ void run(const colo::cli::SubmitOptions& o) {
   else std::cout << job.at("id").get<std::uint64_t>() << "\n";
 }
 
-colo::cli::RegisterCommand reg([](CLI::App& app) {
+colo::cli::RegisterCommand reg_submit([](CLI::App& app) {
   auto o = std::make_shared<colo::cli::SubmitOptions>();
   CLI::App* c = app.add_subcommand("submit", "queue a job on colod: `colo submit [flags] -- command …`, FILE.toml, or --rad FILE");
   colo::cli::add_submit_options(c, *o);

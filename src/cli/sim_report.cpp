@@ -9,6 +9,7 @@
 #include "cli/output_file.h"
 #include "common/resource_path.h"
 #include "core/error.h"
+#include "common/ascii_lower.h"
 
 namespace colo::cli {
 
@@ -90,9 +91,7 @@ std::string read_asset(const std::string& rel) {
 
 // Inlined text must not end the <script>/<style> element it sits in.
 std::string inline_safe(std::string s, const std::string& what, const char* closing) {
-  std::string lower = s;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (lower.find(closing) != std::string::npos)
+  if (ascii_lower(s).find(closing) != std::string::npos)
     throw UserError(fmt::format("--report: {} contains '{}' and cannot be inlined", what, closing));
   return s;
 }

@@ -8,15 +8,15 @@
 namespace colo {
 
 namespace {
-constexpr std::array<std::string_view, 9> kNames = {"queued", "placed",     "running",   "done",      "failed",
+constexpr std::array<std::string_view, 9> kJobStateNames = {"queued", "placed",     "running",   "done",      "failed",
                                                     "oom",    "recovering", "cancelled", "estimating"};
 }
 
-std::string_view to_string(JobState s) { return kNames[static_cast<size_t>(s)]; }
+std::string_view to_string(JobState s) { return kJobStateNames[static_cast<size_t>(s)]; }
 
 std::optional<JobState> job_state_from_string(std::string_view s) {
-  for (size_t i = 0; i < kNames.size(); ++i)
-    if (kNames[i] == s) return static_cast<JobState>(i);
+  for (size_t i = 0; i < kJobStateNames.size(); ++i)
+    if (kJobStateNames[i] == s) return static_cast<JobState>(i);
   return std::nullopt;
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/one_line.h"
+#include "common/ascii_lower.h"
 
 namespace colo {
 
@@ -117,8 +118,7 @@ MiB parse_mib(std::string_view text, std::string_view where, MiB lo, MiB hi) {
   std::size_t i = 0;
   while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
   const std::string_view num = s.substr(0, i);
-  std::string unit(trim(s.substr(i)));
-  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string unit = ascii_lower(trim(s.substr(i)));
   double v = 0;
   bool overflow = false;
   if (!whole_text(num, v, overflow))

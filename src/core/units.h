@@ -9,5 +9,6 @@ using MiB = std::int64_t;  // memory is always counted in MiB, as nvidia-smi sho
 using Seconds = double;    // time is supplied by the caller; the core never reads a clock
 
 constexpr MiB kGiB = 1024;
+constexpr std::uint64_t kBytesPerMiB = 1048576;  // byte counts (allocator blocks, traces) to MiB
 
 }  // namespace colo

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "common/ascii_lower.h"
 
 namespace colo::estimate {
 
@@ -23,8 +24,7 @@ constexpr Entry kNames[] = {
 }  // namespace
 
 Optimizer parse_optimizer(std::string_view s) {
-  std::string t(s);
-  for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string t = ascii_lower(s);
   std::replace(t.begin(), t.end(), '_', '-');
   if (t == "momentum" || t == "sgdm" || t == "sgd-m") return Optimizer::SGDMomentum;
   for (const auto& e : kNames)

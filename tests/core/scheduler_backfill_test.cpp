@@ -10,7 +10,7 @@ namespace {
 
 using test::World;
 
-Scheduler sched(int max_overtakes, int depth = 200, PolicyKind k = PolicyKind::Magm) {
+Scheduler backfill_sched(int max_overtakes, int depth = 200, PolicyKind k = PolicyKind::Magm) {
   return Scheduler(SchedulerConfig(make_policy(k), {}, Backfill{max_overtakes, depth}));
 }
 
@@ -32,7 +32,7 @@ TEST(Backfill, OffByDefaultTheHeadBlocksEveryone) {
 
 TEST(Backfill, JobsBehindAWaitingHeadStartAndSayWhomTheyOvertook) {
   World w = busy_gpu();
-  const auto d = w.decide(sched(5), {test::job(1, 20000), test::job(2, 1000), test::job(3, 1000)});
+  const auto d = w.decide(backfill_sched(5), {test::job(1, 20000), test::job(2, 1000), test::job(3, 1000)});
   ASSERT_EQ(d.placements.size(), 2u);
   EXPECT_EQ(d.placements[0].job, 2u);
   EXPECT_EQ(d.placements[0].overtook, JobId{1});
@@ -44,7 +44,7 @@ TEST(Backfill, JobsBehindAWaitingHeadStartAndSayWhomTheyOvertook) {
 
 TEST(Backfill, TheBoundHoldsAcrossDecisionsSoTheHeadCannotStarve) {
   World w = busy_gpu();
-  const Scheduler s = sched(2);
+  const Scheduler s = backfill_sched(2);
   auto d = w.decide(s, {test::job(1, 20000), test::job(2, 1000), test::job(3, 1000), test::job(4, 1000)});
   ASSERT_EQ(d.placements.size(), 2u);  // 2 and 3; 4 would fit but the bound is reached
   w.apply(d);
@@ -72,7 +72,7 @@ TEST(Backfill, JobsPlacedWithoutAMemoryCheckAreNotDismissedByTheFreeMemoryBound)
     w.ledger.reserve(100, 0, 10000, false, 0);  // GPU 0 busy, GPU 1 idle
     // The head wants both GPUs (35 000 each; GPU 0 has 30 960 free); behind it, 40 000 MiB + the 2 GiB margin is more than GPU 1s
     // 40 960 free, yet an idle GPU takes it alone.
-    const auto d = w.decide(sched(5, 200, k), {test::job(1, 35000, 2), test::job(2, 40000)});
+    const auto d = w.decide(backfill_sched(5, 200, k), {test::job(1, 35000, 2), test::job(2, 40000)});
     ASSERT_EQ(d.placements.size(), 1u) << to_string(k);
     EXPECT_EQ(d.placements[0].job, 2u);
     EXPECT_EQ(d.placements[0].gpu_indices, std::vector<int>{1});
@@ -85,8 +85,8 @@ TEST(Backfill, OnlyDepthJobsBehindTheHeadAreLookedAt) {
   std::vector<Job> q = {test::job(1, 20000)};
   for (JobId id = 2; id < 12; ++id) q.push_back(test::job(id, 15000));  // do not fit
   q.push_back(test::job(12, 1000));
-  EXPECT_TRUE(w.decide(sched(5, 10), q).placements.empty());
-  const auto d = w.decide(sched(5, 11), q);
+  EXPECT_TRUE(w.decide(backfill_sched(5, 10), q).placements.empty());
+  const auto d = w.decide(backfill_sched(5, 11), q);
   ASSERT_EQ(d.placements.size(), 1u);
   EXPECT_EQ(d.placements[0].job, 12u);
 }
@@ -95,7 +95,7 @@ TEST(Backfill, AWaitingRecoveryHeadStillHoldsTheMainQueue) {
   World w = busy_gpu();
   Job rec = test::job(7, 20000);
   rec.recovery_alone = true;
-  const auto d = w.decide(sched(5), {test::job(2, 1000)}, {rec});
+  const auto d = w.decide(backfill_sched(5), {test::job(2, 1000)}, {rec});
   EXPECT_TRUE(d.placements.empty());
   ASSERT_TRUE(d.blocked);
   EXPECT_TRUE(d.blocked->recovery);
@@ -103,7 +103,7 @@ TEST(Backfill, AWaitingRecoveryHeadStillHoldsTheMainQueue) {
 
 TEST(Backfill, ARejectedJobIsNotAnOvertake) {
   World w = busy_gpu();
-  const auto d = w.decide(sched(1), {test::job(1, 20000), test::job(2, 1000, 4), test::job(3, 1000)});
+  const auto d = w.decide(backfill_sched(1), {test::job(1, 20000), test::job(2, 1000, 4), test::job(3, 1000)});
   ASSERT_EQ(d.rejections.size(), 1u);  // 4 GPUs on a 1-GPU server: the caller fails it
   EXPECT_EQ(d.rejections[0].job, 2u);
   ASSERT_EQ(d.placements.size(), 1u);

@@ -12,7 +12,7 @@ namespace {
 using test::World;
 using ::testing::HasSubstr;
 
-Scheduler sched(PolicyKind k) {
+Scheduler nodes_sched(PolicyKind k) {
   SchedulerConfig c;
   c.policy = make_policy(k);
   return Scheduler(c);
@@ -33,7 +33,7 @@ TEST(SchedulerNodes, AMultiGpuJobStaysOnOneServer) {
   w.ledger.reserve(100, 1, 35000, false, 0);  // node 0 keeps one GPU with room
   w.ledger.reserve(101, 2, 10000, false, 0);  // node 1 both, GPU 3 emptiest
   // MAGM's two best GPUs overall are 0 and 3 (different servers): the job gets node 1's pair.
-  const auto d = w.decide(sched(PolicyKind::Magm), {test::job(1, 8000, 2)});
+  const auto d = w.decide(nodes_sched(PolicyKind::Magm), {test::job(1, 8000, 2)});
   ASSERT_EQ(d.placements.size(), 1u);
   EXPECT_EQ(d.placements[0].gpu_indices, (std::vector<int>{3, 2}));
 }
@@ -42,7 +42,7 @@ TEST(SchedulerNodes, WaitsWhenNoServerHasEnoughQualifyingGpus) {
   World w = two_by_two();
   w.ledger.reserve(100, 1, 35000, false, 0);
   w.ledger.reserve(101, 3, 35000, false, 0);
-  const auto d = w.decide(sched(PolicyKind::Magm), {test::job(1, 8000, 2)}, {}, true);
+  const auto d = w.decide(nodes_sched(PolicyKind::Magm), {test::job(1, 8000, 2)}, {}, true);
   EXPECT_TRUE(d.placements.empty());
   ASSERT_TRUE(d.blocked);
   EXPECT_THAT(d.blocked->reason, HasSubstr("no server has 2"));
@@ -50,7 +50,7 @@ TEST(SchedulerNodes, WaitsWhenNoServerHasEnoughQualifyingGpus) {
 
 TEST(SchedulerNodes, MoreGpusThanAnyServerHasIsRejectedNotQueued) {
   World w = two_by_two();
-  const auto d = w.decide(sched(PolicyKind::Magm), {test::job(1, 8000, 3)});
+  const auto d = w.decide(nodes_sched(PolicyKind::Magm), {test::job(1, 8000, 3)});
   ASSERT_EQ(d.rejections.size(), 1u);
   EXPECT_THAT(d.rejections[0].reason, HasSubstr("3 GPU(s) on one server, the largest has 2"));
 }
@@ -60,7 +60,7 @@ TEST(SchedulerNodes, OneGpuJobsSeeTheWholeCluster) {
   w.ledger.reserve(100, 0, 20000, false, 0);
   w.ledger.reserve(101, 1, 20000, false, 0);
   w.ledger.reserve(102, 2, 20000, false, 0);
-  const auto d = w.decide(sched(PolicyKind::Magm), {test::job(1, 8000)});
+  const auto d = w.decide(nodes_sched(PolicyKind::Magm), {test::job(1, 8000)});
   ASSERT_EQ(d.placements.size(), 1u);
   EXPECT_EQ(d.placements[0].gpu_indices, std::vector<int>{3});
 }
@@ -88,7 +88,7 @@ TEST(SchedulerNodes, NodeWeightPolicyRanksServersThenFirstFit) {
   w.gpus[1].smact = 0.95;
   w.gpus[2].used_mib = 8000;   // node 1: its emptiest GPU under the cap has 8000 MiB used
   w.gpus[3].used_mib = 9000;
-  const auto d = w.decide(sched(PolicyKind::NodeWeight), {test::job(1, 4000), test::job(2, 4000)});
+  const auto d = w.decide(nodes_sched(PolicyKind::NodeWeight), {test::job(1, 4000), test::job(2, 4000)});
   ASSERT_EQ(d.placements.size(), 2u);
   // Node 0's best GPU under the cap (GPU 0) has 10960 MiB free, node 1's (GPU 2) 32960: node 1,
   // and its first GPU with room (GPU 2), for both (the weights are the round's, as Slurm's are

@@ -9,7 +9,7 @@ namespace colo {
 namespace {
 
 // These tests ask for the explanation unless they say otherwise.
-struct World : test::World {
+struct ExplainWorld : test::World {
   Decision decide(const Scheduler& s, const std::vector<Job>& main, const std::vector<Job>& rec = {},
                   bool explain = true) {
     return test::World::decide(s, main, rec, explain);
@@ -18,14 +18,14 @@ struct World : test::World {
 
 Scheduler magm() { return Scheduler(SchedulerConfig{make_policy(PolicyKind::Magm), {}}); }
 
-World two_gpus() {
-  World w;
+ExplainWorld two_gpus() {
+  ExplainWorld w;
   for (int i = 0; i < 2; ++i) w.gpus.push_back(test::gpu(i, 40960));
   return w;
 }
 
 TEST(WaitReason, MemoryShortfallNamesNeedMarginAndTheMostFreeGpu) {
-  World w = two_gpus();
+  ExplainWorld w = two_gpus();
   w.ledger.reserve(100, 0, 32768, false, 0);  // 8 GiB left
   w.ledger.reserve(101, 1, 36864, false, 0);  // 4 GiB left
   const Decision d = w.decide(magm(), {test::job(1, 12288), test::job(2, 1024)});
@@ -37,7 +37,7 @@ TEST(WaitReason, MemoryShortfallNamesNeedMarginAndTheMostFreeGpu) {
 }
 
 TEST(WaitReason, UnknownNeedWantsTheMinimumFree) {
-  World w = two_gpus();
+  ExplainWorld w = two_gpus();
   w.ledger.reserve(100, 0, 38912, false, 0);
   w.ledger.reserve(101, 1, 38912, false, 0);
   const Decision d = w.decide(magm(), {test::job(1, std::nullopt)});
@@ -46,7 +46,7 @@ TEST(WaitReason, UnknownNeedWantsTheMinimumFree) {
 }
 
 TEST(WaitReason, SmactCapNamesEachBusyGpu) {
-  World w = two_gpus();
+  ExplainWorld w = two_gpus();
   w.gpus[0].smact = 0.9;
   w.gpus[1].smact = 0.85;
   const Decision d = w.decide(magm(), {test::job(1, 1024)});
@@ -55,7 +55,7 @@ TEST(WaitReason, SmactCapNamesEachBusyGpu) {
 }
 
 TEST(WaitReason, DrainedAndUnhealthyGpusAreNamedThenTheOtherFilters) {
-  World w = two_gpus();
+  ExplainWorld w = two_gpus();
   w.gpus.push_back(test::gpu(2, 40960));
   w.gpus[0].drained = true;
   w.gpus[1].healthy = false;
@@ -67,7 +67,7 @@ TEST(WaitReason, DrainedAndUnhealthyGpusAreNamedThenTheOtherFilters) {
 }
 
 TEST(WaitReason, MultiGpuJobSaysHowManyQualify) {
-  World w = two_gpus();
+  ExplainWorld w = two_gpus();
   w.gpus.push_back(test::gpu(2, 40960));
   w.gpus[2].drained = true;
   w.ledger.reserve(100, 1, 36864, false, 0);
@@ -79,7 +79,7 @@ TEST(WaitReason, MultiGpuJobSaysHowManyQualify) {
 }
 
 TEST(WaitReason, StrictRecoveryHeadWaitsForAnIdleGpuAndBlocksTheMainQueue) {
-  World w = two_gpus();
+  ExplainWorld w = two_gpus();
   w.gpus[0].running = {7};
   w.gpus[1].running = {8, 9};
   w.ledger.reserve(7, 0, 1024, false, 0);
@@ -97,7 +97,7 @@ TEST(WaitReason, StrictRecoveryHeadWaitsForAnIdleGpuAndBlocksTheMainQueue) {
 }
 
 TEST(WaitReason, WithoutExplainOnlyTheHeadIsNamed) {
-  World w = two_gpus();
+  ExplainWorld w = two_gpus();
   w.gpus[0].smact = 0.95;
   w.gpus[1].smact = 0.95;
   const Decision d = w.decide(magm(), {test::job(1, 1024)}, {}, /*explain=*/false);
@@ -107,7 +107,7 @@ TEST(WaitReason, WithoutExplainOnlyTheHeadIsNamed) {
 }
 
 TEST(WaitReason, NothingBlockedWhenEveryJobIsPlaced) {
-  World w = two_gpus();
+  ExplainWorld w = two_gpus();
   const Decision d = w.decide(magm(), {test::job(1, 1024), test::job(2, 1024)});
   EXPECT_EQ(d.placements.size(), 2u);
   EXPECT_FALSE(d.blocked.has_value());

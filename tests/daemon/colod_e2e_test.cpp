@@ -286,10 +286,6 @@ std::string raw_request(const std::string& sock, const std::string& bytes) {
   return out;
 }
 
-std::string post(const std::string& path, const std::string& body) {
-  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-}
-
 // A job's output comes back byte for byte (`colo logs`: base64 on the wire), and text chunks
 // never split a UTF-8 character.
 TEST(ColodE2E, LogsAreExactBytesAndTextChunksKeepCharactersWhole) {
@@ -320,14 +316,14 @@ TEST(ColodE2E, MalformedRequestsGetClearErrorsAndTheDaemonStaysUp) {
     std::string bytes, status, message;
   };
   const std::vector<Case> cases = {
-      {post("/v1/jobs", "{not json"), "400", "not valid JSON"},
-      {post("/v1/jobs", R"({"argv": "sleep 1"})"), "400", "field 'argv'"},
-      {post("/v1/jobs", R"({"argv": ["x"], "gpus": "two"})"), "400", "field 'gpus'"},
-      {post("/v1/jobs", R"({"argv": ["x"], "gpus": 0})"), "400", "field 'gpus'"},
-      {post("/v1/jobs", R"({"argv": ["x"], "mem_mib": -5})"), "400", "field 'mem_mib'"},
-      {post("/v1/jobs", R"({"argv": ["x"], "env": {"CUDA_VISIBLE_DEVICES": "0"}})"), "400", "set by colo"},
-      {post("/v1/jobs", R"({"argv": ["x"], "surprise": 1})"), "400", "unknown field 'surprise'"},
-      {post("/v1/jobs", R"([1,2,3])"), "400", "expected a JSON object"},
+      {http_post("/v1/jobs", "{not json"), "400", "not valid JSON"},
+      {http_post("/v1/jobs", R"({"argv": "sleep 1"})"), "400", "field 'argv'"},
+      {http_post("/v1/jobs", R"({"argv": ["x"], "gpus": "two"})"), "400", "field 'gpus'"},
+      {http_post("/v1/jobs", R"({"argv": ["x"], "gpus": 0})"), "400", "field 'gpus'"},
+      {http_post("/v1/jobs", R"({"argv": ["x"], "mem_mib": -5})"), "400", "field 'mem_mib'"},
+      {http_post("/v1/jobs", R"({"argv": ["x"], "env": {"CUDA_VISIBLE_DEVICES": "0"}})"), "400", "set by colo"},
+      {http_post("/v1/jobs", R"({"argv": ["x"], "surprise": 1})"), "400", "unknown field 'surprise'"},
+      {http_post("/v1/jobs", R"([1,2,3])"), "400", "expected a JSON object"},
       {"POST /v1/jobs HTTP/1.1\r\nContent-Length: 999999999\r\n\r\n", "413", "exceeds the limit"},
       {"POST /v1/jobs HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", "501", "Transfer-Encoding"},
       {"GET /v1/nothing HTTP/1.1\r\n\r\n", "404", "unknown route"},
@@ -341,7 +337,7 @@ TEST(ColodE2E, MalformedRequestsGetClearErrorsAndTheDaemonStaysUp) {
       {"GET /v1/jobs?al=1 HTTP/1.1\r\n\r\n", "400", "unknown query parameter 'al'"},
       {"GET /v1/jobs?all=1&all=0 HTTP/1.1\r\n\r\n", "400", "given twice"},
       {"GET /v1/status?x=1 HTTP/1.1\r\n\r\n", "400", "unknown query parameter 'x'"},
-      {post("/v1/jobs", std::string(R"({"argv":["true"]})") + '\0' + " junk"), "400", "NUL byte"},
+      {http_post("/v1/jobs", std::string(R"({"argv":["true"]})") + '\0' + " junk"), "400", "NUL byte"},
   };
   for (const Case& c : cases) {
     const std::string resp = raw_request(s, c.bytes);
@@ -353,7 +349,7 @@ TEST(ColodE2E, MalformedRequestsGetClearErrorsAndTheDaemonStaysUp) {
     EXPECT_EQ(e.at("error").get<std::string>().find('\n'), std::string::npos);  // one line
   }
   // A huge body that is actually sent is refused without reading it all.
-  const std::string huge = post("/v1/jobs", std::string(3 << 20, 'x'));
+  const std::string huge = http_post("/v1/jobs", std::string(3 << 20, 'x'));
   EXPECT_EQ(raw_request(s, huge).substr(0, 12), "HTTP/1.1 413");
   // A client that connects and sends nothing does not block others.
   const int idle = socket(AF_UNIX, SOCK_STREAM, 0);

@@ -55,10 +55,6 @@ std::string exchange(const std::string& sock, const std::string& bytes) {
   return out;
 }
 
-std::string post(const std::string& path, const std::string& body) {
-  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-}
-
 struct Fds {
   std::vector<int> fds;
   ~Fds() {
@@ -102,23 +98,23 @@ TEST(ColodHostile, DeeplyNestedJsonIsRefusedAndColodStaysUp) {
   // 100 000 nested arrays in 200 kB: enough to overflow the stack of any recursive walk.
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   const std::string body = R"({"argv": ["/bin/true"], "fingerprint_inputs": {"x": )" + deep + "}}";
-  const std::string resp = exchange(d.socket(), post("/v1/jobs", body));
+  const std::string resp = exchange(d.socket(), http_post("/v1/jobs", body));
   EXPECT_EQ(resp.substr(0, 12), "HTTP/1.1 400") << resp.substr(0, 300);
   EXPECT_NE(resp.find(fmt::format("nested deeper than {} levels", kMaxJsonNesting)), std::string::npos)
       << resp.substr(0, 300);
-  const std::string drain = exchange(d.socket(), post("/v1/gpus/0/drain", R"({"reason": )" + deep + "}"));
+  const std::string drain = exchange(d.socket(), http_post("/v1/gpus/0/drain", R"({"reason": )" + deep + "}"));
   EXPECT_EQ(drain.substr(0, 12), "HTTP/1.1 400") << drain.substr(0, 300);
 
   ASSERT_TRUE(d.alive()) << d.log();
   EXPECT_EQ(d.colo({"gpus"}).rc, 0);
   // Ordinary nesting is still accepted, and nothing above created a job.
   const std::string ok = exchange(
-      d.socket(), post("/v1/jobs", R"({"argv": ["/bin/true"], "fingerprint_inputs": {"x": [[{"y": [1]}]]}})"));
+      d.socket(), http_post("/v1/jobs", R"({"argv": ["/bin/true"], "fingerprint_inputs": {"x": [[{"y": [1]}]]}})"));
   EXPECT_EQ(ok.substr(0, 12), "HTTP/1.1 201") << ok.substr(0, 300);
   EXPECT_NE(ok.find("\"id\":1,"), std::string::npos) << ok.substr(0, 300);
 
   // An error quoting request text stays one line: a decoded newline is shown escaped.
-  const std::string gpu = exchange(d.socket(), post("/v1/gpus/%0A/drain", "{}"));
+  const std::string gpu = exchange(d.socket(), http_post("/v1/gpus/%0A/drain", "{}"));
   EXPECT_EQ(gpu.substr(0, 12), "HTTP/1.1 404") << gpu.substr(0, 300);
   EXPECT_NE(gpu.find(R"({"error":"no managed GPU '\\n'"})"), std::string::npos) << gpu;
   const std::string id = exchange(d.socket(), "GET /v1/jobs/1%0Ax HTTP/1.1\r\nHost: c\r\n\r\n");

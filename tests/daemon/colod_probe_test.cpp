@@ -62,13 +62,6 @@ def hang_once():
   return dir;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 bool process_gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
 
 // `colo submit ARGS` as nobody, then the job's record once it has ended: (id, record). The job and
@@ -99,12 +92,6 @@ int processes_in(const std::string& dir) {
     if (!ec2 && cwd == want) ++n;
   }
   return n;
-}
-
-bool has_event(const json& j, const std::string& kind) {
-  for (const json& e : j.at("events"))
-    if (e.at("kind") == kind) return true;
-  return false;
 }
 
 // Why colod cannot probe as nobody here ("" = it can): submitting as another user needs root, and

@@ -21,12 +21,6 @@ bool has_oom_attempt(const json& j) {
   return false;
 }
 
-bool has_event(const json& j, const std::string& kind) {
-  for (const json& e : j.at("events"))
-    if (e.at("kind") == kind) return true;
-  return false;
-}
-
 TEST(ColodRecoveryShare, OthersJoinARecoveredJobOnceItsPeakIsSeen) {
   TempDir dir;
   std::ofstream(dir.path() + "/colod.toml") << "[recovery]\nshare_after_peak = true\nshare_after_s = 0\n";

@@ -18,19 +18,10 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-json show(const ColodProcess& d, std::uint64_t id) { return d.colo_json({"show", std::to_string(id), "--json"}); }
-
 int attempts_with(const json& j, const std::string& outcome) {
   int n = 0;
   for (const json& a : j.at("attempts")) n += a.at("outcome") == outcome;
   return n;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 std::string slots_config(const std::string& dir, double length, double notice) {
@@ -45,7 +36,7 @@ void ignoring_job_then_waiting_job(const ColodProcess& d, const std::string& dir
   const std::string fake = colo::gpu::fake_job_path();
   a = d.submit({"--checkpoint", "--mem", "30GiB", "--", fake, "--mem", "30GiB", "--checkpoint-state", dir + "/a.state",
                 "--checkpoint-ignore", "--until-file", dir + "/gate-a"});
-  ASSERT_TRUE(wait_until([&] { return show(d, a).at("state") == "running"; }, 60s));
+  ASSERT_TRUE(wait_until([&] { return show_job(d, a).at("state") == "running"; }, 60s));
   b = d.submit({"--mem", "30GiB", "--", fake, "--mem", "30GiB", "--until-file", dir + "/gate-b"});
 }
 
@@ -61,15 +52,15 @@ TEST(ColodSlots, CheckpointingJobsTakeTurnsAndResume) {
                      dir.path() + "/" + tag + ".state", "--until-file", dir.path() + "/gate-" + tag});
   };
   const std::uint64_t a = job("a");
-  ASSERT_TRUE(wait_until([&] { return show(d, a).at("state") == "running"; }, 60s));
+  ASSERT_TRUE(wait_until([&] { return show_job(d, a).at("state") == "running"; }, 60s));
   const std::uint64_t b = job("b");
   // a's slot ends while b waits: a is asked, saves and leaves; b runs.
-  ASSERT_TRUE(wait_until([&] { return attempts_with(show(d, a), "checkpointed") >= 1; }, 90s)) << show(d, a).dump(2);
+  ASSERT_TRUE(wait_until([&] { return attempts_with(show_job(d, a), "checkpointed") >= 1; }, 90s)) << show_job(d, a).dump(2);
   // b's slot ends while a waits: b checkpoints and a resumes from its saved state.
-  ASSERT_TRUE(wait_until([&] { return attempts_with(show(d, b), "checkpointed") >= 1; }, 90s)) << show(d, b).dump(2);
-  ASSERT_TRUE(wait_until([&] { return read_file(show(d, a).at("stdout")).find("resumed from checkpoint") != std::string::npos; },
+  ASSERT_TRUE(wait_until([&] { return attempts_with(show_job(d, b), "checkpointed") >= 1; }, 90s)) << show_job(d, b).dump(2);
+  ASSERT_TRUE(wait_until([&] { return read_file(show_job(d, a).at("stdout")).find("resumed from checkpoint") != std::string::npos; },
                          90s))
-      << read_file(show(d, a).at("stdout"));
+      << read_file(show_job(d, a).at("stdout"));
   std::ofstream(dir.path() + "/gate-a").put('x');
   std::ofstream(dir.path() + "/gate-b").put('x');
   const json ra = d.wait_terminal(a, 90s), rb = d.wait_terminal(b, 90s);
@@ -96,19 +87,19 @@ TEST(ColodSlots, AJobThatDoesNotCheckpointIsStoppedOnceThenRunsToItsEnd) {
   const std::string gate_a = dir.path() + "/gate-a", gate_b = dir.path() + "/gate-b";
   std::uint64_t a = 0, b = 0;
   ASSERT_NO_FATAL_FAILURE(ignoring_job_then_waiting_job(d, dir.path(), a, b));
-  ASSERT_TRUE(wait_until([&] { return attempts_with(show(d, a), "preempted") == 1; }, 90s)) << show(d, a).dump(2);
-  json ra = show(d, a);
+  ASSERT_TRUE(wait_until([&] { return attempts_with(show_job(d, a), "preempted") == 1; }, 90s)) << show_job(d, a).dump(2);
+  json ra = show_job(d, a);
   EXPECT_FALSE(ra.at("checkpoint").get<bool>());
   EXPECT_FALSE(ra.at("attempts").at(0).at("slot_stop").is_null());
   EXPECT_NE(ra.at("reason").get<std::string>().find("without checkpointing"), std::string::npos) << ra.dump(2);
-  ASSERT_TRUE(wait_until([&] { return show(d, b).at("state") == "running"; }, 60s));
+  ASSERT_TRUE(wait_until([&] { return show_job(d, b).at("state") == "running"; }, 60s));
   // b ends; a runs again and finishes.
   std::ofstream(gate_b).put('x');
   EXPECT_EQ(d.wait_terminal(b, 90s).at("state"), "done");
   std::ofstream(gate_a).put('x');
   ra = d.wait_terminal(a, 90s);
   EXPECT_EQ(ra.at("state"), "done") << ra.dump(2);
-  const json rb = show(d, b);
+  const json rb = show_job(d, b);
   ASSERT_EQ(rb.at("attempts").size(), 1u) << rb.dump(2);  // never asked, never stopped
   EXPECT_TRUE(rb.at("attempts").at(0).at("slot_notice").is_null());
 }
@@ -132,11 +123,11 @@ TEST(ColodSlots, KillNineAfterTheRequestLosesNothing) {
   const std::string gate_a = dir.path() + "/gate-a", gate_b = dir.path() + "/gate-b";
   std::uint64_t a = 0, b = 0;
   ASSERT_NO_FATAL_FAILURE(ignoring_job_then_waiting_job(d, dir.path(), a, b));
-  ASSERT_TRUE(wait_until([&] { return !show(d, a).at("attempts").at(0).at("slot_notice").is_null(); }, 90s));
+  ASSERT_TRUE(wait_until([&] { return !show_job(d, a).at("attempts").at(0).at("slot_notice").is_null(); }, 90s));
   d.kill9();
   d.start();
-  ASSERT_TRUE(wait_until([&] { return attempts_with(show(d, a), "preempted") == 1; }, 90s)) << show(d, a).dump(2) << d.log();
-  ASSERT_TRUE(wait_until([&] { return show(d, b).at("state") == "running"; }, 60s));
+  ASSERT_TRUE(wait_until([&] { return attempts_with(show_job(d, a), "preempted") == 1; }, 90s)) << show_job(d, a).dump(2) << d.log();
+  ASSERT_TRUE(wait_until([&] { return show_job(d, b).at("state") == "running"; }, 60s));
   std::ofstream(gate_b).put('x');
   std::ofstream(gate_a).put('x');
   const json ra = d.wait_terminal(a, 90s), rb = d.wait_terminal(b, 90s);

@@ -15,8 +15,6 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-json show(const ColodProcess& d, std::uint64_t id) { return d.colo_json({"show", std::to_string(id), "--json"}); }
-
 TEST(ColodSmact, PredictedActivityKeepsHeavyJobsApartAndLetsALightOneJoin) {
   TempDir dir;
   std::ofstream(dir.path() + "/colod.toml") << "[policy]\nname = \"predicted\"\nsmact_cap = 0.8\n"
@@ -27,12 +25,12 @@ TEST(ColodSmact, PredictedActivityKeepsHeavyJobsApartAndLetsALightOneJoin) {
   const std::string gate_a = dir.path() + "/gate-a", gate_b = dir.path() + "/gate-b";
   const std::uint64_t a =
       d.submit({"--mem", "4GiB", "--smact", "0.6", "--", fake, "--mem", "2GiB", "--until-file", gate_a});
-  ASSERT_TRUE(wait_until([&] { return show(d, a).at("state") == "running"; }, 60s));
+  ASSERT_TRUE(wait_until([&] { return show_job(d, a).at("state") == "running"; }, 60s));
   const std::uint64_t b =
       d.submit({"--mem", "4GiB", "--smact", "0.6", "--", fake, "--mem", "2GiB", "--until-file", gate_b});
   json rb;
   ASSERT_TRUE(wait_until([&] {
-    rb = show(d, b);
+    rb = show_job(d, b);
     return rb.at("waiting_reason").is_string() &&
            rb.at("waiting_reason").get<std::string>().find("SM") != std::string::npos;
   }, 60s)) << rb.dump(2);
@@ -41,11 +39,11 @@ TEST(ColodSmact, PredictedActivityKeepsHeavyJobsApartAndLetsALightOneJoin) {
   EXPECT_EQ(rb.at("smact_source"), "user");
   std::ofstream(gate_a).put('x');
   EXPECT_EQ(d.wait_terminal(a, 60s).at("state"), "done");
-  ASSERT_TRUE(wait_until([&] { return show(d, b).at("state") == "running"; }, 60s));
+  ASSERT_TRUE(wait_until([&] { return show_job(d, b).at("state") == "running"; }, 60s));
   // 0.6 + 0.1 is under the cap: a light job runs beside b and ends while b still runs.
   const std::uint64_t c = d.submit({"--mem", "4GiB", "--smact", "0.1", "--", fake, "--mem", "1GiB", "--hold", "0"});
   EXPECT_EQ(d.wait_terminal(c, 60s).at("state"), "done");
-  EXPECT_EQ(show(d, b).at("state"), "running");
+  EXPECT_EQ(show_job(d, b).at("state"), "running");
   std::ofstream(gate_b).put('x');
   EXPECT_EQ(d.wait_terminal(b, 60s).at("state"), "done");
 }
@@ -58,7 +56,7 @@ TEST(ColodSmact, ASoloRunLeavesItsActivityInTheHistory) {
   const std::vector<std::string> job = {"--mem", "2GiB", "--", fake, "--mem", "1GiB", "--sm-activity", "0.4",
                                         "--until-file", gate};
   const std::uint64_t first = d.submit(job);
-  EXPECT_TRUE(show(d, first).at("smact").is_null());
+  EXPECT_TRUE(show_job(d, first).at("smact").is_null());
   // Let it run until the monitor has seen its activity on the GPU.
   ASSERT_TRUE(wait_until([&] {
     for (const json& g : d.colo_json({"gpus", "--json"}))
@@ -68,7 +66,7 @@ TEST(ColodSmact, ASoloRunLeavesItsActivityInTheHistory) {
   std::ofstream(gate).put('x');
   EXPECT_EQ(d.wait_terminal(first, 60s).at("state"), "done");
   const std::uint64_t again = d.submit(job);
-  const json r = show(d, again);
+  const json r = show_job(d, again);
   EXPECT_EQ(r.at("smact_source"), "history") << r.dump(2);
   ASSERT_TRUE(r.at("smact").is_number());
   EXPECT_GT(r.at("smact").get<double>(), 0.0);

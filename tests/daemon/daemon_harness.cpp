@@ -210,4 +210,25 @@ nlohmann::json ColodProcess::wait_terminal(std::uint64_t id, std::chrono::second
   return j;
 }
 
+nlohmann::json show_job(const ColodProcess& d, std::uint64_t id) {
+  return d.colo_json({"show", std::to_string(id), "--json"});
+}
+
+bool has_event(const nlohmann::json& job, const std::string& kind) {
+  for (const nlohmann::json& e : job.at("events"))
+    if (e.at("kind") == kind) return true;
+  return false;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string http_post(const std::string& path, const std::string& body) {
+  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
 }  // namespace colo::daemon::testing

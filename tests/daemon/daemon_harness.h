@@ -79,4 +79,13 @@ void open_gate(const std::string& path);
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds step = std::chrono::milliseconds(100));
 
+// `colo show ID --json`.
+nlohmann::json show_job(const ColodProcess& d, std::uint64_t id);
+// Whether a job's `colo show --json` lists an event of this kind.
+bool has_event(const nlohmann::json& job, const std::string& kind);
+// A file's whole text ("" when it cannot be read).
+std::string read_file(const std::string& path);
+// The raw text of an HTTP/1.1 POST of `body` to `path`.
+std::string http_post(const std::string& path, const std::string& body);
+
 }  // namespace colo::daemon::testing

@@ -7,13 +7,13 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/units.h"
 
 namespace colo::estimate {
 namespace {
 
-constexpr std::uint64_t MiB = 1048576;
 
-std::string error_of(const std::string& text) {
+std::string settings_error(const std::string& text) {
   try {
     parse_allocator_settings(text);
   } catch (const UserError& e) {
@@ -39,8 +39,8 @@ TEST(AllocatorSettings, ReadsEveryOptionThatMovesMemory) {
       "expandable_segments:True, max_split_size_mb:128,garbage_collection_threshold:0.6,max_non_split_rounding_mb:64,"
       "roundup_power2_divisions:[64:8,256:4,>:1],");
   EXPECT_TRUE(s.expandable_segments);
-  EXPECT_EQ(s.max_split_size, 128 * MiB);
-  EXPECT_EQ(s.max_non_split_rounding, 64 * MiB);
+  EXPECT_EQ(s.max_split_size, 128 * kBytesPerMiB);
+  EXPECT_EQ(s.max_non_split_rounding, 64 * kBytesPerMiB);
   EXPECT_DOUBLE_EQ(s.garbage_collection_threshold, 0.6);
   // [1, 64) MiB take the first value, 64 MiB's interval too; ">" fills above 256 MiB's.
   for (std::size_t i = 0; i <= 6; ++i) EXPECT_EQ(s.roundup_power2_divisions[i], 8u) << i;
@@ -53,7 +53,7 @@ TEST(AllocatorSettings, ReadsEveryOptionThatMovesMemory) {
   EXPECT_EQ(py.roundup_power2_divisions[12], 2u);
   EXPECT_EQ(parse_allocator_settings("roundup_power2_divisions:[>:4]").roundup_power2_divisions[0], 0u);
   // Numbers as PyTorch reads them (stoi: the leading digits), whitespace of any kind skipped.
-  EXPECT_EQ(parse_allocator_settings("max_split_size_mb:64MB").max_split_size, 64 * MiB);
+  EXPECT_EQ(parse_allocator_settings("max_split_size_mb:64MB").max_split_size, 64 * kBytesPerMiB);
   EXPECT_TRUE(parse_allocator_settings("max_split_size_mb:64,\texpandable_segments:True").expandable_segments);
   EXPECT_EQ(s.describe().substr(0, 46), "expandable_segments:True,max_split_size_mb:128");
   EXPECT_EQ(parse_allocator_settings("roundup_power2_divisions:2").roundup_power2_divisions[15], 2u);
@@ -61,42 +61,42 @@ TEST(AllocatorSettings, ReadsEveryOptionThatMovesMemory) {
 }
 
 TEST(AllocatorSettings, RefusesWhatPyTorchRefusesAndWhatColoCannotModel) {
-  EXPECT_EQ(error_of("expandable_segment:True"),
+  EXPECT_EQ(settings_error("expandable_segment:True"),
             "PYTORCH_CUDA_ALLOC_CONF 'expandable_segment:True': unknown option 'expandable_segment'");
-  EXPECT_EQ(error_of("large_segment_size_mb:64"),
+  EXPECT_EQ(settings_error("large_segment_size_mb:64"),
             "PYTORCH_CUDA_ALLOC_CONF 'large_segment_size_mb:64': large_segment_size_mb (a newer PyTorch's option) is not "
             "modelled");
-  EXPECT_EQ(error_of("expandable_segments:true"),
+  EXPECT_EQ(settings_error("expandable_segments:true"),
             "PYTORCH_CUDA_ALLOC_CONF 'expandable_segments:true': expandable_segments 'true': expected True or False");
-  EXPECT_EQ(error_of("max_split_size_mb:19"),
+  EXPECT_EQ(settings_error("max_split_size_mb:19"),
             "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:19': max_split_size_mb 19: too small, must be at least 20");
-  EXPECT_EQ(error_of("max_split_size_mb:12x"),
+  EXPECT_EQ(settings_error("max_split_size_mb:12x"),
             "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:12x': max_split_size_mb 12: too small, must be at least 20");
-  EXPECT_EQ(error_of("max_split_size_mb:x12"),
+  EXPECT_EQ(settings_error("max_split_size_mb:x12"),
             "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:x12': max_split_size_mb 'x12': expected a whole number");
-  EXPECT_EQ(error_of("max_split_size_mb:99999999999999999999"),
+  EXPECT_EQ(settings_error("max_split_size_mb:99999999999999999999"),
             "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:99999999999999999999': max_split_size_mb "
             "'99999999999999999999': expected a whole number that fits 64 bits");
-  EXPECT_EQ(error_of("max_split_size_mb"),
+  EXPECT_EQ(settings_error("max_split_size_mb"),
             "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb': expected ':' after max_split_size_mb, found the end");
-  EXPECT_EQ(error_of("max_split_size_mb:"), "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:': max_split_size_mb: its value is missing");
-  EXPECT_EQ(error_of("garbage_collection_threshold:1.0"),
+  EXPECT_EQ(settings_error("max_split_size_mb:"), "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:': max_split_size_mb: its value is missing");
+  EXPECT_EQ(settings_error("garbage_collection_threshold:1.0"),
             "PYTORCH_CUDA_ALLOC_CONF 'garbage_collection_threshold:1.0': garbage_collection_threshold '1.0': expected a "
             "number between 0 and 1, exclusive");
-  EXPECT_EQ(error_of("roundup_power2_divisions:3"),
+  EXPECT_EQ(settings_error("roundup_power2_divisions:3"),
             "PYTORCH_CUDA_ALLOC_CONF 'roundup_power2_divisions:3': roundup_power2_divisions 3: divisions must be a power of 2");
-  EXPECT_EQ(error_of("roundup_power2_divisions:[100:2]"),
+  EXPECT_EQ(settings_error("roundup_power2_divisions:[100:2]"),
             "PYTORCH_CUDA_ALLOC_CONF 'roundup_power2_divisions:[100:2]': roundup_power2_divisions interval 100: intervals "
             "must be powers of 2 (MiB)");
-  EXPECT_EQ(error_of("roundup_power2_divisions:[64:2"),
+  EXPECT_EQ(settings_error("roundup_power2_divisions:[64:2"),
             "PYTORCH_CUDA_ALLOC_CONF 'roundup_power2_divisions:[64:2': roundup_power2_divisions: the list has no closing ']'");
-  EXPECT_EQ(error_of("backend:cudaMallocAsync"),
+  EXPECT_EQ(settings_error("backend:cudaMallocAsync"),
             "PYTORCH_CUDA_ALLOC_CONF 'backend:cudaMallocAsync': backend:cudaMallocAsync hands memory to CUDA's own pool "
             "allocator, which colo does not model");
-  EXPECT_EQ(error_of("expandable_segments:True max_split_size_mb:64"),
+  EXPECT_EQ(settings_error("expandable_segments:True max_split_size_mb:64"),
             "PYTORCH_CUDA_ALLOC_CONF 'expandable_segments:True max_split_size_mb:64': expandable_segments "
             "'Truemax_split_size_mb': expected True or False");
-  EXPECT_EQ(error_of(",expandable_segments:True"),
+  EXPECT_EQ(settings_error(",expandable_segments:True"),
             "PYTORCH_CUDA_ALLOC_CONF ',expandable_segments:True': ',' where an option's name was expected");
 }
 

@@ -15,11 +15,11 @@
 #include "estimate/trace/conv/conv_workspace_neighbours.h"
 #include "estimate/trace/probe_trace.h"
 #include "estimate/trace/trace_replay.h"
+#include "core/units.h"
 
 namespace colo::estimate {
 namespace {
 
-constexpr std::uint64_t MiB1 = 1048576;
 // Forward 3x3 convolutions, 64 -> 64 channels, fp32, differing in batch and image size.
 const std::string kB8 = "f:8x64x32x32:64x64x3x3:s1x1:p1x1:d1x1:g1:t0:float32:b1";    // 2 MiB activations
 const std::string kB16 = "f:16x64x32x32:64x64x3x3:s1x1:p1x1:d1x1:g1:t0:float32:b1";  // 4 MiB
@@ -27,7 +27,7 @@ const std::string kB64 = "f:64x64x64x64:64x64x3x3:s1x1:p1x1:d1x1:g1:t0:float32:b
 const std::string k1x1 = "f:16x64x32x32:64x64x1x1:s1x1:p0x0:d1x1:g1:t0:float32:b1";
 const std::string kHalf = "f:16x64x32x32:64x64x3x3:s1x1:p1x1:d1x1:g1:t0:float16:b1";
 
-std::shared_ptr<const ConvWorkspaceTable> table(const std::string& rows) {
+std::shared_ptr<const ConvWorkspaceTable> neighbour_table(const std::string& rows) {
   return std::make_shared<const ConvWorkspaceTable>(
       ConvWorkspaceTable::parse("colo-conv-workspace 1\nH {\"gpu\":\"test\"}\n" + rows, "w.tsv"));
 }
@@ -36,7 +36,7 @@ const std::string kTable = kB8 + "\to +6291456 -0\n" + kB64 + "\to +201326592 -0
                            "\to +1 -0\nnotashape\to\n";
 
 TEST(ConvWorkspaceNeighbours, NearestOfTheSameClassFirst) {
-  const ConvWorkspaceNeighbours n(table(kTable));
+  const ConvWorkspaceNeighbours n(neighbour_table(kTable));
   EXPECT_EQ(n.indexed(), 4u);  // "notashape" can only be found exactly
   const auto s = parse_conv_shape("f:16x64x32x32:64x64x3x3:s1x1:p1x1:d1x1:g1:t0:float32:b1");
   ASSERT_TRUE(s);
@@ -62,7 +62,7 @@ TEST(ConvWorkspaceNeighbours, TiesGoToTheSmallerKeySoTheTableOrderDoesNotMatter)
   const auto s = parse_conv_shape("f:8x64x32x32:64x64x3x3:s1x1:p2x2:d1x1:g1:t0:float32:b1");  // same features
   ASSERT_TRUE(s);
   for (const auto& rows : {a + "\to\n" + b + "\to +5 -0\n", b + "\to +5 -0\n" + a + "\to\n"}) {
-    const ConvWorkspaceNeighbours n(table(rows));
+    const ConvWorkspaceNeighbours n(neighbour_table(rows));
     const auto near = n.nearest(*s, 2);
     ASSERT_EQ(near.size(), 2u);
     EXPECT_EQ(*near[0].key, a);
@@ -71,7 +71,7 @@ TEST(ConvWorkspaceNeighbours, TiesGoToTheSmallerKeySoTheTableOrderDoesNotMatter)
 }
 
 TEST(ConvWorkspaceNeighbours, ScaledStepsKeepTheOrderAndClamp) {
-  const auto t = table(kB8 + "\to o +1000 +3 -1 -0\n");
+  const auto t = neighbour_table(kB8 + "\to o +1000 +3 -1 -0\n");
   const ConvWorkspaceNeighbours::Neighbour n{nullptr, t->find(kB8), 2.5};
   const auto s = ConvWorkspaceNeighbours::scaled_steps(n, 2000);
   ASSERT_EQ(s.size(), 6u);
@@ -83,7 +83,7 @@ TEST(ConvWorkspaceNeighbours, ScaledStepsKeepTheOrderAndClamp) {
   EXPECT_EQ(ConvWorkspaceNeighbours::scaled_steps(tiny, 2000)[2].bytes, 1u);  // a transient never vanishes
 }
 
-std::string trace(const std::string& body) {
+std::string neighbour_trace(const std::string& body) {
   return "colo-probe-trace 1\nH {\"model\":\"t\",\"batch\":16}\n" + body + "S 1\nE {}\n";
 }
 
@@ -92,14 +92,14 @@ const std::string kBody = "M 1 1048576 0 load param\nC forward convolution 41943
                           "\nM 2 31457280 0 forward convolution\n";
 
 TEST(ConvWorkspaceNeighbours, TheReplayKeepsTheLargestPeakOfItsRuns) {
-  const auto t = parse_probe_trace(trace(kBody), "t.trace");
+  const auto t = parse_probe_trace(neighbour_trace(kBody), "t.trace");
   TraceReplayOptions o;
-  o.conv_table = table(kTable);
+  o.conv_table = neighbour_table(kTable);
   o.conv_neighbours = std::make_shared<const ConvWorkspaceNeighbours>(o.conv_table);
   o.conv_neighbour_count = 1;
   // Run 1: batch 8's 6 MiB transient x 2 = 12 MiB, after the output: 2 + 30 + 12.
   const auto one = replay_probe_trace(t, o);
-  EXPECT_EQ(one.reserved_peak, 44 * MiB1);
+  EXPECT_EQ(one.reserved_peak, 44 * kBytesPerMiB);
   EXPECT_EQ(one.convs_from_neighbours, 1u);
   EXPECT_EQ(one.convs_measured, 0u);
   EXPECT_EQ(one.neighbour_runs, 1u);
@@ -107,28 +107,28 @@ TEST(ConvWorkspaceNeighbours, TheReplayKeepsTheLargestPeakOfItsRuns) {
   o.conv_neighbour_count = 3;
   const auto three = replay_probe_trace(t, o);
   EXPECT_EQ(three.neighbour_runs, 2u);
-  EXPECT_EQ(three.reserved_peak, 44 * MiB1);
+  EXPECT_EQ(three.reserved_peak, 44 * kBytesPerMiB);
   EXPECT_EQ(three.worst_run, 0u);  // a tie keeps the nearest
   // A table whose second neighbour's workspace is larger: that run is reported.
-  o.conv_table = table(kB8 + "\to +6291456 -0\n" + kB64 + "\to +1073741824 -0\n");
+  o.conv_table = neighbour_table(kB8 + "\to +6291456 -0\n" + kB64 + "\to +1073741824 -0\n");
   o.conv_neighbours = std::make_shared<const ConvWorkspaceNeighbours>(o.conv_table);
   const auto worst = replay_probe_trace(t, o);
   EXPECT_EQ(worst.worst_run, 1u);
-  EXPECT_EQ(worst.reserved_peak, (2 + 30 + 64) * MiB1);  // 1 GiB / 16
+  EXPECT_EQ(worst.reserved_peak, (2 + 30 + 64) * kBytesPerMiB);  // 1 GiB / 16
   // Without neighbours: the profile's ratio (here none), as before.
   o.conv_neighbours = nullptr;
   const auto ratio = replay_probe_trace(t, o);
-  EXPECT_EQ(ratio.reserved_peak, 32 * MiB1);
+  EXPECT_EQ(ratio.reserved_peak, 32 * kBytesPerMiB);
   EXPECT_EQ(ratio.convs_from_neighbours, 0u);
 }
 
 TEST(ConvWorkspaceNeighbours, AnOutOfMemoryRunIsTheAnswer) {
-  const auto t = parse_probe_trace(trace(kBody), "t.trace");
+  const auto t = parse_probe_trace(neighbour_trace(kBody), "t.trace");
   TraceReplayOptions o;
-  o.conv_table = table(kB8 + "\to +6291456 -0\n" + kB64 + "\to +1073741824 -0\n");
+  o.conv_table = neighbour_table(kB8 + "\to +6291456 -0\n" + kB64 + "\to +1073741824 -0\n");
   o.conv_neighbours = std::make_shared<const ConvWorkspaceNeighbours>(o.conv_table);
   o.conv_neighbour_count = 2;
-  o.capacity = 64 * MiB1;  // the first run fits (44 MiB), the second's 64 MiB workspace does not
+  o.capacity = 64 * kBytesPerMiB;  // the first run fits (44 MiB), the second's 64 MiB workspace does not
   const auto r = replay_probe_trace(t, o);
   EXPECT_TRUE(r.out_of_memory);
   EXPECT_EQ(r.worst_run, 1u);
@@ -165,7 +165,7 @@ TEST_F(ProfileWithNeighbours, TheEstimatorSaysWhereTheWorkspacesCameFrom) {
   const auto p = load_profile("gpu-n");
   EXPECT_EQ(p.trace_conv_workspace_neighbours, 2);
   EXPECT_NE(p.to_json().find("\"trace_conv_workspace_neighbours\": 2"), std::string::npos);
-  const auto t = parse_probe_trace(trace(kBody), "t.trace");
+  const auto t = parse_probe_trace(neighbour_trace(kBody), "t.trace");
   EstimateRequest req;
   req.gpu = "gpu-n";
   req.batch = 16;

@@ -13,18 +13,18 @@
 #include "estimate/trace/conv/conv_workspace_table.h"
 #include "estimate/trace/probe_trace.h"
 #include "estimate/trace/trace_replay.h"
+#include "core/units.h"
 
 namespace colo::estimate {
 namespace {
 
-constexpr std::uint64_t MiB1 = 1048576;
 const std::string kKey = "f:8x3x32x32:16x3x3x3:s1x1:p1x1:d1x1:g1:t0:float32:b1";
 
 std::string table(const std::string& body) {
   return "colo-conv-workspace 1\nH {\"gpu\":\"test\"}\n" + body;
 }
 
-std::string error_of(const std::string& text) {
+std::string table_error(const std::string& text) {
   try {
     ConvWorkspaceTable::parse(text, "w.tsv");
   } catch (const UserError& e) {
@@ -42,7 +42,7 @@ TEST(ConvWorkspaceTable, ReadsStepsInOrder) {
   ASSERT_EQ(s->size(), 3u);
   EXPECT_EQ((*s)[0].kind, ConvWorkspaceStep::Kind::Output);
   EXPECT_EQ((*s)[1].kind, ConvWorkspaceStep::Kind::Alloc);
-  EXPECT_EQ((*s)[1].bytes, 40 * MiB1);
+  EXPECT_EQ((*s)[1].bytes, 40 * kBytesPerMiB);
   EXPECT_EQ((*s)[2].kind, ConvWorkspaceStep::Kind::Free);
   const auto* b = t.find("b:x:y");
   ASSERT_NE(b, nullptr);
@@ -51,33 +51,33 @@ TEST(ConvWorkspaceTable, ReadsStepsInOrder) {
 }
 
 TEST(ConvWorkspaceTable, RefusesMalformedTablesNamingTheLine) {
-  EXPECT_EQ(error_of(""), "w.tsv: empty file (not a convolution workspace table)");
-  EXPECT_EQ(error_of("nope\n"),
+  EXPECT_EQ(table_error(""), "w.tsv: empty file (not a convolution workspace table)");
+  EXPECT_EQ(table_error("nope\n"),
             "w.tsv:1: not a convolution workspace table (first line must be 'colo-conv-workspace 1')");
-  EXPECT_EQ(error_of("colo-conv-workspace 2\n"), "w.tsv:1: unsupported table version (this colo reads version 1)");
-  EXPECT_EQ(error_of("colo-conv-workspace 1\nk\to\n"), "w.tsv: no header (H)");
-  EXPECT_EQ(error_of(table("H {}\n")), "w.tsv:3: second header (H)");
-  EXPECT_EQ(error_of("colo-conv-workspace 1\nH [1]\n"), "w.tsv:2: H record must be a JSON object");
-  EXPECT_EQ(error_of(table("k o\n")), "w.tsv:3: expected '<key><TAB><steps>'");
-  EXPECT_EQ(error_of(table("a$b\to\n")), "w.tsv:3: bad convolution key 'a$b'");
-  EXPECT_EQ(error_of(table("k\t\n")), "w.tsv:3: key 'k' has no steps");
-  EXPECT_EQ(error_of(table("k\to x\n")), "w.tsv:3: unknown step 'x' (o, +BYTES, -INDEX)");
-  EXPECT_EQ(error_of(table("k\to -0\n")), "w.tsv:3: free of transient 0 that was never allocated");
-  EXPECT_EQ(error_of(table("k\t+5 -0 -0\n")), "w.tsv:3: transient 0 freed twice");
-  EXPECT_EQ(error_of(table("k\to +5\n")),
+  EXPECT_EQ(table_error("colo-conv-workspace 2\n"), "w.tsv:1: unsupported table version (this colo reads version 1)");
+  EXPECT_EQ(table_error("colo-conv-workspace 1\nk\to\n"), "w.tsv: no header (H)");
+  EXPECT_EQ(table_error(table("H {}\n")), "w.tsv:3: second header (H)");
+  EXPECT_EQ(table_error("colo-conv-workspace 1\nH [1]\n"), "w.tsv:2: H record must be a JSON object");
+  EXPECT_EQ(table_error(table("k o\n")), "w.tsv:3: expected '<key><TAB><steps>'");
+  EXPECT_EQ(table_error(table("a$b\to\n")), "w.tsv:3: bad convolution key 'a$b'");
+  EXPECT_EQ(table_error(table("k\t\n")), "w.tsv:3: key 'k' has no steps");
+  EXPECT_EQ(table_error(table("k\to x\n")), "w.tsv:3: unknown step 'x' (o, +BYTES, -INDEX)");
+  EXPECT_EQ(table_error(table("k\to -0\n")), "w.tsv:3: free of transient 0 that was never allocated");
+  EXPECT_EQ(table_error(table("k\t+5 -0 -0\n")), "w.tsv:3: transient 0 freed twice");
+  EXPECT_EQ(table_error(table("k\to +5\n")),
             "w.tsv:3: transient 0 is never freed (an allocation the convolution keeps is an output: 'o')");
-  EXPECT_EQ(error_of(table("k\to\nk\to\n")), "w.tsv:4: key 'k' listed twice");
-  EXPECT_NE(error_of(table("k\t+-5 -0\n")).find("w.tsv:3: transient bytes"), std::string::npos);
-  EXPECT_NE(error_of(table("k\t+1125899906842625 -0\n")).find("w.tsv:3: transient bytes"), std::string::npos);
-  EXPECT_NE(error_of(table("k\t+5 -99999\n")).find("w.tsv:3: transient index"), std::string::npos);
+  EXPECT_EQ(table_error(table("k\to\nk\to\n")), "w.tsv:4: key 'k' listed twice");
+  EXPECT_NE(table_error(table("k\t+-5 -0\n")).find("w.tsv:3: transient bytes"), std::string::npos);
+  EXPECT_NE(table_error(table("k\t+1125899906842625 -0\n")).find("w.tsv:3: transient bytes"), std::string::npos);
+  EXPECT_NE(table_error(table("k\t+5 -99999\n")).find("w.tsv:3: transient index"), std::string::npos);
 }
 
-std::string trace(const std::string& body) {
+std::string workspace_trace(const std::string& body) {
   return "colo-probe-trace 1\nH {\"model\":\"t\",\"batch\":8}\n" + body + "S 1\nE {}\n";
 }
 
 TraceReplay replay(const std::string& trace_body, const std::string& steps, double ratio = 0) {
-  const auto t = parse_probe_trace(trace(trace_body), "t.trace");
+  const auto t = parse_probe_trace(workspace_trace(trace_body), "t.trace");
   TraceReplayOptions o;
   o.conv_workspace_ratio = ratio;
   o.conv_table = std::make_shared<const ConvWorkspaceTable>(ConvWorkspaceTable::parse(table(kKey + "\t" + steps + "\n"), "w.tsv"));
@@ -91,13 +91,13 @@ TEST(ConvWorkspaceTable, TheReplayFollowsTheMeasuredOrder) {
   const std::string body = "M 1 1048576 0 load param\nC forward convolution 100 200 0 " + kKey +
                            "\nM 2 31457280 0 forward convolution\n";
   const auto after = replay(body, "o +41943040 -0");
-  EXPECT_EQ(after.reserved_peak, 72 * MiB1);
+  EXPECT_EQ(after.reserved_peak, 72 * kBytesPerMiB);
   EXPECT_EQ(after.reserved_peak_at, "forward convolution (step 1)");
   EXPECT_EQ(after.convs, 1u);
   EXPECT_EQ(after.convs_measured, 1u);
-  EXPECT_EQ(replay(body, "+41943040 -0 o").reserved_peak, 42 * MiB1);
+  EXPECT_EQ(replay(body, "+41943040 -0 o").reserved_peak, 42 * kBytesPerMiB);
   // No workspace measured: the output alone.
-  EXPECT_EQ(replay(body, "o").reserved_peak, 32 * MiB1);
+  EXPECT_EQ(replay(body, "o").reserved_peak, 32 * kBytesPerMiB);
 }
 
 // Steps after an output the probe did not record (a gradient PyTorch allocates that the trace has
@@ -108,7 +108,7 @@ TEST(ConvWorkspaceTable, StepsBeyondTheRecordedOutputsStillRun) {
   const auto r = replay(body, "o +20971520 -0 o +41943040 +2097152 -2 -1");
   // 30 (output) + 20 (transient, then cached) + 40 (the cached 20 is too small: a new segment); the
   // 2 MiB transient then splits the cached 20 MiB block: 90 MiB.
-  EXPECT_EQ(r.reserved_peak, (30 + 20 + 40) * MiB1);
+  EXPECT_EQ(r.reserved_peak, (30 + 20 + 40) * kBytesPerMiB);
   EXPECT_EQ(r.convs_measured, 1u);
 }
 
@@ -118,15 +118,15 @@ TEST(ConvWorkspaceTable, UnlistedKeysFallBackToTheRatio) {
                             "f:1x1x1x1:1x1x1x1:s1x1:p0x0:d1x1:g1:t0:float32:b0\n";
   const auto r = replay(other, "o +41943040 -0", 1.0);
   EXPECT_EQ(r.convs_measured, 0u);
-  EXPECT_EQ(r.reserved_peak, 50 * MiB1);  // 30 + a 20 MiB workspace (1.0 x the larger activation)
+  EXPECT_EQ(r.reserved_peak, 50 * kBytesPerMiB);  // 30 + a 20 MiB workspace (1.0 x the larger activation)
   const auto old = replay("M 1 31457280 0 forward convolution\nC forward convolution 10485760 20971520 0\n",
                           "o +41943040 -0", 1.0);
   EXPECT_EQ(old.convs_measured, 0u);
-  EXPECT_EQ(old.reserved_peak, 50 * MiB1);
+  EXPECT_EQ(old.reserved_peak, 50 * kBytesPerMiB);
 }
 
 TEST(ConvWorkspaceTable, TheProbeTraceCarriesTheKey) {
-  const auto t = parse_probe_trace(trace("C forward convolution 1 2 0 " + kKey + "\nC forward convolution 1 2 0 " +
+  const auto t = parse_probe_trace(workspace_trace("C forward convolution 1 2 0 " + kKey + "\nC forward convolution 1 2 0 " +
                                          kKey + "\nC forward convolution 1 2 0\n"),
                                    "t.trace");
   ASSERT_EQ(t.conv_keys.size(), 1u);
@@ -135,12 +135,12 @@ TEST(ConvWorkspaceTable, TheProbeTraceCarriesTheKey) {
   EXPECT_EQ(t.records[1].key, 0u);
   EXPECT_EQ(t.records[2].key, TraceRecord::kNoKey);
   try {
-    parse_probe_trace(trace("C forward convolution 1 2 0 a$b\n"), "t.trace");
+    parse_probe_trace(workspace_trace("C forward convolution 1 2 0 a$b\n"), "t.trace");
     ADD_FAILURE();
   } catch (const UserError& e) {
     EXPECT_STREQ(e.what(), "t.trace:3: bad convolution key 'a$b'");
   }
-  EXPECT_THROW(parse_probe_trace(trace("C forward convolution 1 2 0 k extra\n"), "t.trace"), UserError);
+  EXPECT_THROW(parse_probe_trace(workspace_trace("C forward convolution 1 2 0 k extra\n"), "t.trace"), UserError);
 }
 
 // A profile names its table by a file name beside it; the estimator reports how many convolutions
@@ -170,7 +170,7 @@ TEST_F(ProfileWithTable, TheEstimatorReplaysTheMeasuredWorkspaces) {
   ASSERT_NE(o.conv_table, nullptr);
   EXPECT_EQ(o.conv_table->size(), 1u);
   const auto t = parse_probe_trace(
-      trace("C forward convolution 100 200 0 " + kKey + "\nM 2 31457280 0 forward convolution\n"), "t.trace");
+      workspace_trace("C forward convolution 100 200 0 " + kKey + "\nM 2 31457280 0 forward convolution\n"), "t.trace");
   EstimateRequest req;
   req.gpu = "gpu-t";
   req.batch = 8;

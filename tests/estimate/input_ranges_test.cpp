@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-std::string read(const std::string& path) {
+std::string read_text(const std::string& path) {
   std::ifstream f(path);
   std::stringstream ss;
   ss << f.rdbuf();
@@ -36,7 +36,7 @@ std::string read(const std::string& path) {
 }
 
 template <typename F>
-std::string error_of(F&& f) {
+std::string error_of_call(F&& f) {
   try {
     f();
   } catch (const UserError& e) {
@@ -93,14 +93,14 @@ fs::path scratch(const std::string& name) {
 TEST(GpuMemNetRow, CountsWhoseProductPassesInt64AreRefusedNotOverflowed) {
   // (cin*k*k + 1) * cout with cin and cout recovered from counts near 2^50.
   const std::string ap = "[('conv2d', 1024, 985162418487296), ('batch_norm2d', 1024, 70368744177664), ('conv2d', 1024, 12345)]";
-  const std::string msg = error_of([&] {
+  const std::string msg = error_of_call([&] {
     parse_gpumemnet_row("input_channels:3_input_size:32_batch:4.out", ap, GpuMemNetKind::CNN, "cnn.csv:2");
   });
   EXPECT_THAT(msg, StartsWith("cnn.csv:2: "));
 }
 
 TEST(GpuMemNetRow, SizeLimitsNameTheRow) {
-  const std::string msg = error_of([] {
+  const std::string msg = error_of_call([] {
     parse_gpumemnet_row("input_channels:3_input_size:65536_batch:4.out", "[('conv2d', 1024, 224)]", GpuMemNetKind::CNN,
                         "cnn.csv:7");
   });
@@ -110,9 +110,9 @@ TEST(GpuMemNetRow, SizeLimitsNameTheRow) {
 
 // A copy of the shipped 8 GiB CNN model with one field changed.
 std::string gpumemnet_model_error(const std::function<void(nlohmann::json&)>& change) {
-  nlohmann::json j = nlohmann::json::parse(read(std::string(COLO_SOURCE_DIR) + "/models/gpumemnet/cnn-8gib.json"));
+  nlohmann::json j = nlohmann::json::parse(read_text(std::string(COLO_SOURCE_DIR) + "/models/gpumemnet/cnn-8gib.json"));
   change(j);
-  return error_of([&] { GpuMemNetModel::from_json(j, "m.json"); });
+  return error_of_call([&] { GpuMemNetModel::from_json(j, "m.json"); });
 }
 
 TEST(GpuMemNetModelFile, OutOfRangeNumbersAreRefused) {
@@ -133,9 +133,9 @@ TEST(GpuMemNetModelFile, OutOfRangeNumbersAreRefused) {
 }
 
 std::string profile_error(const std::string& key, const nlohmann::json& value) {
-  nlohmann::json j = nlohmann::json::parse(read(std::string(COLO_SOURCE_DIR) + "/calibration/a100-40gb.json"));
+  nlohmann::json j = nlohmann::json::parse(read_text(std::string(COLO_SOURCE_DIR) + "/calibration/a100-40gb.json"));
   j[key] = value;
-  return error_of([&] { CalibrationProfile::from_json(j.dump(), "G.json"); });
+  return error_of_call([&] { CalibrationProfile::from_json(j.dump(), "G.json"); });
 }
 
 TEST(CalibrationProfileFile, EveryFieldHasARangeSoNoCastWraps) {
@@ -153,10 +153,10 @@ TEST(CalibrationProfileFile, EveryFieldHasARangeSoNoCastWraps) {
 // A misspelt, repeated or mistyped field would silently leave a constant at its default (or take
 // the last of two values) and change every estimate: each is refused, with its line.
 TEST(CalibrationProfileFile, UnknownRepeatedAndMistypedFieldsAreRefusedWithTheirLine) {
-  const std::string text = read(std::string(COLO_SOURCE_DIR) + "/calibration/a100-40gb.json");
-  const auto err = [](const std::string& t) { return error_of([&] { CalibrationProfile::from_json(t, "G.json"); }); };
+  const std::string text = read_text(std::string(COLO_SOURCE_DIR) + "/calibration/a100-40gb.json");
+  const auto err = [](const std::string& t) { return error_of_call([&] { CalibrationProfile::from_json(t, "G.json"); }); };
   EXPECT_NO_THROW(CalibrationProfile::from_json(text, "G.json"));  // every shipped field is known
-  EXPECT_NO_THROW(CalibrationProfile::from_json(read(std::string(COLO_SOURCE_DIR) + "/calibration/h100-80gb.json"), "H.json"));
+  EXPECT_NO_THROW(CalibrationProfile::from_json(read_text(std::string(COLO_SOURCE_DIR) + "/calibration/h100-80gb.json"), "H.json"));
   const std::string head = "{\n  \"gpu_total_mib\": 40960,\n  \"context_mib\": 1000,\n";
   EXPECT_EQ(err(head + "  \"conv_workspace_ratoi\": 2\n}\n"), "G.json:4: unknown field 'conv_workspace_ratoi'");
   EXPECT_EQ(err(head + "  \"context_mib\": 2000\n}\n"), "G.json:4: field 'context_mib' given twice");
@@ -175,7 +175,7 @@ TEST(Summaries, AnAttentionTotalBelowItsChildrenIsNamedWithItsLine) {
       "    (q): Linear(in_features=64, out_features=64, bias=True), 4,160 params\n"
       "  ), 10 params\n"
       ")\n";
-  EXPECT_EQ(error_of([&] { parse_module_repr(text, "attn.repr", 0); }),
+  EXPECT_EQ(error_of_call([&] { parse_module_repr(text, "attn.repr", 0); }),
             "attn.repr:5: 'SelfAttention' states 10 params, fewer than its children's 4160");
 }
 
@@ -186,14 +186,14 @@ TEST(Summaries, KerasTotalMustBeTheSumOfItsRowsAndShapesHaveNoZeroDimension) {
       " Layer (type)                Output Shape              Param #\n"
       "=================================================================\n";
   const std::string tail = "=================================================================\nTotal params: ";
-  EXPECT_THAT(error_of([&] {
+  EXPECT_THAT(error_of_call([&] {
                 parse_keras(head + " dense (Dense)               (None, 10)                330\n" + tail + "1,199,882\n", "k.txt");
               }),
               StartsWith("k.txt:7: Total params 1199882 is not the sum of the table's rows (330)"));
   EXPECT_EQ(parse_keras(head + " dense (Dense)               (None, 10)                330\n" + tail + "330\n", "k.txt")
                 .layers.size(),
             1u);
-  EXPECT_THAT(error_of([&] {
+  EXPECT_THAT(error_of_call([&] {
                 parse_keras(head + " conv (Conv2D)               (None, 0, 26, 32)         320\n" + tail + "320\n", "k.txt");
               }),
               StartsWith("k.txt:5: bad output shape '(None, 0, 26, 32)' (a zero dimension)"));
@@ -207,7 +207,7 @@ TEST(Summaries, TorchsummaryShapesMustBalanceTheirBrackets) {
       "            Linear-1                  [[-1, 5]              55\n"
       "================================================================\n"
       "Total params: 55\n";
-  EXPECT_THAT(error_of([&] { parse_torchsummary(text, "t.txt"); }), StartsWith("t.txt:4: bad output shape '[[-1, 5]'"));
+  EXPECT_THAT(error_of_call([&] { parse_torchsummary(text, "t.txt"); }), StartsWith("t.txt:4: bad output shape '[[-1, 5]'"));
 }
 
 const std::string kCarmaHeader = "workload,model,dataset,batch_size,epochs,epoch_minutes,gpus,measured_mib,summary,optimizer,seq_len";
@@ -224,10 +224,10 @@ std::string carma_dataset(const std::string& name, const std::string& row) {
 
 TEST(Datasets, CarmaRowsNameTheirLineForOptimizerAndSummaryProblems) {
   const std::string bad_opt = carma_dataset("opt", "r,resnet50,imagenet,32,1,1,1,6000,r.model,adamz,");
-  EXPECT_THAT(error_of([&] { load_dataset(bad_opt, DatasetFormat::CarmaWorkloads, Split::All); }),
+  EXPECT_THAT(error_of_call([&] { load_dataset(bad_opt, DatasetFormat::CarmaWorkloads, Split::All); }),
               StartsWith(bad_opt + ":2: column 'optimizer': unknown optimizer 'adamz'"));
   const std::string escape = carma_dataset("escape", "r,resnet50,imagenet,32,1,1,1,6000,../../../../etc/passwd,adam,");
-  EXPECT_THAT(error_of([&] { load_dataset(escape, DatasetFormat::CarmaWorkloads, Split::All); }),
+  EXPECT_THAT(error_of_call([&] { load_dataset(escape, DatasetFormat::CarmaWorkloads, Split::All); }),
               StartsWith(escape + ":2: summary '../../../../etc/passwd' must be a file name in "));
   const std::string ok = carma_dataset("ok", "r,resnet50,imagenet,32,1,1,1,6000,r.model,adam,");
   EXPECT_EQ(load_dataset(ok, DatasetFormat::CarmaWorkloads, Split::All).size(), 1u);
@@ -263,7 +263,7 @@ TEST(Datasets, EverySplitChecksEveryRow) {
   out << bad << "\n";
   out.close();
   const std::string path = (d / "split.csv").string();
-  EXPECT_THAT(error_of([&] { load_dataset(path, DatasetFormat::GpuMemNetCNN, Split::Test); }),
+  EXPECT_THAT(error_of_call([&] { load_dataset(path, DatasetFormat::GpuMemNetCNN, Split::Test); }),
               AllOf(StartsWith(path + ":" + std::to_string(keep.size() + 2) + ": "), HasSubstr("notanumber")));
 }
 
@@ -276,7 +276,7 @@ TEST(Datasets, ActivityBelowZeroOtherThanTheSentinelIsDamage) {
   std::getline(in, row);
   const std::string bad = with_field(header, row, "Avg SMACT", "-0.5");
   std::ofstream(d / "m.csv") << header << "\n" << bad << "\n";
-  EXPECT_THAT(error_of([&] { load_gpumemnet_dataset((d / "m.csv").string(), GpuMemNetFamily::MLP); }),
+  EXPECT_THAT(error_of_call([&] { load_gpumemnet_dataset((d / "m.csv").string(), GpuMemNetFamily::MLP); }),
               HasSubstr("column 'Avg SMACT' is -0.5 (an activity is in [0, 1], or -1 when not sampled)"));
 }
 

@@ -15,7 +15,7 @@ namespace {
 
 const std::string kSummaries = std::string(COLO_SOURCE_DIR) + "/data/carma/summaries/";
 
-std::string read(const std::string& path) {
+std::string read_summary(const std::string& path) {
   std::ifstream f(path);
   std::stringstream ss;
   ss << f.rdbuf();
@@ -36,7 +36,7 @@ void expect_error(F&& f, const std::string& prefix) {
 }
 
 TEST(TorchSummary, ParsesMnistWithBatchMinusOne) {
-  const auto g = parse_torchsummary(read(kSummaries + "mnist_cnn_64.model"), "mnist");
+  const auto g = parse_torchsummary(read_summary(kSummaries + "mnist_cnn_64.model"), "mnist");
   ASSERT_EQ(g.layers.size(), 6u);
   EXPECT_EQ(g.layers[0].kind, LayerKind::Conv);
   EXPECT_EQ(g.layers[0].out_shape, (std::vector<std::int64_t>{32, 26, 26}));
@@ -51,7 +51,7 @@ TEST(TorchSummary, ParsesMnistWithBatchMinusOne) {
 }
 
 TEST(TorchSummary, ParsesResNet50AndKeepsContainers) {
-  const auto g = parse_torchsummary(read(kSummaries + "resnet50_32.model"), "resnet50_32");
+  const auto g = parse_torchsummary(read_summary(kSummaries + "resnet50_32.model"), "resnet50_32");
   EXPECT_EQ(g.layers.size(), 174u);
   EXPECT_EQ(g.total_params(), 25557032);
   EXPECT_EQ(g.count(LayerKind::Container), 16);  // Bottleneck rows
@@ -191,7 +191,7 @@ TEST(ModuleRepr, MalformedInputFailsWithFileAndLine) {
 // A constructor argument that is not the integer it should be is a FILE:LINE error, never read
 // as its leading digits ("1e400" as 1) or skipped.
 TEST(ModuleRepr, ConstructorArgumentsAreParsedStrictly) {
-  std::string bert = read(kSummaries + "BERT_base.model");
+  std::string bert = read_summary(kSummaries + "BERT_base.model");
   const std::string good = "Embedding(28996, 768, padding_idx=0)";
   const auto pos = bert.find(good);
   ASSERT_NE(pos, std::string::npos);

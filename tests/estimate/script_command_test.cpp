@@ -11,7 +11,7 @@ namespace {
 using ::testing::HasSubstr;
 using V = std::vector<std::string>;
 
-std::string error_of(const V& argv) {
+std::string command_error(const V& argv) {
   try {
     script_of_command(argv);
   } catch (const UserError& e) {
@@ -50,15 +50,15 @@ TEST(ScriptCommand, TheInterpreterIsTheOneTheCommandNames) {
 }
 
 TEST(ScriptCommand, CommandsWithoutAScriptFileAreNamed) {
-  EXPECT_THAT(error_of({"python3", "-m", "trainer"}), HasSubstr("`python -m …` runs no script file"));
-  EXPECT_THAT(error_of({"python3", "-mtrainer"}), HasSubstr("`python -mtrainer` runs no script file"));
-  EXPECT_THAT(error_of({"python3", "-c", "print(1)"}), HasSubstr("`python -c …` runs no script file"));
-  EXPECT_THAT(error_of({"python3", "-u"}), HasSubstr("names no script"));
-  EXPECT_THAT(error_of({"python3", "-"}), HasSubstr("stdin"));
-  EXPECT_THAT(error_of({"/bin/sh", "-c", "python3 train.py"}), HasSubstr("runs '/bin/sh', not a Python training script"));
-  EXPECT_THAT(error_of({"pythonista", "x.py"}), HasSubstr("not a Python training script"));
-  EXPECT_THAT(error_of({"env", "A=1"}), HasSubstr("`env` runs no command"));
-  EXPECT_THAT(error_of({}), HasSubstr("no command"));
+  EXPECT_THAT(command_error({"python3", "-m", "trainer"}), HasSubstr("`python -m …` runs no script file"));
+  EXPECT_THAT(command_error({"python3", "-mtrainer"}), HasSubstr("`python -mtrainer` runs no script file"));
+  EXPECT_THAT(command_error({"python3", "-c", "print(1)"}), HasSubstr("`python -c …` runs no script file"));
+  EXPECT_THAT(command_error({"python3", "-u"}), HasSubstr("names no script"));
+  EXPECT_THAT(command_error({"python3", "-"}), HasSubstr("stdin"));
+  EXPECT_THAT(command_error({"/bin/sh", "-c", "python3 train.py"}), HasSubstr("runs '/bin/sh', not a Python training script"));
+  EXPECT_THAT(command_error({"pythonista", "x.py"}), HasSubstr("not a Python training script"));
+  EXPECT_THAT(command_error({"env", "A=1"}), HasSubstr("`env` runs no command"));
+  EXPECT_THAT(command_error({}), HasSubstr("no command"));
 }
 
 TEST(ScriptCommand, TorchrunsOptionsComeBeforeTheScriptAndNameItsProcesses) {
@@ -81,17 +81,17 @@ TEST(ScriptCommand, TorchrunsOptionsComeBeforeTheScriptAndNameItsProcesses) {
 }
 
 TEST(ScriptCommand, TorchrunsThatTheProbeCannotFollowAreNamed) {
-  EXPECT_THAT(error_of({"torchrun", "--nnodes", "2", "t.py"}), HasSubstr("--nnodes 2: colo runs a job on one server"));
-  EXPECT_THAT(error_of({"torchrun", "--nproc-per-node", "cpu", "t.py"}), HasSubstr("trains on the CPU"));
-  EXPECT_THAT(error_of({"torchrun", "--nproc-per-node", "0", "t.py"}), HasSubstr("expected 1..256, gpu or auto"));
-  EXPECT_THAT(error_of({"torchrun", "--nproc-per-node=999", "t.py"}), HasSubstr("expected 1..256"));
-  EXPECT_THAT(error_of({"torchrun", "--nproc-per-node=99999999999999999999", "t.py"}), HasSubstr("expected 1..256"));
-  EXPECT_THAT(error_of({"torchrun", "--nproc-per-node"}), HasSubstr("needs a value"));
-  EXPECT_THAT(error_of({"torchrun", "--no-python", "./bin"}), HasSubstr("runs no Python script file"));
-  EXPECT_THAT(error_of({"torchrun", "-m", "pkg.train"}), HasSubstr("runs no Python script file"));
-  EXPECT_THAT(error_of({"torchrun", "--frobnicate", "t.py"}), HasSubstr("option '--frobnicate' is not one the probe knows"));
-  EXPECT_THAT(error_of({"torchrun", "--standalone"}), HasSubstr("torchrun names no script"));
-  EXPECT_THAT(error_of({"python3", "-m", "torch.distributed.launch", "t.py"}), HasSubstr("run the job with torchrun"));
+  EXPECT_THAT(command_error({"torchrun", "--nnodes", "2", "t.py"}), HasSubstr("--nnodes 2: colo runs a job on one server"));
+  EXPECT_THAT(command_error({"torchrun", "--nproc-per-node", "cpu", "t.py"}), HasSubstr("trains on the CPU"));
+  EXPECT_THAT(command_error({"torchrun", "--nproc-per-node", "0", "t.py"}), HasSubstr("expected 1..256, gpu or auto"));
+  EXPECT_THAT(command_error({"torchrun", "--nproc-per-node=999", "t.py"}), HasSubstr("expected 1..256"));
+  EXPECT_THAT(command_error({"torchrun", "--nproc-per-node=99999999999999999999", "t.py"}), HasSubstr("expected 1..256"));
+  EXPECT_THAT(command_error({"torchrun", "--nproc-per-node"}), HasSubstr("needs a value"));
+  EXPECT_THAT(command_error({"torchrun", "--no-python", "./bin"}), HasSubstr("runs no Python script file"));
+  EXPECT_THAT(command_error({"torchrun", "-m", "pkg.train"}), HasSubstr("runs no Python script file"));
+  EXPECT_THAT(command_error({"torchrun", "--frobnicate", "t.py"}), HasSubstr("option '--frobnicate' is not one the probe knows"));
+  EXPECT_THAT(command_error({"torchrun", "--standalone"}), HasSubstr("torchrun names no script"));
+  EXPECT_THAT(command_error({"python3", "-m", "torch.distributed.launch", "t.py"}), HasSubstr("run the job with torchrun"));
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ struct Lib {
   void write(const std::string& name, const std::string& text) const { std::ofstream(dir / name) << text; }
 };
 
-std::string error_of(const std::string& index) {
+std::string index_error(const std::string& index) {
   Lib l(index);
   try {
     TraceLibrary t(l.dir.string());
@@ -63,12 +63,12 @@ TEST(TraceLibrary, FindsRowsByFilenameAndKeepsTheSkipReasons) {
 }
 
 TEST(TraceLibrary, MalformedIndexLinesNameTheirLine) {
-  EXPECT_EQ(error_of("{\"filename\":\"a\",\"status\":\"ok\"}\n"), "/index.jsonl:1: status ok without a trace file");
-  EXPECT_EQ(error_of("\n{\"filename\":\"a\",\"status\":\"ok\",\"trace\":\"../x\"}\n"),
+  EXPECT_EQ(index_error("{\"filename\":\"a\",\"status\":\"ok\"}\n"), "/index.jsonl:1: status ok without a trace file");
+  EXPECT_EQ(index_error("\n{\"filename\":\"a\",\"status\":\"ok\",\"trace\":\"../x\"}\n"),
             "/index.jsonl:2: trace must be a file name in the directory");
-  EXPECT_EQ(error_of("[1]\n"), "/index.jsonl:1: expected a JSON object with filename and status");
-  EXPECT_EQ(error_of("{\"filename\":\"a\",\"status\":\"maybe\"}\n"), "/index.jsonl:1: unknown status 'maybe'");
-  EXPECT_EQ(error_of("not json\n"), "/index.jsonl:1: expected a JSON object with filename and status");
+  EXPECT_EQ(index_error("[1]\n"), "/index.jsonl:1: expected a JSON object with filename and status");
+  EXPECT_EQ(index_error("{\"filename\":\"a\",\"status\":\"maybe\"}\n"), "/index.jsonl:1: unknown status 'maybe'");
+  EXPECT_EQ(index_error("not json\n"), "/index.jsonl:1: expected a JSON object with filename and status");
 }
 
 // Rows whose measurement is their replayed peak (+ 3 % for one row) + the profile's context +

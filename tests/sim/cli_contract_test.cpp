@@ -29,10 +29,8 @@ CliRun run_colo(const std::string& args) {
                              test::carma("traces/philly_mix_90_tasks.csv") + " " + args);
 }
 
-bool have_binary() { return test::have_colo_binary(); }
-
 TEST(ColoSimCli, DoneWhenCommands) {
-  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   const CliRun ex = run_colo("--gpus 4 --gpu-memory-mib 40960 --policy exclusive --estimator none --json");
   ASSERT_EQ(ex.status, 0) << ex.out;
   const auto e = nlohmann::json::parse(ex.out);
@@ -57,7 +55,7 @@ TEST(ColoSimCli, DoneWhenCommands) {
 }
 
 TEST(ColoSimCli, BadFlagsGiveOneLine) {
-  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   for (const char* bad : {"--policy nope", "--smact-cap 0.8", "--estimator nope", "--sharing mig", "--compare --policy magm",
                           "--floor sometimes", "--backfill -1", "--backfill-depth 0", "--slots -1",
                           "--slots 10ms", "--slots 600 --slot-notice 600", "--slot-notice 60", "--sharing mig",
@@ -72,7 +70,7 @@ TEST(ColoSimCli, BadFlagsGiveOneLine) {
 // Empty values are errors, not "not given" (which fell through to defaults or the real NVML);
 // text that ends up in config files is checked.
 TEST(ColoSimCli, EmptyAndMalformedTextValuesGiveOneLine) {
-  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   const std::string out = ::testing::TempDir() + "colo_cli_empty";
   std::filesystem::remove_all(out);
   for (const std::string& bad : std::vector<std::string>{
@@ -92,7 +90,7 @@ TEST(ColoSimCli, EmptyAndMalformedTextValuesGiveOneLine) {
 
 // Settings that would be silently ignored, or that no job could meet, are one-line errors.
 TEST(ColoSimCli, FlagsThatWouldBeIgnoredOrImpossibleAreRefused) {
-  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   const std::string pf = ::testing::TempDir() + "colo_cli_policies.toml";
   std::ofstream(pf) << "[policies.blend]\nfilters = [\"fits_memory\"]\nscorers = { most_free_mem = 1 }\n";
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -128,7 +126,7 @@ TEST(ColoSimCli, FlagsThatWouldBeIgnoredOrImpossibleAreRefused) {
 // destroy it), and a planted PATH.tmp link is never followed (the temporary was a fixed name).
 // What a command prints that cannot be written (a full disk) fails the command.
 TEST(ColoSimCli, OutputsKeepWhatTheirNameIsAndAFailedWriteFails) {
-  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   namespace fs = std::filesystem;
   const fs::path d = fs::path(::testing::TempDir()) / "colo_cli_outputs";
   fs::remove_all(d);
@@ -184,7 +182,7 @@ TEST(ColoSimCli, OutputsKeepWhatTheirNameIsAndAFailedWriteFails) {
 // A run where nothing completes has no fairness index and no change against exclusive: "n/a"
 // (was -nan% and a Jain index of 1.000), null in JSON.
 TEST(ColoSimCli, NothingCompletedIsNotANumber) {
-  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   const std::string trace = ::testing::TempDir() + "colo_cli_only2.csv";
   std::ofstream(trace) << "submit_offset_s,workload\n0,gpt2_large_2\n";
   const std::string base = "sim --workloads " + test::carma("workloads.csv") + " --trace " + trace + " --gpus 1 ";
@@ -201,7 +199,7 @@ TEST(ColoSimCli, NothingCompletedIsNotANumber) {
 // MIG: the report has a row and a series per instance, with its own memory; the most jobs on
 // one GPU counts the physical GPU; the command on the page reproduces the run.
 TEST(ColoSimCli, MigReportsInstancesAndCountsJobsPerPhysicalGpu) {
-  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   const std::string page = ::testing::TempDir() + "colo_cli_mig.html";
   const CliRun r = run_colo("--sharing mig --mig 1g.5gb,1g.5gb,1g.5gb,1g.5gb,1g.5gb,1g.5gb,1g.5gb --json --report " + page);
   ASSERT_EQ(r.status, 0) << r.out;
@@ -233,7 +231,7 @@ TEST(ColoSimCli, MigReportsInstancesAndCountsJobsPerPhysicalGpu) {
 // hold, an --out that is a file, empty sizing flags, a failed `recover --once` pass; and
 // --dry-run prints a command that is safe to paste.
 TEST(ColoSlurmCli, BadSettingsAreRefusedAndDryRunIsQuoted) {
-  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   const std::string d = ::testing::TempDir() + "colo_cli_slurm";
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
@@ -336,7 +334,7 @@ TEST(ColoSlurmCli, BadSettingsAreRefusedAndDryRunIsQuoted) {
 
 // --compare: the thesis' rows, then each of colo's rules on its own; slots cut the longest wait.
 TEST(ColoSimCli, CompareHasColosRules) {
-  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   const CliRun r = run_colo("--compare --json");
   ASSERT_EQ(r.status, 0) << r.out;
   const auto at = r.out.find("[{");  // the progress lines (stderr) come first
@@ -358,7 +356,7 @@ TEST(ColoSimCli, CompareHasColosRules) {
 
 // colo sim collocation: the chapter-4 experiment on the model, JSON and one-line errors.
 TEST(ColoSimCli, CollocationReplaysOneGpu) {
-  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   const CliRun r = test::run_colo_args(
       "sim collocation --job recommender:0.05:5.36h:0.05 --job resnet152:0.82:6h --sharing mig --mig 3g.20gb,3g.20gb "
       "--json");
@@ -387,7 +385,7 @@ TEST(ColoSimCli, CollocationReplaysOneGpu) {
 // --floor always: the free-memory floor also holds for known needs. With a floor above every
 // estimate in the 90-task trace, tiny FakeTensor estimates stack fewer jobs into OOM crashes.
 TEST(ColoSimCli, FloorAlwaysHoldsTheFloorForEstimatedJobsToo) {
-  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   auto ooms = [](const std::string& floor) {
     const CliRun r = run_colo("--policy magm --estimator faketensor --min-free-mib 15360 --floor " + floor + " --json");
     EXPECT_EQ(r.status, 0) << r.out;
@@ -399,7 +397,7 @@ TEST(ColoSimCli, FloorAlwaysHoldsTheFloorForEstimatedJobsToo) {
 // --backfill N: jobs behind a waiting head start where they fit, bounded per head; on the
 // 90-task trace the mean wait falls, and every job still completes.
 TEST(ColoSimCli, BackfillingShortensTheMeanWait) {
-  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   auto run = [](const std::string& bf) {
     const CliRun r = run_colo("--policy magm --estimator oracle --backfill " + bf + " --json");
     EXPECT_EQ(r.status, 0) << r.out;
@@ -414,7 +412,7 @@ TEST(ColoSimCli, BackfillingShortensTheMeanWait) {
 // --policy-file: a site's own policy, a weighted blend of shipped scorers, runs by name; a
 // definition that repeats MAGM schedules exactly as MAGM.
 TEST(ColoSimCli, SitePoliciesFromAFileRunByName) {
-  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   const std::string file = (std::filesystem::temp_directory_path() / "colo-sim-policies.toml").string();
   {
     std::ofstream out(file);
@@ -440,7 +438,7 @@ TEST(ColoSimCli, SitePoliciesFromAFileRunByName) {
 // --model: the simulator's parameters from a file; the shipped file gives the built-in result,
 // a changed interference another one.
 TEST(ColoSimCli, AModelFileSetsTheSimulatorsParameters) {
-  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   const std::string shipped = std::string(COLO_SOURCE_DIR) + "/models/sim/a100-thesis.toml";
   auto makespan = [](const std::string& extra) {
     const CliRun r = run_colo("--policy magm --estimator oracle --json" + extra);
@@ -462,7 +460,7 @@ TEST(ColoSimCli, AModelFileSetsTheSimulatorsParameters) {
 // --recovery-share: a recovered job lets others join once its peak is seen; every job still
 // completes, and on the 90-task trace without estimates the schedule is shorter.
 TEST(ColoSimCli, RecoveryShareLetsOthersJoinARecoveredJob) {
-  if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   auto run = [](const std::string& extra) {
     const CliRun r = run_colo("--policy magm --estimator none --json" + extra);
     EXPECT_EQ(r.status, 0) << r.out;

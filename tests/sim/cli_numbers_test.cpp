@@ -27,8 +27,6 @@ using test::CliRun;
 
 CliRun colo(const std::string& args) { return test::run_colo_args(args); }
 
-bool have_binary() { return test::have_colo_binary(); }
-
 std::string sim(const std::string& args) {
   return "sim --workloads " + test::carma("workloads.csv") + " --trace " +
          test::carma("traces/philly_mix_90_tasks.csv") + " " + args;
@@ -40,7 +38,7 @@ std::string summary(const std::string& name) { return test::carma("summaries/" +
 class CliNumbers : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!have_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+    if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
     dir_ = fs::temp_directory_path() / ("colo-cli-numbers-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
   }

@@ -14,7 +14,7 @@
 namespace colo::sim {
 namespace {
 
-CollocatedJob job(std::string name, double smact, double hours, double busy = -1) {
+CollocatedJob collocated_job(std::string name, double smact, double hours, double busy = -1) {
   CollocatedJob j;
   j.name = std::move(name);
   j.smact = smact;
@@ -25,7 +25,7 @@ CollocatedJob job(std::string name, double smact, double hours, double busy = -1
 
 // Table 4.2: the recommender (5.36 h alone, SMACT 5 %, data-bound) while ResNet152 (1.05 h per
 // epoch alone, 82 %) trains epoch after epoch beside it.
-std::vector<CollocatedJob> table_4_2() { return {job("recommender", 0.05, 5.36, 0.05), job("resnet152", 0.82, 6.0)}; }
+std::vector<CollocatedJob> table_4_2() { return {collocated_job("recommender", 0.05, 5.36, 0.05), collocated_job("resnet152", 0.82, 6.0)}; }
 
 TEST(Collocation, Table42UnderStreamsMpsAndMig) {
   const CollocationResult st = replay_shared(table_4_2(), *make_streams_model());
@@ -43,7 +43,7 @@ TEST(Collocation, Table42UnderStreamsMpsAndMig) {
 TEST(Collocation, TheChapterFourTextOnTheModel) {
   auto same = [](int n, double s) {
     std::vector<CollocatedJob> v;
-    for (int k = 0; k < n; ++k) v.push_back(job("j" + std::to_string(k), s, 1.0));
+    for (int k = 0; k < n; ++k) v.push_back(collocated_job("j" + std::to_string(k), s, 1.0));
     return v;
   };
   const auto mps = make_mps_model();
@@ -74,7 +74,7 @@ TEST(Collocation, MigLayoutsAndFitsAreChecked) {
   EXPECT_THROW(parse_mig_layout("3g.20gb,3g.20gb,2g.10gb"), UserError);  // 10 memory slices
   EXPECT_THROW(parse_mig_layout("5g.25gb"), UserError);
   EXPECT_THROW(parse_mig_layout(""), UserError);
-  std::vector<CollocatedJob> big = {job("big", 0.5, 1.0)};
+  std::vector<CollocatedJob> big = {collocated_job("big", 0.5, 1.0)};
   big[0].mem_mib = 25000;
   EXPECT_THROW(replay_mig(big, parse_mig_layout("3g.20gb")), UserError);
   EXPECT_NO_THROW(replay_mig(big, parse_mig_layout("7g.40gb")));

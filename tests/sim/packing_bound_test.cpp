@@ -146,7 +146,7 @@ TEST(CoveringLp, RejectsBadInputAndReportsInfeasibility) {
   EXPECT_THROW(lp.solve(), std::runtime_error) << "row 1 is covered by no column";
 }
 
-SimJobSpec job(Seconds submit, MiB mib, Seconds solo, double smact, int gpus = 1) {
+SimJobSpec bound_job(Seconds submit, MiB mib, Seconds solo, double smact, int gpus = 1) {
   return {"j", submit, gpus, mib, solo, smact, MemoryNeed::of(mib, "oracle")};
 }
 
@@ -170,22 +170,22 @@ double bound(const std::vector<SimJobSpec>& jobs, const PackingBoundSetup& s) {
 // Hand-computed optima on one GPU (slowdown floor max(1, D) × (1 + 0.05 (n − 1))).
 TEST(PackingBound, EqualsHandComputedSchedules) {
   // Two half-GPU jobs together: 1.05 × 100 s, better than 200 s one after the other.
-  EXPECT_NEAR(bound({job(0, 1000, 100, 0.5), job(0, 1000, 100, 0.5)}, mps_setup(1)), 105, 1e-6);
+  EXPECT_NEAR(bound({bound_job(0, 1000, 100, 0.5), bound_job(0, 1000, 100, 0.5)}, mps_setup(1)), 105, 1e-6);
   // They do not fit together: one after the other.
-  EXPECT_NEAR(bound({job(0, 30000, 100, 0.5), job(0, 30000, 100, 0.5)}, mps_setup(1)), 200, 1e-6);
+  EXPECT_NEAR(bound({bound_job(0, 30000, 100, 0.5), bound_job(0, 30000, 100, 0.5)}, mps_setup(1)), 200, 1e-6);
   // Two 90 % jobs: 1.8 × 1.05 = 1.89 slower each, 189 s — still better than 200 s.
-  EXPECT_NEAR(bound({job(0, 1000, 100, 0.9), job(0, 1000, 100, 0.9)}, mps_setup(1)), 189, 1e-6);
+  EXPECT_NEAR(bound({bound_job(0, 1000, 100, 0.9), bound_job(0, 1000, 100, 0.9)}, mps_setup(1)), 189, 1e-6);
   // Two full-GPU jobs: sharing only costs, 200 s.
-  EXPECT_NEAR(bound({job(0, 1000, 100, 1.0), job(0, 1000, 100, 1.0)}, mps_setup(1)), 200, 1e-6);
+  EXPECT_NEAR(bound({bound_job(0, 1000, 100, 1.0), bound_job(0, 1000, 100, 1.0)}, mps_setup(1)), 200, 1e-6);
   // A ramp is progress without resident memory: 2 × (100 − 30) s for two jobs that cannot pair.
-  EXPECT_NEAR(bound({job(0, 30000, 100, 0.5), job(0, 30000, 100, 0.5)}, mps_setup(1, 30)), 140, 1e-6);
+  EXPECT_NEAR(bound({bound_job(0, 30000, 100, 0.5), bound_job(0, 30000, 100, 0.5)}, mps_setup(1, 30)), 140, 1e-6);
   // A 2-GPU job is one piece per GPU: with a second such job on 2 GPUs, 105 s.
-  EXPECT_NEAR(bound({job(0, 1000, 100, 0.5, 2), job(0, 1000, 100, 0.5, 2)}, mps_setup(2)), 105, 1e-6);
+  EXPECT_NEAR(bound({bound_job(0, 1000, 100, 0.5, 2), bound_job(0, 1000, 100, 0.5, 2)}, mps_setup(2)), 105, 1e-6);
   // Without a per-co-runner cost, four quarter-GPU jobs fill one GPU: 100 s (the SM-activity term).
   PackingBoundSetup free = mps_setup(1);
   free.floor.per_corunner = 0;
-  EXPECT_NEAR(bound({job(0, 1000, 100, 0.25), job(0, 1000, 100, 0.25), job(0, 1000, 100, 0.25),
-                     job(0, 1000, 100, 0.25)},
+  EXPECT_NEAR(bound({bound_job(0, 1000, 100, 0.25), bound_job(0, 1000, 100, 0.25), bound_job(0, 1000, 100, 0.25),
+                     bound_job(0, 1000, 100, 0.25)},
                     free),
               100, 1e-6);
 }
@@ -195,17 +195,17 @@ TEST(PackingBound, TimeSlicingTakesTheBusyShare) {
   // two 30 % jobs together are 1.6 × 1.05 = 1.68 slower, 168 s.
   PackingBoundSetup s = mps_setup(1);
   s.floor = SlowdownFloor{0.05, 0.8};
-  EXPECT_NEAR(bound({job(0, 1000, 100, 0.3), job(0, 1000, 100, 0.3)}, s), 168, 1e-6);
+  EXPECT_NEAR(bound({bound_job(0, 1000, 100, 0.3), bound_job(0, 1000, 100, 0.3)}, s), 168, 1e-6);
   // A job whose busy share is known uses it.
-  std::vector<SimJobSpec> jobs{job(0, 1000, 100, 0.3), job(0, 1000, 100, 0.3)};
+  std::vector<SimJobSpec> jobs{bound_job(0, 1000, 100, 0.3), bound_job(0, 1000, 100, 0.3)};
   jobs[0].busy = jobs[1].busy = 0.3;
   EXPECT_NEAR(bound(jobs, s), 105, 1e-6);
 }
 
 TEST(PackingBound, CutsAtReleaseTimes) {
   // 10 s of work at 0, then three full-GPU jobs of 100 s at 50: nothing of theirs before 50.
-  std::vector<SimJobSpec> jobs{job(0, 1000, 10, 1.0), job(50, 1000, 100, 1.0), job(50, 1000, 100, 1.0),
-                               job(50, 1000, 100, 1.0)};
+  std::vector<SimJobSpec> jobs{bound_job(0, 1000, 10, 1.0), bound_job(50, 1000, 100, 1.0), bound_job(50, 1000, 100, 1.0),
+                               bound_job(50, 1000, 100, 1.0)};
   const auto b = packing_bound(jobs, mps_setup(1));
   ASSERT_TRUE(b.has_value());
   EXPECT_NEAR(b->work_s, 310, 1e-6);
@@ -221,7 +221,7 @@ TEST(PackingBound, CutsAtReleaseTimes) {
 // gives 50 + 100 = 150 as well. Before 50 s only the first job can progress, 50 s of it, so the
 // other GPU idles: at least 50 + (300 − 50) / 2 = 175.
 TEST(PackingBound, ProgressCutsSeeGpusTheFirstJobsCannotFill) {
-  const std::vector<SimJobSpec> jobs{job(0, 1000, 100, 1.0), job(50, 1000, 100, 1.0), job(50, 1000, 100, 1.0)};
+  const std::vector<SimJobSpec> jobs{bound_job(0, 1000, 100, 1.0), bound_job(50, 1000, 100, 1.0), bound_job(50, 1000, 100, 1.0)};
   PackingBoundSetup s = mps_setup(2);
   s.progress_cuts = 0;
   EXPECT_NEAR(bound(jobs, s), 150, 1e-6);
@@ -245,9 +245,9 @@ TEST(PackingBound, ProgressCutsSeeGpusTheFirstJobsCannotFill) {
 TEST(PackingBound, LeavesOutJobsThatCannotComplete) {
   PackingBoundSetup s = mps_setup(2);
   s.gpus_per_node = 1;
-  const std::vector<SimJobSpec> jobs{job(0, 1000, 100, 0.5), job(0, 1000, 5000, 0.5, 2), job(0, 50000, 5000, 0.5)};
+  const std::vector<SimJobSpec> jobs{bound_job(0, 1000, 100, 0.5), bound_job(0, 1000, 5000, 0.5, 2), bound_job(0, 50000, 5000, 0.5)};
   EXPECT_NEAR(bound(jobs, s), 50, 1e-6) << "only the first: 100 s of work on 2 GPUs";
-  EXPECT_FALSE(packing_bound(std::vector<SimJobSpec>{job(0, 50000, 10, 0.5)}, s).has_value());
+  EXPECT_FALSE(packing_bound(std::vector<SimJobSpec>{bound_job(0, 50000, 10, 0.5)}, s).has_value());
   EXPECT_THROW(packing_bound(jobs, PackingBoundSetup{}), std::invalid_argument);
 }
 
@@ -267,7 +267,7 @@ TEST(PackingBound, TheSimulatorAttainsItWhereTheOptimumIsObvious) {
   SimConfig cfg = test::config(PolicyKind::Magm, 1);
   cfg.ramp_s = 0;
   cfg.packing_bound = true;
-  const std::vector<SimJobSpec> jobs{job(0, 1000, 100, 0.5), job(0, 1000, 100, 0.5)};
+  const std::vector<SimJobSpec> jobs{bound_job(0, 1000, 100, 0.5), bound_job(0, 1000, 100, 0.5)};
   const SimResult r = simulate(cfg, jobs);
   EXPECT_NEAR(r.makespan_s, 105, 1e-6);
   EXPECT_NEAR(r.lower_bound_s, 105, 1e-6);

@@ -25,7 +25,7 @@ std::string shipped_text() {
   return ss.str();
 }
 
-std::string error_of(const std::string& text) {
+std::string model_error(const std::string& text) {
   const std::string path = (std::filesystem::temp_directory_path() / "colo-sim-model-test.toml").string();
   std::ofstream(path) << text;
   try {
@@ -84,26 +84,26 @@ TEST(SimModel, MissingUnsourcedOutOfRangeOrUnknownParametersAreRefused) {
   const std::string t = shipped_text();
   const auto at = t.find("max_watts = {");
   const std::string max_line = t.substr(at, t.find('\n', at) - at);
-  EXPECT_THAT(error_of(replaced(t, max_line, "")), HasSubstr("missing 'power.max_watts'"));
-  EXPECT_THAT(error_of(replaced(t, max_line, "max_watts = { value = 288.7, source = \"\" }")),
+  EXPECT_THAT(model_error(replaced(t, max_line, "")), HasSubstr("missing 'power.max_watts'"));
+  EXPECT_THAT(model_error(replaced(t, max_line, "max_watts = { value = 288.7, source = \"\" }")),
               HasSubstr("'power.max_watts' has no source"));
-  EXPECT_THAT(error_of(replaced(t, "busy_floor = { value = 0.80", "busy_floor = { value = 1.5")),
+  EXPECT_THAT(model_error(replaced(t, "busy_floor = { value = 0.80", "busy_floor = { value = 1.5")),
               HasSubstr("'streams.busy_floor.value' must be in [0, 1], got 1.5"));
-  EXPECT_THAT(error_of(replaced(t, "[timing]", "[timing]\nwarmup_s = { value = 1, source = \"x\" }")),
+  EXPECT_THAT(model_error(replaced(t, "[timing]", "[timing]\nwarmup_s = { value = 1, source = \"x\" }")),
               HasSubstr("unknown parameter 'timing.warmup_s'"));
-  EXPECT_THAT(error_of(replaced(t, "idle_watts = { value = 55.0", "idle_watts = { value = 95.0")),
+  EXPECT_THAT(model_error(replaced(t, "idle_watts = { value = 55.0", "idle_watts = { value = 95.0")),
               HasSubstr("idle_watts ≤ busy_watts ≤ max_watts"));
-  EXPECT_THAT(error_of(replaced(t, "colo-sim-model 1", "colo-sim-model 9")), HasSubstr("format must be"));
+  EXPECT_THAT(model_error(replaced(t, "colo-sim-model 1", "colo-sim-model 9")), HasSubstr("format must be"));
   // The SM-activity classes are the catalog's four: another would never be used, a missing one
   // is the model file's fault (not the catalog's); a NaN names the parameter's own range.
-  EXPECT_THAT(error_of(replaced(t, "[smact.mnist_cnn]", "[smact.mnist_cnnx]")),
+  EXPECT_THAT(model_error(replaced(t, "[smact.mnist_cnn]", "[smact.mnist_cnnx]")),
               HasSubstr("unknown SM-activity class 'smact.mnist_cnnx' (the classes are cifar_cnn, imagenet_cnn, mnist_cnn, transformer)"));
-  EXPECT_THAT(error_of(replaced(t, "[smact.mnist_cnn]\nat_batch_32 = { value = 0.10, source = \"assumption: tiny CNN on 28x28 "
+  EXPECT_THAT(model_error(replaced(t, "[smact.mnist_cnn]\nat_batch_32 = { value = 0.10, source = \"assumption: tiny CNN on 28x28 "
                                   "images, data-loader bound\" }\nper_doubling = { value = 0.03, source = \"assumption\" }\n", "")),
               HasSubstr("missing 'smact.mnist_cnn'"));
-  EXPECT_THAT(error_of(replaced(t, "interference = { value = 0.05", "interference = { value = nan")),
+  EXPECT_THAT(model_error(replaced(t, "interference = { value = 0.05", "interference = { value = nan")),
               HasSubstr("'mps.interference.value' must be in [0, 10], got nan"));
-  EXPECT_THAT(error_of("[mps\n"), HasSubstr("colo-sim-model-test.toml:1"));
+  EXPECT_THAT(model_error("[mps\n"), HasSubstr("colo-sim-model-test.toml:1"));
   EXPECT_THROW(load_sim_model("/nonexistent/model.toml"), UserError);
 }
 

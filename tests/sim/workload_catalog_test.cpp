@@ -17,7 +17,7 @@ const char* kHeader =
     "workload,model,dataset,batch_size,gpus,epochs,epoch_minutes,measured_mib,horus_mib,faketensor_mib,"
     "gpumemnet_mib,summary,source,optimizer,seq_len\n";
 
-std::string error_of(const std::string& text) {
+std::string catalog_error(const std::string& text) {
   try {
     WorkloadCatalog::parse(text, "w.csv");
   } catch (const UserError& e) {
@@ -92,38 +92,38 @@ TEST(WorkloadCatalog, BusyColumnReachesTheStreamsModel) {
   const auto c = WorkloadCatalog::parse(head + "light,m,x,8,1,1,60,1000,,,,x,0.05,0.05\n", "w.csv");
   EXPECT_EQ(c.find("light")->busy, 0.05);
   EXPECT_FALSE(c.find("heavy")->busy);
-  EXPECT_THAT(error_of(head + "light,m,x,8,1,1,60,1000,,,,x,0.3,0.2\n"),
+  EXPECT_THAT(catalog_error(head + "light,m,x,8,1,1,60,1000,,,,x,0.3,0.2\n"),
               HasSubstr("w.csv:3: busy must be in [smact, 1] = [0.3, 1] (a kernel runs whenever SMs are active), got 0.2"));
-  EXPECT_THAT(error_of(head + "light,m,x,8,1,1,60,1000,,,,x,0.3,1.5\n"), HasSubstr("w.csv:3: busy must be in [smact, 1]"));
+  EXPECT_THAT(catalog_error(head + "light,m,x,8,1,1,60,1000,,,,x,0.3,1.5\n"), HasSubstr("w.csv:3: busy must be in [smact, 1]"));
 }
 
 TEST(WorkloadCatalog, BadInputNamesFileAndLine) {
   const std::string ok = "a,resnet50,imagenet,32,1,1,2,1000,900,800,8000,s.model,table6.2,adam,\n";
-  EXPECT_EQ(error_of(std::string(kHeader) + ok), "(no error)");
-  EXPECT_THAT(error_of("workload,model\na,b\n"), HasSubstr("w.csv:1: missing column 'dataset'"));
+  EXPECT_EQ(catalog_error(std::string(kHeader) + ok), "(no error)");
+  EXPECT_THAT(catalog_error("workload,model\na,b\n"), HasSubstr("w.csv:1: missing column 'dataset'"));
   // A misspelt optional column (smcat for smact) would be ignored, its values never used.
-  EXPECT_THAT(error_of(std::string(kHeader).substr(0, std::string(kHeader).size() - 1) + ",smcat\n" +
+  EXPECT_THAT(catalog_error(std::string(kHeader).substr(0, std::string(kHeader).size() - 1) + ",smcat\n" +
                        ok.substr(0, ok.size() - 1) + ",0.5\n"),
               HasSubstr("w.csv:1: unknown column 'smcat' (known: workload, model,"));
-  EXPECT_THAT(error_of(std::string(kHeader) + ok + "b,resnet50,imagenet,32,1,1,two,1000,900,800,8000,s,t,adam,\n"),
+  EXPECT_THAT(catalog_error(std::string(kHeader) + ok + "b,resnet50,imagenet,32,1,1,two,1000,900,800,8000,s,t,adam,\n"),
               HasSubstr("w.csv:3: column 'epoch_minutes': 'two' is not a number"));
-  EXPECT_THAT(error_of(std::string(kHeader) + ok + ok), HasSubstr("w.csv:3: workload 'a' already defined on line 2"));
-  EXPECT_THAT(error_of(std::string(kHeader) + "a,resnet50,imagenet,32,1,1,,1000,900,800,8000,s,table6.2,adam,\n"),
+  EXPECT_THAT(catalog_error(std::string(kHeader) + ok + ok), HasSubstr("w.csv:3: workload 'a' already defined on line 2"));
+  EXPECT_THAT(catalog_error(std::string(kHeader) + "a,resnet50,imagenet,32,1,1,,1000,900,800,8000,s,table6.2,adam,\n"),
               HasSubstr("w.csv:2: column 'epoch_minutes' is empty"));
-  EXPECT_THAT(error_of(std::string(kHeader) + "a,resnet50,imagenet,32,0,1,2,1000,900,800,8000,s,t,adam,\n"),
+  EXPECT_THAT(catalog_error(std::string(kHeader) + "a,resnet50,imagenet,32,0,1,2,1000,900,800,8000,s,t,adam,\n"),
               HasSubstr("w.csv:2: column 'gpus': 0 is out of range (expected 1..1024)"));
-  EXPECT_THAT(error_of(std::string(kHeader) + "a,resnet50,imagenet,32,1,1,2,1000,900,800,8000,s,t,lamb,\n"),
+  EXPECT_THAT(catalog_error(std::string(kHeader) + "a,resnet50,imagenet,32,1,1,2,1000,900,800,8000,s,t,lamb,\n"),
               HasSubstr("w.csv:2: column 'optimizer': unknown optimizer 'lamb'"));
-  EXPECT_THAT(error_of(std::string(kHeader) + "a,resnet50,imagenet,32,1,1,2,-5,900,800,8000,s,t,adam,\n"),
+  EXPECT_THAT(catalog_error(std::string(kHeader) + "a,resnet50,imagenet,32,1,1,2,-5,900,800,8000,s,t,adam,\n"),
               HasSubstr("w.csv:2: measured_mib must be positive"));
-  EXPECT_THAT(error_of(std::string(kHeader) + "a,resnet50,imagenet,32,1,1,2,1000,900,800\n"),
+  EXPECT_THAT(catalog_error(std::string(kHeader) + "a,resnet50,imagenet,32,1,1,2,1000,900,800\n"),
               HasSubstr("w.csv:2: 10 fields, the header has 15"));
-  EXPECT_THAT(error_of(std::string(kHeader) + "a,m,moon,32,1,1,2,1000,900,800,8000,s,t,adam,\n"),
+  EXPECT_THAT(catalog_error(std::string(kHeader) + "a,m,moon,32,1,1,2,1000,900,800,8000,s,t,adam,\n"),
               HasSubstr("w.csv:2: cannot tell the SM activity of dataset 'moon'"));
-  EXPECT_THAT(error_of(std::string(kHeader) + "zz,m,mnist,32,1,1,,1000,900,800,8000,s,no-runtime-published,adam,\n"),
+  EXPECT_THAT(catalog_error(std::string(kHeader) + "zz,m,mnist,32,1,1,,1000,900,800,8000,s,no-runtime-published,adam,\n"),
               HasSubstr("w.csv:2: workload 'zz' has no published epoch time"));
-  EXPECT_THAT(error_of(kHeader), HasSubstr("w.csv: no workloads"));
-  EXPECT_THAT(error_of(std::string(kHeader) + "a,\"m\",imagenet,32,1,1,2,1000,900,800,8000,s,t,adam,\n"),
+  EXPECT_THAT(catalog_error(kHeader), HasSubstr("w.csv: no workloads"));
+  EXPECT_THAT(catalog_error(std::string(kHeader) + "a,\"m\",imagenet,32,1,1,2,1000,900,800,8000,s,t,adam,\n"),
               HasSubstr("w.csv:2: quoted fields"));
 }
 

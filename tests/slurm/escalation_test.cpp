@@ -5,7 +5,7 @@
 namespace colo::slurm {
 namespace {
 
-SiteSettings site40() {
+SiteSettings escalation_site40() {
   SiteSettings s;
   s.shard_mib = 1024;
   s.shards_per_gpu = 40;
@@ -14,23 +14,23 @@ SiteSettings site40() {
 }
 
 TEST(Escalation, LooseRuleAddsOneStepToWhatTheJobHad) {
-  const auto next = escalate(TresRequest{5, 0, true}, std::nullopt, site40());
+  const auto next = escalate(TresRequest{5, 0, true}, std::nullopt, escalation_site40());
   ASSERT_TRUE(next);
   EXPECT_EQ(next->shards, 10);
 }
 
 TEST(Escalation, AnObservedPeakAboveTheShareIsTheBase) {
-  const auto next = escalate(TresRequest{5, 0, true}, MiB{12000}, site40());
+  const auto next = escalate(TresRequest{5, 0, true}, MiB{12000}, escalation_site40());
   ASSERT_TRUE(next);
   EXPECT_EQ(next->shards, 17);  // ceil((12000 + 5120) / 1024)
 }
 
 TEST(Escalation, MoreThanOneGpuBecomesAWholeGpuThenNothing) {
-  const auto next = escalate(TresRequest{38, 0, true}, std::nullopt, site40());
+  const auto next = escalate(TresRequest{38, 0, true}, std::nullopt, escalation_site40());
   ASSERT_TRUE(next);
   EXPECT_EQ(next->whole_gpus, 1);
   EXPECT_EQ(next->shards, 0);
-  EXPECT_FALSE(escalate(*next, std::nullopt, site40()));
+  EXPECT_FALSE(escalate(*next, std::nullopt, escalation_site40()));
 }
 
 }  // namespace

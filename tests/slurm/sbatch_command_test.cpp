@@ -11,7 +11,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-SiteSettings site40(const std::string& oversize = "whole_gpu") {
+SiteSettings sbatch_site40(const std::string& oversize = "whole_gpu") {
   SiteSettings s;
   s.shards_per_gpu = 40;
   s.oversize = oversize;
@@ -65,7 +65,7 @@ TEST(SbatchArgs, ShortOptionsWithValuesAbbreviationsAndOtherGres) {
   a = split_sbatch_args({"--gres=nvme:1", "job.sh"});
   EXPECT_THAT(a.other_gres, ElementsAre("nvme:1"));
   EXPECT_TRUE(a.options.empty());
-  EXPECT_EQ(plan_sbatch(a, SbatchSizing{4096, "user", "", "u0-ab"}, site40()).argv[1], "--gres=shard:5,nvme:1");
+  EXPECT_EQ(plan_sbatch(a, SbatchSizing{4096, "user", "", "u0-ab"}, sbatch_site40()).argv[1], "--gres=shard:5,nvme:1");
   EXPECT_THROW(split_sbatch_args({"--gres=nvme:1,gpu:1", "job.sh"}), UserError);
   EXPECT_THROW(split_sbatch_args({"--gres", "shard:4", "job.sh"}), UserError);
 }
@@ -106,7 +106,7 @@ TEST(ScriptDirectives, AreCheckedAndKeptWhereColoWouldOverrideThem) {
   apply_script_directives(a, {"--gres=nvme:1", "--comment=project-42", "-t", "10"}, "job.sh: #SBATCH");
   EXPECT_THAT(a.other_gres, ElementsAre("nvme:1"));
   EXPECT_EQ(a.user_comment, "project-42");
-  const auto plan = plan_sbatch(a, SbatchSizing{4096, "user", "", "u0-ab"}, site40());
+  const auto plan = plan_sbatch(a, SbatchSizing{4096, "user", "", "u0-ab"}, sbatch_site40());
   EXPECT_EQ(plan.argv[1], "--gres=shard:5,nvme:1");
   EXPECT_THAT(plan.argv[2], HasSubstr("project-42"));
   auto mine = split_sbatch_args({"--gres=license:1", "--comment=mine", "job.sh"});
@@ -135,14 +135,14 @@ TEST(SbatchArgs, ClearErrorsForMissingPieces) {
 
 TEST(SbatchPlan, EstimatePlusMarginBecomesShardsAndTheComment) {
   const auto a = split_sbatch_args({"--comment=mine", "-J", "t", "job.sh", "x"});
-  const auto p = plan_sbatch(a, SbatchSizing{8192, "allocsim", "ResNet-50", "u0-ab"}, site40());
+  const auto p = plan_sbatch(a, SbatchSizing{8192, "allocsim", "ResNet-50", "u0-ab"}, sbatch_site40());
   EXPECT_THAT(p.argv, ElementsAre("sbatch", "--gres=shard:9", "--comment=colo:mem_mib=8192,est=allocsim,fp=u0-ab mine",
                                   "-J", "t", "job.sh", "x"));
   EXPECT_THAT(p.summary, HasSubstr("9 shards"));
 }
 
 TEST(SbatchPlan, NoEstimateLeavesTheSizeToJobSubmitLua) {
-  const auto p = plan_sbatch(split_sbatch_args({"job.sh"}), SbatchSizing{std::nullopt, "none", "", "u0-ab"}, site40());
+  const auto p = plan_sbatch(split_sbatch_args({"job.sh"}), SbatchSizing{std::nullopt, "none", "", "u0-ab"}, sbatch_site40());
   EXPECT_EQ(p.argv[1], "--gres=shard");
   EXPECT_EQ(p.argv[2], "--comment=colo:est=none,fp=u0-ab");
 }
@@ -150,15 +150,15 @@ TEST(SbatchPlan, NoEstimateLeavesTheSizeToJobSubmitLua) {
 TEST(SbatchPlan, MoreThanOneGpuIsAWholeGpuOrAClearRejection) {
   const auto a = split_sbatch_args({"job.sh"});
   const SbatchSizing big{50000, "user", "", "u0-ab"};
-  EXPECT_EQ(plan_sbatch(a, big, site40()).argv[1], "--gres=gpu:1");
+  EXPECT_EQ(plan_sbatch(a, big, sbatch_site40()).argv[1], "--gres=gpu:1");
   try {
-    plan_sbatch(a, big, site40("reject"));
+    plan_sbatch(a, big, sbatch_site40("reject"));
     ADD_FAILURE();
   } catch (const UserError& e) {
     EXPECT_THAT(e.what(), HasSubstr("more than one GPU's 40"));
   }
   // Exactly one GPU still shares: 36 GiB + 10 % = 39.6 → 40 shards.
-  EXPECT_EQ(plan_sbatch(a, SbatchSizing{36864, "user", "", ""}, site40("reject")).argv[1], "--gres=shard:40");
+  EXPECT_EQ(plan_sbatch(a, SbatchSizing{36864, "user", "", ""}, sbatch_site40("reject")).argv[1], "--gres=shard:40");
 }
 
 }  // namespace

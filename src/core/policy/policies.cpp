@@ -9,7 +9,7 @@
 namespace colo {
 
 namespace {
-constexpr std::array<std::pair<std::string_view, PolicyKind>, 17> kNames = {{
+constexpr std::array<std::pair<std::string_view, PolicyKind>, 17> kPolicyNames = {{
     {"exclusive", PolicyKind::Exclusive}, {"round-robin", PolicyKind::RoundRobin},
     {"first-fit", PolicyKind::FirstFit},  {"best-fit", PolicyKind::BestFit},
     {"magm", PolicyKind::Magm},           {"lug", PolicyKind::Lug},
@@ -24,13 +24,13 @@ constexpr std::array<std::pair<std::string_view, PolicyKind>, 17> kNames = {{
 
 std::string_view to_string(PolicyKind k) {
   if (k == PolicyKind::Custom) return "custom";
-  for (const auto& [name, kind] : kNames)
+  for (const auto& [name, kind] : kPolicyNames)
     if (kind == k) return name;
   return "magm";
 }
 
 std::optional<PolicyKind> policy_kind_from_string(std::string_view s) {
-  for (const auto& [name, kind] : kNames)
+  for (const auto& [name, kind] : kPolicyNames)
     if (name == s) return kind;
   return std::nullopt;
 }

@@ -1,6 +1,7 @@
 #include "daemon/client/http_message.h"
 
 #include "core/one_line.h"
+#include "common/ascii_lower.h"
 
 #include <algorithm>
 #include <cctype>
@@ -12,12 +13,6 @@
 namespace colo::daemon {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // Request text quoted in an error message (a bare '\n' in a header line must not turn the one-line
 // reason into two: found by fuzz/api_request_fuzz.cpp).
@@ -227,7 +222,7 @@ void RequestParser::parse_head(std::string_view head) {
     const size_t colon = h.find(':');
     if (colon == std::string_view::npos || !is_token(h.substr(0, colon)))
       return fail(400, fmt::format("malformed header line '{}'", printable(h.substr(0, 60))));
-    const std::string name = lower(h.substr(0, colon));
+    const std::string name = ascii_lower(h.substr(0, colon));
     // RFC 9110 §5.5: a field value holds no CR, LF or NUL (nor other controls but HTAB); a bare LF
     // would end the line for one reader and not for another.
     for (const char c : h.substr(colon + 1)) {
@@ -275,7 +270,7 @@ HttpResponse parse_response(std::string_view raw) {
     rest = p == std::string_view::npos ? std::string_view() : rest.substr(p + 2);
     const size_t colon = h.find(':');
     if (colon == std::string_view::npos) continue;
-    const std::string name = lower(h.substr(0, colon));
+    const std::string name = ascii_lower(h.substr(0, colon));
     const std::string_view v = trim(h.substr(colon + 1));
     if (name == "content-length") {
       std::from_chars(v.data(), v.data() + v.size(), len);

@@ -26,7 +26,7 @@ struct Row {
   double context = 0;  // the profile's context for this trace (cuDNN or not)
 };
 
-struct Candidate {
+struct TraceCandidate {
   double ratio = 0, strided = 0, offset = 0, margin = 0, median_err = 0, under = 0;
 };
 
@@ -34,10 +34,10 @@ struct Candidate {
 // the rows under-estimated (a quantile of measured - peak x (1 + margin) - context); the pair with
 // the lowest median |error| wins. An offset absorbs the context's spread (small jobs), a margin
 // what grows with the job; the data decide how much of each.
-Candidate score(const std::vector<Row>& rows, const std::vector<double>& peaks, double max_under) {
+TraceCandidate score(const std::vector<Row>& rows, const std::vector<double>& peaks, double max_under) {
   const std::size_t n = rows.size();
   const std::size_t allowed = static_cast<std::size_t>(std::floor(max_under * static_cast<double>(n)));
-  Candidate best;
+  TraceCandidate best;
   best.median_err = std::numeric_limits<double>::infinity();
   for (int step = 0; step <= 100; ++step) {
     const double m = step * 0.01;
@@ -91,7 +91,7 @@ TraceFitResult fit_trace_profile(const std::vector<DatasetRow>& train_rows, cons
   out.report["rows"] = rows.size();
   out.report["rows_without_trace"] = without_trace;
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
-  Candidate best;
+  TraceCandidate best;
   best.median_err = std::numeric_limits<double>::infinity();
   for (double ratio : ratios) {
     for (double sr : strided) {
@@ -101,7 +101,7 @@ TraceFitResult fit_trace_profile(const std::vector<DatasetRow>& train_rows, cons
       o.strided_conv_workspace_ratio = sr;
       std::vector<double> peaks;
       for (const Row& r : rows) peaks.push_back(static_cast<double>(replay_probe_trace(*r.trace, o).reserved_peak) / 1048576.0);
-      Candidate c = score(rows, peaks, opt.max_under_rate);
+      TraceCandidate c = score(rows, peaks, opt.max_under_rate);
       c.ratio = ratio;
       c.strided = sr;
       all.push_back({{"conv_workspace_ratio", ratio}, {"strided_conv_workspace_ratio", sr}, {"context_offset_mib", c.offset},

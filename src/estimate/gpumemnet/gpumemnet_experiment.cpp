@@ -11,23 +11,23 @@ namespace colo::estimate {
 
 namespace {
 
-struct Split {
+struct SplitMatrix {
   Eigen::MatrixXd x;
   std::vector<int> y;
   std::vector<const GpuMemNetRow*> rows;
 };
 
-void add(Split& s, const GpuMemNetRow& row, const MemoryBuckets& b) {
+void add(SplitMatrix& s, const GpuMemNetRow& row, const MemoryBuckets& b) {
   s.rows.push_back(&row);
   s.y.push_back(b.label(row.measured_mib, row.oom));
 }
 
-void build_matrix(Split& s) {
+void build_matrix(SplitMatrix& s) {
   s.x.resize(kGpuMemNetFeatureCount, static_cast<Eigen::Index>(s.rows.size()));
   for (std::size_t i = 0; i < s.rows.size(); ++i) s.x.col(static_cast<Eigen::Index>(i)) = gpumemnet_features(s.rows[i]->inputs);
 }
 
-EdgeErrors edge_errors(const Split& test, const std::vector<int>& predicted, const MemoryBuckets& b) {
+EdgeErrors edge_errors(const SplitMatrix& test, const std::vector<int>& predicted, const MemoryBuckets& b) {
   EdgeErrors e;
   std::vector<double> rel;
   int under = 0;
@@ -79,7 +79,7 @@ GpuMemNetExperimentResult run_gpumemnet_experiment(const GpuMemNetExperiment& e)
   if (e.bucket_mib <= 0) throw UserError("gpumemnet: bucket width must be positive");
   const auto data = load_gpumemnet_dataset(e.dataset, e.family);
   MemoryBuckets buckets{e.bucket_mib, e.capacity_mib};
-  Split train, test;
+  SplitMatrix train, test;
   for (const auto& row : data.rows) {
     if (e.drop_oom && row.oom) continue;
     add(in_test_split(row.filename) ? test : train, row, buckets);

@@ -1,4 +1,5 @@
 #include "estimate/graph/gpumemnet_cnn_blocks.h"
+#include "common/ascii_lower.h"
 
 #include <cctype>
 
@@ -10,12 +11,6 @@ namespace {
 bool product_is(std::int64_t a, std::int64_t b, std::int64_t target) {
   std::int64_t p = 0;
   return !__builtin_mul_overflow(a, b, &p) && p == target;
-}
-
-std::string lower(std::string_view s) {
-  std::string r(s);
-  for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return r;
 }
 
 // The generator's DenseBlock(num_layers=4).
@@ -32,7 +27,7 @@ class Builder {
   Builder(const std::vector<GpuMemNetTuple>& t, std::int64_t c, std::int64_t hw) : t_(t), c_(c), hw_(hw) {}
 
   bool done() const { return pos_ == t_.size(); }
-  bool at(std::string_view type) const { return pos_ < t_.size() && lower(t_[pos_].type) == type; }
+  bool at(std::string_view type) const { return pos_ < t_.size() && ascii_lower(t_[pos_].type) == type; }
   std::int64_t channels() const { return c_; }
   int last() const { return static_cast<int>(layers_.size()) - 1; }
   std::vector<Layer>& layers() { return layers_; }
@@ -206,7 +201,7 @@ bool dense(Builder& b) {
 Layer gpumemnet_layer(const std::string& type) {
   Layer l;
   l.type_name = type;
-  const std::string t = lower(type);
+  const std::string t = ascii_lower(type);
   if (t == "conv2d") l.kind = LayerKind::Conv;
   else if (t == "batch_norm2d" || t == "batch_normalization") l.kind = LayerKind::BatchNorm;
   else if (t == "adaptive_avg_pool2d") l.kind = LayerKind::AdaptiveAvgPool;

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/one_line.h"
+#include "common/ascii_lower.h"
 
 #include <algorithm>
 #include <cctype>
@@ -65,12 +66,6 @@ std::string_view to_string(ModelFamily f) {
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string r(s);
-  for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return r;
-}
-
 bool starts_with(const std::string& s, std::string_view p) { return s.rfind(p, 0) == 0; }
 
 }  // namespace
@@ -82,7 +77,7 @@ LayerKind classify_layer_type(std::string_view type_name) {
     const auto u = static_cast<unsigned char>(c);
     if (!(std::isalnum(u) || c == '_' || c == '.') || u >= 0x80) return LayerKind::Unknown;
   }
-  const std::string t = lower(type_name);
+  const std::string t = ascii_lower(type_name);
   // Order matters: the more specific names first (convtranspose before conv, ...).
   if (starts_with(t, "convtranspose") || starts_with(t, "conv2dtranspose")) return LayerKind::ConvTranspose;
   if (t == "conv1d" && type_name == "Conv1D") return LayerKind::Linear;  // HF GPT-2's Conv1D is a linear layer

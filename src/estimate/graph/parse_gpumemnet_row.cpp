@@ -21,6 +21,7 @@
 #include "estimate/graph/gpumemnet_cnn_blocks.h"
 #include "estimate/graph/parsers.h"
 #include "estimate/graph/summary_text.h"
+#include "common/ascii_lower.h"
 
 namespace colo::estimate {
 
@@ -159,11 +160,6 @@ std::int64_t need_dim(const std::multimap<std::string, std::string>& kv, const s
   return v;
 }
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // Channels recovery for a conv with bias: params = (cin*k*k + 1) * cout. One count can have
 // several factorisations ((3*9+1)*8 == (3*1+1)*56), so candidates are ranked: widths already seen
 // in the network (or the filename's base_filters) are preferred over new ones, the current
@@ -261,7 +257,7 @@ ModelGraph parse_gpumemnet_row(std::string_view filename, std::string_view activ
   g.name = std::string(filename);
   g.source_format = kind == GpuMemNetKind::CNN ? "gpumemnet-cnn" : "gpumemnet-mlp";
   g.family = kind == GpuMemNetKind::CNN ? ModelFamily::CNN : ModelFamily::MLP;
-  if (auto it = kv.find("act"); it != kv.end()) g.activation = lower(it->second);
+  if (auto it = kv.find("act"); it != kv.end()) g.activation = ascii_lower(it->second);
 
   if (kind == GpuMemNetKind::MLP) {
     const std::int64_t input = need_dim(kv, "input", location, std::int64_t{1} << 20);
@@ -309,7 +305,7 @@ ModelGraph parse_gpumemnet_row(std::string_view filename, std::string_view activ
       const std::string where = "layer " + std::to_string(i + 1) + " (" + t.type + ")";
       if (l.kind == LayerKind::Conv) {
         std::optional<std::int64_t> bn_cout;
-        if (i + 1 < tuples.size() && lower(tuples[i + 1].type) == "batch_norm2d") {
+        if (i + 1 < tuples.size() && ascii_lower(tuples[i + 1].type) == "batch_norm2d") {
           if (tuples[i + 1].params % 2) fail(location, where + ": next batch norm has odd params");
           bn_cout = tuples[i + 1].params / 2;
         }

@@ -4,15 +4,9 @@
 
 #include "core/error.h"
 #include "core/one_line.h"
+#include "common/ascii_lower.h"
 
 namespace colo::estimate {
-
-namespace {
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-}  // namespace
 
 std::optional<std::filesystem::path> find_summary_file(const std::filesystem::path& dir, const std::string& name) {
   std::error_code ec;
@@ -21,9 +15,9 @@ std::optional<std::filesystem::path> find_summary_file(const std::filesystem::pa
   if (name.find('/') != std::string::npos || name == "." || name == "..")
     throw UserError("summary '" + one_line(name) + "' must be a file name in " + dir.string() + ", not a path");
   if (std::filesystem::is_regular_file(dir / name, ec)) return dir / name;
-  const std::string want = lower(name);
+  const std::string want = ascii_lower(name);
   for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-    if (e.is_regular_file(ec) && lower(e.path().filename().string()) == want) return e.path();
+    if (e.is_regular_file(ec) && ascii_lower(e.path().filename().string()) == want) return e.path();
   return std::nullopt;
 }
 
