@@ -11,6 +11,7 @@
 # fuzz/regressions/<target>/ once the parser is fixed (tests/fuzz/ replays those in the GCC build).
 #
 # Environment: FUZZ_TARGETS="keras job_file" runs a subset; JOBS (default: nproc) build jobs;
+# FUZZ_JOBS (default: JOBS) targets fuzzed at once, one core each;
 # FUZZ_SEED=N fixes libFuzzer's seed (default: a new one each run); FUZZ_RUNS=N fuzzes N inputs
 # per target instead of SECONDS_PER_TARGET.
 # `ctest -R fuzz_smoke` runs FUZZ_SEED=1 FUZZ_RUNS=60000: (nearly) the same inputs on every run and
@@ -25,6 +26,8 @@ build=${2:-build-fuzz}
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
 jobs=${JOBS:-$(nproc)}
 [[ "$secs" =~ ^[0-9]+$ ]] || { echo "fuzz.sh: SECONDS_PER_TARGET must be a whole number, not '$secs'" >&2; exit 2; }
+fuzz_jobs=${FUZZ_JOBS:-$jobs}
+[[ "$fuzz_jobs" =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: FUZZ_JOBS must be a positive whole number, not '$fuzz_jobs'" >&2; exit 2; }
 
 # Clang 14 with libFuzzer's runtime (install-deps.sh installs them on a fresh machine).
 # The status is read whole, then compared: `| grep -q` would end the pipe early (SIGPIPE under pipefail).
@@ -54,21 +57,18 @@ runs=${FUZZ_RUNS:-}
 [ -n "$seed" ] && flags+=(-seed="$seed")
 bound=(-max_total_time="$secs")
 [ -n "$runs" ] && bound=(-runs="$runs")
-failed=()
-total_cpu=0
-report=()
 TIMEFORMAT='%U %S'
-for t in $targets; do
-  bin="$build/fuzz/${t}_fuzz"
-  [ -x "$bin" ] || { echo "fuzz.sh: no fuzz target '$t' ($bin)" >&2; exit 2; }
-  rm -rf "${work:?}/$t"
-  mkdir -p "$work/$t/corpus" "$work/$t/artifacts"
-  dict=()
+# Each target runs alone in fuzz_one (its own directory under $work): its messages go to
+# $work/$t/messages, its report line to $work/$t/report, a failure to $work/$t/failed. Up to
+# FUZZ_JOBS targets (default: JOBS) run at once, each fuzzing on one core; what they found is
+# printed afterwards in target order, so the output does not depend on which finished first.
+fuzz_one() {
+  local t=$1 bin="$build/fuzz/${1}_fuzz" cpu=0 rc=0 u s execs
+  local dict=() regs=()
   [ -f "fuzz/dict/$t.dict" ] && dict=(-dict="fuzz/dict/$t.dict")
-  cpu=0
+  exec 2>"$work/$t/messages"
 
   # 1. Every known reproducer, once each.
-  regs=()
   if [ -d "fuzz/regressions/$t" ]; then
     while IFS= read -r -d '' f; do regs+=("$f"); done < <(find "fuzz/regressions/$t" -type f ! -name '*.md' -print0 | sort -z)
   fi
@@ -76,7 +76,7 @@ for t in $targets; do
     if ! { time "$bin" "${flags[@]}" -artifact_prefix="$work/$t/artifacts/" "${regs[@]}" >"$work/$t/regressions.log" 2>&1; } 2>"$work/$t/regressions.time"; then
       echo "fuzz.sh: $t: a regression input fails again:" >&2
       grep -E "^Running: |ERROR|SUMMARY|colo fuzz" "$work/$t/regressions.log" | tail -n 8 >&2 || true
-      failed+=("$t (regression; log $work/$t/regressions.log)")
+      echo "$t (regression; log $work/$t/regressions.log)" >>"$work/$t/failed"
     fi
     read -r u s <"$work/$t/regressions.time"
     cpu=$(awk -v a="$cpu" -v b="$u" -v c="$s" 'BEGIN{print a+b+c}')
@@ -84,21 +84,52 @@ for t in $targets; do
 
   # 2. Bounded fuzzing on a copy of the seed corpus.
   [ -d "fuzz/corpus/$t" ] && cp -r "fuzz/corpus/$t/." "$work/$t/corpus/"
-  rc=0
   { time "$bin" "${flags[@]}" "${dict[@]}" "${bound[@]}" -artifact_prefix="$work/$t/artifacts/" \
       "$work/$t/corpus" >"$work/$t/fuzz.log" 2>&1; } 2>"$work/$t/fuzz.time" || rc=$?
   read -r u s <"$work/$t/fuzz.time"
   cpu=$(awk -v a="$cpu" -v b="$u" -v c="$s" 'BEGIN{print a+b+c}')
-  total_cpu=$(awk -v a="$total_cpu" -v b="$cpu" 'BEGIN{print a+b}')
-  execs=$(grep -o "stat::number_of_executed_units: [0-9]*" "$work/$t/fuzz.log" | awk '{print $2}' | tail -n 1)
-  report+=("$(printf '%-14s %8.1f CPU-s %10s execs' "$t" "$cpu" "${execs:-?}")")
+  execs=$(grep -o "stat::number_of_executed_units: [0-9]*" "$work/$t/fuzz.log" | awk '{print $2}' | tail -n 1 || true)
+  printf '%-14s %8.1f CPU-s %10s execs\n' "$t" "$cpu" "${execs:-?}" >"$work/$t/report"
   if [ "$rc" -ne 0 ]; then
     echo "fuzz.sh: $t: FOUND A FAILURE (exit $rc):" >&2
     grep -E "ERROR|SUMMARY|colo fuzz|uncaught|deadly signal" "$work/$t/fuzz.log" | head -n 6 >&2 || true
     for a in "$work/$t/artifacts"/*; do
       [ -e "$a" ] && echo "fuzz.sh:   reproducer: $a   (replay: $bin $a)" >&2
     done
-    failed+=("$t (log $work/$t/fuzz.log)")
+    echo "$t (log $work/$t/fuzz.log)" >>"$work/$t/failed"
+  fi
+  return 0
+}
+
+for t in $targets; do
+  [ -x "$build/fuzz/${t}_fuzz" ] || { echo "fuzz.sh: no fuzz target '$t' ($build/fuzz/${t}_fuzz)" >&2; exit 2; }
+done
+running=0
+for t in $targets; do
+  rm -rf "${work:?}/$t"
+  mkdir -p "$work/$t/corpus" "$work/$t/artifacts"
+  if [ "$running" -ge "$fuzz_jobs" ]; then
+    wait -n || true  # a target that stopped early has no report: found below
+    running=$((running - 1))
+  fi
+  fuzz_one "$t" &
+  running=$((running + 1))
+done
+wait || true
+
+failed=()
+total_cpu=0
+report=()
+for t in $targets; do
+  [ -s "$work/$t/messages" ] && cat "$work/$t/messages" >&2
+  if [ -f "$work/$t/report" ]; then
+    report+=("$(cat "$work/$t/report")")
+    total_cpu=$(awk -v a="$total_cpu" -v b="$(awk '{print $2}' "$work/$t/report")" 'BEGIN{print a+b}')
+  else
+    echo "$t (fuzz.sh stopped before its report; see $work/$t/messages)" >>"$work/$t/failed"
+  fi
+  if [ -f "$work/$t/failed" ]; then
+    while IFS= read -r l; do failed+=("$l"); done <"$work/$t/failed"
   fi
 done
 
