@@ -1,6 +1,6 @@
 #pragma once
-// ASCII lower-casing for names, units and header fields: locale-free, so "I" stays "i" whatever
-// the environment's locale (std::tolower on unsigned char, never on a negative char).
+// Lower-casing for names, units and header fields, all ASCII: std::tolower under the "C" locale
+// (colo never calls setlocale), on unsigned char — a negative char is undefined behaviour there.
 #include <cctype>
 #include <string>
 #include <string_view>
