@@ -1,24 +1,63 @@
 #!/usr/bin/env bash
 # colod on two fake 40 GiB GPUs (no GPU needed): submits fake training jobs that collocate
-# under the default MAGM policy, shows `colo queue` and `colo gpus` while they run, waits for
-# them, then stops the daemon. Usage: scripts/daemon-demo.sh [BUILD_DIR] (default: build).
+# under the default MAGM policy, shows `colo queue` and `colo gpus` once they all run, lets them
+# finish, then stops the daemon. Every step waits for what colod reports (a job's state, a
+# GPU's memory), never for a fixed time, and fails with the reason if it does not come.
+# Usage: scripts/daemon-demo.sh [BUILD_DIR] (default: build); the report page goes to
+# $COLO_DEMO_OUT (default: out/), colod's state to a new directory under $TMPDIR (default /tmp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
+out=${COLO_DEMO_OUT:-out}
 if [ ! -x "$build/colod" ] || [ ! -x "$build/colo" ] || [ ! -x "$build/colo-fake-job" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLO_BUILD_TESTS=OFF -DCOLO_BUILD_BENCH=OFF >/dev/null
   cmake --build "$build" --target colod colo colo-fake-job
 fi
-state=$(mktemp -d /tmp/colod-demo-XXXXXX)
+state=$(mktemp -d "${TMPDIR:-/tmp}/colod-demo-XXXXXX")
 chmod 755 "$state"
 export COLO_SOCKET=$state/colo.sock
 colo=$build/colo
 job=$(readlink -f "$build/colo-fake-job")
+release=$state/release  # the fake jobs hold their memory until this file exists
 
 "$build/colod" --fake-gpus 2x40GiB --state-dir "$state" --metrics-listen 127.0.0.1:0 >"$state/colod.log" 2>&1 &
 colod_pid=$!
-trap 'kill $colod_pid 2>/dev/null || true; wait $colod_pid 2>/dev/null || true' EXIT
-for _ in $(seq 100); do "$colo" gpus >/dev/null 2>&1 && break; sleep 0.1; done
+trap 'touch "$release"; kill $colod_pid 2>/dev/null || true; wait $colod_pid 2>/dev/null || true' EXIT
+
+fail() {
+  echo "daemon-demo: $*" >&2
+  echo "daemon-demo: colod's log ($state/colod.log):" >&2
+  tail -n 20 "$state/colod.log" | sed 's/^/   /' >&2
+  exit 1
+}
+# Polls `check` (a command) every 0.2 s until it succeeds; colod exiting or 300 s passing is a
+# failure naming `what` (the bound only ends a demo that went wrong: nothing waits for it).
+wait_for() {
+  local what=$1; shift
+  local deadline=$((SECONDS + 300))
+  until "$@"; do
+    kill -0 "$colod_pid" 2>/dev/null || fail "colod exited while waiting for $what"
+    [ "$SECONDS" -lt "$deadline" ] || fail "no $what after 300 s"
+    sleep 0.2
+  done
+}
+# One line of what colod reports: jobs per state, memory used on the GPUs, most jobs on one GPU.
+demo_status() {
+  { "$colo" queue --all --json; echo; "$colo" gpus --json; } | python3 -c '
+import json, sys
+queue, gpus = [json.loads(part) for part in sys.stdin.read().split("\n\n", 1)]
+states = {}
+for j in queue: states[j["state"]] = states.get(j["state"], 0) + 1
+print(" ".join(f"{k}={v}" for k, v in sorted(states.items())),
+      "used_mib=%d" % sum(g["used_mib"] for g in gpus), "most_on_one_gpu=%d" % max(len(g["jobs"]) for g in gpus))'
+}
+status_has() { demo_status | grep -q -- "$1"; }
+all_ramped() {  # six running, their 52 GiB allocated (the fake jobs' own --mem below)
+  local s; s=$(demo_status)
+  [[ $s == *running=6* ]] && (( $(sed 's/.*used_mib=\([0-9]*\).*/\1/' <<<"$s") >= 52 * 1024 ))
+}
+
+wait_for "answer from colod on $COLO_SOCKET" "$colo" gpus >/dev/null 2>&1
 echo "== colod on 2 fake 40 GiB GPUs, state in $state"
 sed 's/^/   /' "$state/colod.log"
 
@@ -27,33 +66,29 @@ ids=()
 for spec in "resnet50 10GiB 9GiB 0.30" "bert-base 14GiB 13GiB 0.35" "vgg16 8GiB 7GiB 0.20" \
             "mobilenet 5GiB 4GiB 0.15" "xception 12GiB 11GiB 0.25" "inception 9GiB 8GiB 0.20"; do
   set -- $spec
-  id=$("$colo" submit --name "$1" --mem "$2" -- "$job" --mem "$3" --ramp 1 --hold 8 --sm-activity "$4")
+  id=$("$colo" submit --name "$1" --mem "$2" -- "$job" --mem "$3" --ramp 1 --until-file "$release" --sm-activity "$4")
   echo "   colo submit --name $1 --mem $2 -- colo-fake-job --mem $3 …  -> job $id"
   ids+=("$id")
 done
-sleep 3
+wait_for "six jobs running with their memory allocated" all_ramped
+status_has "most_on_one_gpu=[2-9]" || fail "no GPU runs two jobs: nothing collocated ($(demo_status))"
 echo "== colo queue"
 "$colo" queue
 echo "== colo gpus"
 "$colo" gpus
-for _ in $(seq 100); do [ -s "$state/web.addr" ] && break; sleep 0.1; done
+wait_for "dashboard address in $state/web.addr" test -s "$state/web.addr"
 web=$(cat "$state/web.addr")
 echo "== curl http://$web/metrics (the dashboard is at http://$web/ while colod runs)"
 curl -s "http://$web/metrics" | grep -E '^(colo_jobs\{state="running"\}|colo_gpu_jobs|DCGM_FI_DEV_FB_USED)' | sed 's/,UUID="[^"]*"//'
-echo "== waiting for the jobs to finish"
-for id in "${ids[@]}"; do
-  while :; do
-    state_now=$("$colo" show "$id" --json | sed -n 's/^  "state": "\(.*\)",$/\1/p')
-    case "$state_now" in done|failed|cancelled) break ;; esac
-    sleep 0.5
-  done
-done
+echo "== the jobs finish (each holds its memory until $release exists)"
+touch "$release"
+wait_for "end of all six jobs" status_has "^done=6 "
 echo "== colo queue --all"
 "$colo" queue --all
 echo "== colo show ${ids[0]}"
 "$colo" show "${ids[0]}"
-mkdir -p out
-"$build/colo" report --state-dir "$state" --report out/colod-report.html
+mkdir -p "$out"
+"$colo" report --state-dir "$state" --report "$out/colod-report.html"
 kill "$colod_pid"; wait "$colod_pid" 2>/dev/null || true
 trap - EXIT
 echo "== colod stopped; state kept in $state"
