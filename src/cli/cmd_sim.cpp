@@ -54,6 +54,7 @@ struct SimArgs {
   std::string recovery = "strict";
   long long recovery_step_mib = 5 * kGiB;
   bool recovery_share = false;  // --recovery-share: others may join a recovered job once its peak is seen
+  bool adds_progress = false;   // --adds-progress: a co-runner must raise its GPU's predicted progress
   std::uint64_t seed = 0;
   double duration_jitter = 0;
   double ramp_s = 30;
@@ -93,6 +94,7 @@ std::string report_command(const SimArgs& a) {
                    a.margin_mib, a.min_free_mib, a.floor, a.recovery);
   if (a.recovery == "loose") c += fmt::format(" --recovery-step-mib {}", a.recovery_step_mib);
   if (a.recovery_share) c += " --recovery-share";
+  if (a.adds_progress) c += " --adds-progress";
   if (a.backfill > 0) c += fmt::format(" --backfill {} --backfill-depth {}", a.backfill, a.backfill_depth);
   if (a.ramp_given) c += fmt::format(" --ramp-s {:g}", a.ramp_s);
   if (a.oom_detect_given) c += fmt::format(" --oom-detect-s {:g}", a.oom_detect_s);
@@ -185,6 +187,7 @@ sim::ScenarioBase make_base(const SimArgs& a) {
   if (a.floor != "unknown" && a.floor != "always")
     throw UserError(fmt::format("--floor must be 'unknown' or 'always', got '{}'", a.floor));
   b.conditions.floor_always = a.floor == "always";
+  b.conditions.adds_progress = a.adds_progress;
   b.estimators = sim::estimator_context_for(a.workloads);
   b.duration_jitter = a.duration_jitter;
   b.seed = a.seed;
@@ -340,6 +343,9 @@ void run(const SimArgs& a, const CLI::App& cmd) {
     throw UserError("--backfill-depth only matters with --backfill N (N > 0)");
   if (cmd.count("--recovery-step-mib") > 0 && a.recovery != "loose")
     throw UserError("--recovery-step-mib is loose recovery's step: give it with --recovery loose");
+  if (a.adds_progress && (a.no_conditions || !a.mig.empty()))
+    throw UserError(fmt::format("--adds-progress is a condition on co-runners; {} has none",
+                                a.no_conditions ? "--no-conditions" : "--mig (one job per instance)"));
   if (a.recovery_share && a.recovery == "none")
     throw UserError("--recovery-share lets others join a recovered job; with --recovery none there is none");
   // --policy-file: the site's own [policies.NAME] definitions, usable by --policy NAME.
@@ -356,6 +362,8 @@ void run(const SimArgs& a, const CLI::App& cmd) {
     throw UserError(fmt::format("--policy must be exclusive, round-robin, first-fit, best-fit, magm, lug, node-weight "
                                 "or one of --policy-file's, got '{}'",
                                 a.policy));
+  if (a.adds_progress && !a.compare && *policy == PolicyKind::Exclusive)
+    throw UserError("--adds-progress is a condition on co-runners; --policy exclusive has none");
   // MIG: every GPU split into --mig's instances (one job each); the core places on instances.
   if ((a.sharing == "mig") != !a.mig.empty())
     throw UserError(a.mig.empty() ? "--sharing mig needs --mig LAYOUT (e.g. 3g.20gb,4g.20gb)"
@@ -456,6 +464,9 @@ RegisterCommand reg_sim([](CLI::App& app) {
   add_mib_flag(cmd, "--recovery-step-mib", args->recovery_step_mib, 1, limits::kMaxGpuMiB, "loose recovery's step (MiB)");
   cmd->add_flag("--recovery-share", args->recovery_share,
                 "a recovered job that runs alone lets others join once its peak memory has been observed");
+  cmd->add_flag("--adds-progress", args->adds_progress,
+                "a job joins others on a GPU only if the GPU's predicted progress rises (the sharing model's "
+                "interference per co-runner, the jobs' predicted SM activity)");
   add_uint_flag(cmd, "--seed", args->seed, "seed for every random choice (only --duration-jitter uses one)");
   add_real_flag(cmd, "--duration-jitter", args->duration_jitter, 0, 1,
                 "scale solo durations by U[1-j, 1+j], j < 1 (default 0)");

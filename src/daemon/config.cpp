@@ -99,7 +99,8 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
         const std::string v = r.str(n, full);
         if (v != "unknown" && v != "always") r.bad(n, fmt::format("'policy.floor' must be \"unknown\" or \"always\", not '{}'", v));
         c.conditions.floor_always = v == "always";
-      }
+      } else if (section == "policy" && k == "adds_progress") c.conditions.adds_progress = r.boolean(n, full);
+      else if (section == "policy" && k == "interference") c.conditions.interference = r.number(n, full, 0.0, 1.0);
       else if (section == "recovery" && k == "mode") {
         const std::string v = r.str(n, full);
         auto m = recovery_mode_from_string(v);

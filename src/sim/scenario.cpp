@@ -51,6 +51,9 @@ std::vector<Scenario> thesis_matrix() {
   r.slots = 3600;
   out.push_back(row("MAGM+allocsim slot1h", PolicyKind::Magm, true, "allocsim", r));
   r = {};
+  r.adds_progress = true;
+  out.push_back(row("MAGM+allocsim progress", PolicyKind::Magm, true, "allocsim", r));
+  r = {};
   r.recovery_share = true;
   out.push_back(row("MAGM+faketensor share", PolicyKind::Magm, true, "faketensor", r));
   return out;
@@ -65,6 +68,9 @@ SimResult run_scenario(const Scenario& sc, const ScenarioBase& base, const Trace
   Conditions c = base.conditions;
   c.enabled = sc.conditions;
   if (sc.rules.floor_always) c.floor_always = true;
+  if (sc.rules.adds_progress) c.adds_progress = true;
+  // adds_progress weighs a co-runner with the sharing model's own cost of one.
+  c.interference = sc.sharing == SharingKind::Streams ? cfg.streams.switch_overhead : cfg.mps.interference;
   if (sc.rules.backfill > 0) cfg.scheduler.backfill.max_overtakes = sc.rules.backfill;
   if (sc.rules.recovery_share) cfg.scheduler.recovery.share_after_peak = true;
   if (sc.rules.slots > 0) cfg.slots = TimeSlots{sc.rules.slots, std::min(600.0, sc.rules.slots / 10)};

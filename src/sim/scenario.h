@@ -21,6 +21,7 @@ struct ColoRules {
   int backfill = 0;             // --backfill N
   bool recovery_share = false;  // --recovery-share
   Seconds slots = 0;            // --slots L (notice min(600 s, L/10))
+  bool adds_progress = false;   // --adds-progress
 };
 
 struct Scenario {

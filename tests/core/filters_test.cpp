@@ -100,6 +100,37 @@ TEST(Filters, SmactPredictedAddsThePlacedJobsPredictions) {
   EXPECT_EQ(f->why_not(rejected, req(j)), "predicted SMACT 40 % would pass the 80 % cap on GPU 0 (60 % placed)");
 }
 
+// adds_progress: progress = n / (max(1, D) × (1 + k (n − 1))) must rise with the candidate.
+TEST(Filters, AddsProgressAdmitsACoRunnerOnlyIfTheGpuDoesMoreWork) {
+  auto f = adds_progress(0.05);
+  const GpuSnapshot g = test::gpu(0, 40960);
+  Job j = test::job(1, 1000);
+  j.solo_smact = 0.85;
+  Candidate busy = cand(g, 30000, 3);
+  busy.placed_smact = 2.5;
+  EXPECT_FALSE(f->admit(busy, req(j)));  // 4 / (3.35 × 1.15) = 1.04 < 3 / (2.5 × 1.10) = 1.09
+  busy.jobs = 1;
+  busy.placed_smact = 0.9;
+  EXPECT_TRUE(f->admit(busy, req(j)));  // 2 / (1.75 × 1.05) = 1.09 > 1 / 0.9 → 1
+  busy.jobs = 2;
+  busy.placed_smact = 1.9;
+  EXPECT_FALSE(f->admit(busy, req(j)));  // 3 / (2.75 × 1.10) = 0.99 < 2 / (1.9 × 1.05) = 1.00
+  EXPECT_TRUE(adds_progress(0.0)->admit(busy, req(j))) << "free co-runners: 3 / 2.75 = 1.09 > 2 / 1.9 = 1.05";
+  j.solo_smact = 0.3;
+  busy.placed_smact = 0.5;
+  EXPECT_TRUE(f->admit(busy, req(j))) << "below saturation another job always adds (k < 1)";
+  j.solo_smact = 0.99;
+  EXPECT_TRUE(f->admit(cand(g, 40960, 0), req(j))) << "an idle GPU takes any job";
+  j.solo_smact.reset();
+  busy.placed_smact = 2.5;
+  EXPECT_TRUE(f->admit(busy, req(j))) << "no prediction: nothing to weigh";
+  j.solo_smact = 0.85;
+  busy.jobs = 3;
+  const Candidate* rejected[] = {&busy};
+  EXPECT_EQ(f->why_not(rejected, req(j)),
+            "predicted SMACT 85 % would slow the jobs on GPU 0 (3 jobs, 250 % placed) more than it adds (0.05 per co-runner)");
+}
+
 TEST(Filters, SmactBelowCapAndUnmeasurablePasses) {
   auto f = smact_below(0.8);
   const Job j = test::job(1, 1000);

@@ -53,6 +53,40 @@ TEST(PolicyDefinition, AWeightedBlendRanksByNormalisedScores) {
   EXPECT_EQ(d.placements[0].gpu_indices, std::vector<int>{0});
 }
 
+// The adds_progress condition joins every policy that collocates, once, with the conditions'
+// interference; without conditions, and for whole GPUs, there is nothing to weigh.
+TEST(PolicyDefinition, AddsProgressJoinsCollocatingPolicies) {
+  Conditions c;
+  c.adds_progress = true;
+  EXPECT_EQ(make_policy(PolicyKind::Magm, c).describe(), "magm: fits_memory+smact_below+adds_progress -> most_free_mem");
+  EXPECT_EQ(make_policy(PolicyKind::Exclusive, c).describe(), "exclusive: idle_only -> first");
+  EXPECT_EQ(build_policy({"p", {"adds_progress", "fits_memory"}, {{"first", 1}}}, c).describe(),
+            "p: adds_progress+fits_memory -> first");
+  EXPECT_EQ(build_policy({"p", {"adds_progress", "fits_memory"}, {{"first", 1}}}, {}).describe(),
+            "p: adds_progress+fits_memory -> first") << "listed by a site, it applies without the flag";
+  c.enabled = false;
+  EXPECT_EQ(make_policy(PolicyKind::RoundRobin, c).describe(), "round-robin: (no conditions) -> round_robin");
+
+  // One GPU already saturated by three 85 % jobs, one idle: the fourth goes to the idle GPU under
+  // both; with the idle GPU busy too, MAGM stacks it, adds_progress holds it back and says why.
+  Conditions on;
+  on.adds_progress = true;
+  on.smact_cap = 1.0;  // memory only: the window cannot brake
+  test::World w;
+  w.gpus = {test::gpu(0, 40960)};
+  for (JobId id = 100; id < 103; ++id) w.ledger.reserve(id, 0, 4096, false, 0, 0.85);
+  Job j = test::job(1, 4096);
+  j.solo_smact = 0.85;
+  Conditions off = on;
+  off.adds_progress = false;
+  test::World w2 = w;
+  EXPECT_EQ(w2.decide(Scheduler(SchedulerConfig(make_policy(PolicyKind::Magm, off))), {j}).placements.size(), 1u);
+  const Decision d = w.decide(Scheduler(SchedulerConfig(make_policy(PolicyKind::Magm, on))), {j}, {}, true);
+  EXPECT_TRUE(d.placements.empty());
+  ASSERT_TRUE(d.blocked.has_value());
+  EXPECT_THAT(d.blocked->reason, HasSubstr("more than it adds"));
+}
+
 TEST(PolicyDefinition, AnIdleOnlyDefinitionPlacesWholeGpus) {
   const Policy p = build_policy({"alone", {"idle_only"}, {{"most_free_mem", 1}}}, {});
   EXPECT_TRUE(p.whole_gpus);

@@ -3,6 +3,7 @@
 // with its GPU to itself leaves its measured SMACT in the history, which the next submission of
 // the same job uses. Every wait is on observed state.
 #include <fstream>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -46,6 +47,33 @@ TEST(ColodSmact, PredictedActivityKeepsHeavyJobsApartAndLetsALightOneJoin) {
   EXPECT_EQ(show_job(d, b).at("state"), "running");
   std::ofstream(gate_b).put('x');
   EXPECT_EQ(d.wait_terminal(b, 60s).at("state"), "done");
+}
+
+// [policy] adds_progress: two 85 % jobs share the GPU (2 / (1.7 × 1.05) = 1.12 > 1), a third
+// would slow them more than it adds (3 / (2.55 × 1.10) = 1.07 < 1.12) and waits, saying so,
+// until one of them ends. Memory alone (smact_cap 1) would have run all three.
+TEST(ColodSmact, AddsProgressHoldsBackAJobThatWouldSlowTheOthersMore) {
+  TempDir dir;
+  std::ofstream(dir.path() + "/colod.toml") << "[policy]\nsmact_cap = 1.0\nadds_progress = true\ninterference = 0.05\n";
+  ColodProcess d(dir.path(), "1x40GiB", {"--config", dir.path() + "/colod.toml"});
+  const std::string fake = colo::gpu::fake_job_path();
+  std::vector<std::uint64_t> ids;
+  for (const char* gate : {"/gate-0", "/gate-1", "/gate-2"})
+    ids.push_back(d.submit({"--mem", "4GiB", "--smact", "0.85", "--", fake, "--mem", "1GiB", "--until-file", dir.path() + gate}));
+  ASSERT_TRUE(wait_until([&] { return show_job(d, ids[0]).at("state") == "running" && show_job(d, ids[1]).at("state") == "running"; }, 60s));
+  json third;
+  ASSERT_TRUE(wait_until([&] {
+    third = show_job(d, ids[2]);
+    return third.at("waiting_reason").is_string() &&
+           third.at("waiting_reason").get<std::string>().find("more than it adds") != std::string::npos;
+  }, 60s)) << third.dump(2);
+  EXPECT_EQ(third.at("state"), "queued");
+  std::ofstream(dir.path() + "/gate-0").put('x');
+  EXPECT_EQ(d.wait_terminal(ids[0], 60s).at("state"), "done");
+  ASSERT_TRUE(wait_until([&] { return show_job(d, ids[2]).at("state") == "running"; }, 60s));
+  for (const char* gate : {"/gate-1", "/gate-2"}) std::ofstream(dir.path() + gate).put('x');
+  EXPECT_EQ(d.wait_terminal(ids[1], 60s).at("state"), "done");
+  EXPECT_EQ(d.wait_terminal(ids[2], 60s).at("state"), "done");
 }
 
 TEST(ColodSmact, ASoloRunLeavesItsActivityInTheHistory) {

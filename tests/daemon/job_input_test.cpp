@@ -409,6 +409,11 @@ TEST(DaemonConfig, RefusesNanFractionsZeroStepHugeMemoryAndDirectories) {
             path + ":2: 'policy.floor' must be \"unknown\" or \"always\", not 'sometimes'");
   EXPECT_EQ(error_for("[policy]\nfloor = \"always\"\n"), "(accepted)");
   EXPECT_TRUE(load_config(path).conditions.floor_always);
+  EXPECT_EQ(error_for("[policy]\ninterference = 1.5\n"), path + ":2: 'policy.interference' must be in [0, 1]");
+  EXPECT_EQ(error_for("[policy]\nadds_progress = \"yes\"\n").rfind(path + ":2: 'policy.adds_progress'", 0), 0u);
+  EXPECT_EQ(error_for("[policy]\nadds_progress = true\ninterference = 0.1\n"), "(accepted)");
+  EXPECT_TRUE(load_config(path).conditions.adds_progress);
+  EXPECT_DOUBLE_EQ(load_config(path).conditions.interference, 0.1);
   EXPECT_EQ(error_for("[slots]\nlength_s = 3600\nnotice_s = 3600\n"),
             path + ": [slots] length_s = 3600, notice_s = 3600: the checkpoint notice must be shorter than the slot");
   EXPECT_EQ(error_for("[slots]\nlength_s = -1\n"), path + ":2: 'slots.length_s' must be in [0, 31622400]");

@@ -97,6 +97,9 @@ TEST(ColoSimCli, FlagsThatWouldBeIgnoredOrImpossibleAreRefused) {
       {"--backfill-depth 10", "--backfill-depth only matters with --backfill N"},
       {"--recovery-step-mib 1024", "--recovery-step-mib is loose recovery's step"},
       {"--recovery none --recovery-share", "with --recovery none there is none"},
+      {"--adds-progress --no-conditions", "--adds-progress is a condition on co-runners; --no-conditions has none"},
+      {"--adds-progress --policy exclusive", "--adds-progress is a condition on co-runners; --policy exclusive has none"},
+      {"--adds-progress --sharing mig --mig 3g.20gb,4g.20gb", "--mig (one job per instance) has none"},
       {"--model ''", "--model: empty value"},
       {"--policy-file ''", "--policy-file: empty value"},
       {"--compare --policy-file " + pf, "--compare runs the whole thesis matrix; drop --policy-file"},
@@ -340,14 +343,15 @@ TEST(ColoSimCli, CompareHasColosRules) {
   const auto at = r.out.find("[{");  // the progress lines (stderr) come first
   ASSERT_NE(at, std::string::npos) << r.out;
   const auto rows = nlohmann::json::parse(r.out.substr(at));
-  ASSERT_EQ(rows.size(), 38u);
+  ASSERT_EQ(rows.size(), 39u);
   auto find = [&](const std::string& label) {
     for (const auto& row : rows)
       if (row["scenario"] == label && row["sharing"] == "mps") return row;
     ADD_FAILURE() << label;
     return nlohmann::json();
   };
-  for (const char* label : {"MAGM+allocsim floor", "MAGM+allocsim bf10", "MAGM+allocsim slot1h", "MAGM+faketensor share"})
+  for (const char* label : {"MAGM+allocsim floor", "MAGM+allocsim bf10", "MAGM+allocsim slot1h", "MAGM+allocsim progress",
+                            "MAGM+faketensor share"})
     EXPECT_EQ(find(label)["completed"], 90) << label;
   EXPECT_LT(find("MAGM+allocsim slot1h")["max_wait_s"].get<double>(), find("MAGM+allocsim")["max_wait_s"].get<double>());
   EXPECT_GT(find("MAGM+allocsim slot1h")["checkpoints"].get<int>(), 0);
@@ -470,6 +474,24 @@ TEST(ColoSimCli, RecoveryShareLetsOthersJoinARecoveredJob) {
   EXPECT_EQ(shared["completed"], alone["completed"]);
   EXPECT_GT(alone["oom_crashes"].get<int>(), 0);
   EXPECT_LT(shared["makespan_s"].get<double>(), alone["makespan_s"].get<double>());
+}
+
+// --adds-progress: on the 90-task trace (MPS, allocsim's estimates) fewer jobs share a GPU, the
+// GPUs do more SM work per second, the schedule is shorter, and nothing crashes.
+TEST(ColoSimCli, AddsProgressKeepsJobsOffSaturatedGpus) {
+  if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  auto run = [](const std::string& extra) {
+    const CliRun r = run_colo("--policy magm --estimator allocsim --smact-cap 90 --backfill 100 --json" + extra);
+    EXPECT_EQ(r.status, 0) << r.out;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto plain = run(""), progress = run(" --adds-progress");
+  EXPECT_EQ(progress["policy"], "magm: fits_memory+smact_below+adds_progress -> most_free_mem, backfill 100 per head (depth 200)");
+  EXPECT_EQ(progress["completed"], 90);
+  EXPECT_EQ(progress["oom_crashes"], 0);
+  EXPECT_LT(progress["max_jobs_per_gpu"].get<int>(), plain["max_jobs_per_gpu"].get<int>());
+  EXPECT_GT(progress["smact_avg"].get<double>(), plain["smact_avg"].get<double>());
+  EXPECT_LT(progress["makespan_s"].get<double>(), plain["makespan_s"].get<double>());
 }
 
 }  // namespace

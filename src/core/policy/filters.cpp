@@ -149,6 +149,29 @@ class SmactPredicted final : public Filter {
   double cap_;
 };
 
+class AddsProgress final : public Filter {
+ public:
+  explicit AddsProgress(double interference) : k_(interference) {}
+  std::string_view name() const override { return "adds_progress"; }
+  bool admit(const Candidate& c, const PlacementRequest& r) const override {
+    if (!r.job || !r.job->solo_smact || c.jobs == 0) return true;
+    const double n = c.jobs;
+    return (n + 1) / floor_of(c.placed_smact + *r.job->solo_smact, n + 1) > n / floor_of(c.placed_smact, n);
+  }
+  std::string why_not(std::span<const Candidate* const> rejected, const PlacementRequest& r) const override {
+    std::string on;
+    for (const Candidate* c : rejected)
+      on += fmt::format("{}GPU {} ({} job{}, {:.0f} % placed)", on.empty() ? "" : ", ", c->gpu->index, c->jobs,
+                        c->jobs == 1 ? "" : "s", c->placed_smact * 100);
+    return fmt::format("predicted SMACT {:.0f} % would slow the jobs on {} more than it adds ({:g} per co-runner)",
+                       r.job && r.job->solo_smact ? *r.job->solo_smact * 100 : 0.0, on, k_);
+  }
+
+ private:
+  double floor_of(double demand, double jobs) const { return std::max(1.0, demand) * (1 + k_ * (jobs - 1)); }
+  double k_;
+};
+
 }  // namespace
 
 FilterPtr usable() { return std::make_shared<Usable>(); }
@@ -159,5 +182,6 @@ FilterPtr fits_memory(MiB margin_mib, MiB min_free_unknown_mib, bool floor_alway
 }
 FilterPtr smact_below(double cap) { return std::make_shared<SmactBelow>(cap); }
 FilterPtr smact_predicted(double cap) { return std::make_shared<SmactPredicted>(cap); }
+FilterPtr adds_progress(double interference) { return std::make_shared<AddsProgress>(interference); }
 
 }  // namespace colo

@@ -46,5 +46,12 @@ FilterPtr smact_below(double cap);
 // without a prediction passes (pair it with smact_below for the measured window); co-runners
 // without one add nothing.
 FilterPtr smact_predicted(double cap);
+// A co-runner must raise the GPU's predicted progress: the solo-seconds of training its jobs do
+// per second under the sharing model's slowdown floor F(D, n) = max(1, D) × (1 + k × (n − 1))
+// (D = Σ predicted solo SMACT, n jobs, k = `interference` per co-runner), so it admits the job
+// when (n + 1) / F(D + d, n + 1) > n / F(D, n). Past a saturated GPU one more job slows every
+// job more than it adds; without this the SMACT window is the only brake. An idle GPU takes any
+// job; a job without a prediction passes, co-runners without one count as 0 (as smact_predicted).
+FilterPtr adds_progress(double interference);
 
 }  // namespace colo

@@ -37,6 +37,10 @@ struct Conditions {
   // The free-memory floor holds for known needs too: available ≥ max(need + margin, floor). An
   // estimate that is far too small (FakeTensor's live tensors) then cannot stack jobs into OOMs.
   bool floor_always = false;
+  // Every policy that collocates also applies the adds_progress filter (filters.h), with
+  // `interference` per co-runner (the sharing model's: MPS 0.05, docs/SIMULATOR.md).
+  bool adds_progress = false;
+  double interference = 0.05;
 };
 
 struct Policy {

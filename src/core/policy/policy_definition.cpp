@@ -13,7 +13,7 @@ namespace colo {
 
 namespace {
 
-constexpr const char* kConditions[] = {"fits_memory", "smact_below", "smact_predicted"};
+constexpr const char* kConditions[] = {"fits_memory", "smact_below", "smact_predicted", "adds_progress"};
 
 PolicyDefinition def(std::string name, std::vector<std::string> filters, std::string scorer) {
   return {std::move(name), std::move(filters), {{std::move(scorer), 1.0}}};
@@ -22,7 +22,8 @@ PolicyDefinition def(std::string name, std::vector<std::string> filters, std::st
 }  // namespace
 
 const std::vector<std::string>& filter_names() {
-  static const std::vector<std::string> names = {"idle_only", "fits_memory", "smact_below", "smact_predicted"};
+  static const std::vector<std::string> names = {"idle_only", "fits_memory", "smact_below", "smact_predicted",
+                                                  "adds_progress"};
   return names;
 }
 
@@ -60,7 +61,7 @@ void validate(const PolicyDefinition& d) {
   std::set<std::string> seen;
   for (const std::string& f : d.filters) {
     if (std::find(filter_names().begin(), filter_names().end(), f) == filter_names().end())
-      throw UserError(fmt::format("{}: unknown filter '{}' (known: idle_only, fits_memory, smact_below, smact_predicted)", where, one_line(f)));
+      throw UserError(fmt::format("{}: unknown filter '{}' (known: idle_only, fits_memory, smact_below, smact_predicted, adds_progress)", where, one_line(f)));
     if (!seen.insert(f).second) throw UserError(fmt::format("{}: filter '{}' is listed twice", where, f));
   }
   if (d.scorers.empty()) throw UserError(fmt::format("{}: needs at least one scorer", where));
@@ -94,8 +95,12 @@ Policy build_policy(const PolicyDefinition& d, const Conditions& c) {
       p.smact_cap = c.smact_cap;
     } else if (f == "smact_predicted" && c.smact_cap < 1.0) {
       p.filters.push_back(smact_predicted(c.smact_cap));
+    } else if (f == "adds_progress") {
+      p.filters.push_back(adds_progress(c.interference));
     }
   }
+  const bool listed = std::find(d.filters.begin(), d.filters.end(), "adds_progress") != d.filters.end();
+  if (c.enabled && c.adds_progress && !p.whole_gpus && !listed) p.filters.push_back(adds_progress(c.interference));
   if (d.scorers.size() == 1) {
     p.scorer = scorer_by_name(d.scorers[0].first);
   } else {

@@ -6,7 +6,8 @@
 //
 // Filters: idle_only (whole GPUs only), fits_memory (the conditions' margin, floor and floor
 // rule), smact_below (the measured SMACT window under the conditions' cap), smact_predicted
-// (predicted solo SMACT of the placed jobs + the candidate under the cap). All but idle_only
+// (predicted solo SMACT of the placed jobs + the candidate under the cap), adds_progress (a
+// co-runner must raise the GPU's predicted progress, filters.h). All but idle_only
 // are "conditions": a run without conditions drops them, and a cap of 100 % drops the SMACT ones.
 // Scorers: scorers.h scorer_names(). One scorer ranks by its raw score; several by
 // Σ weight × normalized score (weights are normalised to sum to 1).
