@@ -8,17 +8,23 @@ scripts/pytorch2-chroot.sh (docs/ESTIMATION.md, "The probe on PyTorch 2"):
   python3 scripts/autograd-saved.py --diff a.json b.json
 A difference is memory the probe records on one version and not on the other: the probe runs the
 installed PyTorch's autograd, while the target GPU runs the job's."""
+import json
 import sys
 
 if len(sys.argv) == 4 and sys.argv[1] == "--diff":
-    import json
-    with open(sys.argv[2]) as f:
-        a = json.load(f)
-    with open(sys.argv[3]) as f:
-        b = json.load(f)
-    for k in a:
-        if a[k] != b.get(k):
-            print(f"{k}\n  {sys.argv[2]}: {a[k]}\n  {sys.argv[3]}: {b.get(k)}")
+    def load(path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                j = json.load(f)
+        except (OSError, ValueError) as e:
+            sys.exit(f"autograd-saved: {path}: {' '.join((e.strerror if isinstance(e, OSError) else str(e)).split())}")
+        if not isinstance(j, dict):
+            sys.exit(f"autograd-saved: {path}: not this script's output (a JSON object of cases)")
+        return j
+    a, b = load(sys.argv[2]), load(sys.argv[3])
+    for k in list(a) + [k for k in b if k not in a]:  # a case only one version has is a difference too
+        if a.get(k) != b.get(k):
+            print(f"{k}\n  {sys.argv[2]}: {a.get(k)}\n  {sys.argv[3]}: {b.get(k)}")
     sys.exit(0)
 if len(sys.argv) > 1:
     print("usage: autograd-saved.py [--diff A.json B.json]", file=sys.stderr)
@@ -47,7 +53,6 @@ cases = {
  "binary_cross_entropy_logits": lambda: F.binary_cross_entropy_with_logits(x, x.detach().sigmoid()), "smooth_l1": lambda: F.smooth_l1_loss(x, x.detach()),
  "cosine_similarity": lambda: F.cosine_similarity(x, x.detach() + 1, 1), "normalize": lambda: F.normalize(x, dim=1), "silu": lambda: F.silu(x), "gelu": lambda: F.gelu(x),
 }
-import json  # noqa: E402
 out = {}
 for k, f in cases.items():
     y = f()

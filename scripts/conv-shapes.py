@@ -20,6 +20,8 @@ import shlex
 import sys
 import tempfile
 
+import script_errors  # scripts/script_errors.py: one-line errors, never a traceback
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
@@ -93,23 +95,41 @@ def main():
     ap.add_argument("--gpumemnet-cnn")
     ap.add_argument("--gpumemnet-limit", type=int)
     a = ap.parse_args()
+    if a.gpumemnet_limit is not None and (a.gpumemnet_limit < 1 or not a.gpumemnet_cnn):
+        sys.exit("conv-shapes: --gpumemnet-limit must be >= 1, with --gpumemnet-cnn")
+    script_errors.need_output("conv-shapes", a.out, "--out")
     _capture()
     for path in a.configs:
         with open(path, encoding="utf-8") as f:
-            for line in f:
+            for n, line in enumerate(f, 1):
                 line = line.split("#", 1)[0].strip()
                 if line:
-                    words = shlex.split(line)
+                    try:
+                        words = shlex.split(line)
+                    except ValueError as e:
+                        sys.exit(f"conv-shapes: {path}:{n}: {e}")
                     probe_flags(f"{os.path.basename(path)}:{words[0]}", words[1:])
     if a.carma:
         with open(a.carma, newline="") as f:
-            for row in csv.DictReader(f):
-                flags = carma_flags(row)
+            reader = csv.DictReader(f)
+            missing = [c for c in ("workload", "model", "dataset", "batch_size") if c not in (reader.fieldnames or [])]
+            if missing:
+                sys.exit(f"conv-shapes: {a.carma}: not a carma workloads CSV: no column {', '.join(missing)}")
+            for row in reader:
+                if None in row or None in row.values():
+                    sys.exit(f"conv-shapes: {a.carma}:{reader.line_num}: not as many cells as the header has columns")
+                try:
+                    flags = carma_flags(row)
+                except ValueError:
+                    sys.exit(f"conv-shapes: {a.carma}:{reader.line_num}: gpus {row.get('gpus')!r} is not an integer")
                 if flags:
                     probe_flags("carma:" + row["workload"], flags)
     if a.gpumemnet_cnn:
         from colo_probe import gpumemnet
-        rows = gpumemnet.read_rows(a.gpumemnet_cnn, "cnn")
+        try:
+            rows = gpumemnet.read_rows(a.gpumemnet_cnn, "cnn")
+        except ValueError as e:  # (not a GPUMemNet file: the message does not name it)
+            sys.exit(f"conv-shapes: {a.gpumemnet_cnn}: {e}")
         random.Random(13).shuffle(rows)
         rows = rows[:a.gpumemnet_limit] if a.gpumemnet_limit else rows
         with tempfile.TemporaryDirectory() as d:
@@ -129,4 +149,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    script_errors.run(main, "conv-shapes")

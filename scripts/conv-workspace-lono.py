@@ -14,7 +14,9 @@ be measured anyway), and the network's configurations are estimated by colo with
       --gpu h100-80gb [--colo build/colo] [--max-k 6] [--json OUT]
 """
 import argparse
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import shutil
@@ -25,6 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+
+import script_errors  # noqa: E402  scripts/script_errors.py: one-line errors, never a traceback
 
 
 def load_script(name, file):
@@ -46,6 +50,9 @@ def main():
     a = ap.parse_args()
     if not 1 <= a.max_k <= 16:
         sys.exit("conv-workspace-lono: --max-k must be in [1, 16]")
+    script_errors.need_program("conv-workspace-lono", a.colo)
+    if a.json is not None:
+        script_errors.need_output("conv-workspace-lono", a.json, "--json")
     gv = load_script("gpu_validate", "gpu-validate.py")
     cv = load_script("conv_workspace_neighbours_cv", "conv-workspace-neighbours-cv.py")
     try:
@@ -56,21 +63,24 @@ def main():
         head, table = cv.read_table(os.path.join(ROOT, "calibration", profile["conv_workspace_table"]))
         sources = {}
         for path in a.shapes:
-            with open(path) as f:
-                for line in f:
-                    r = json.loads(line)
-                    sources.setdefault(r["key"], set()).update(r["sources"])
+            for key, srcs in cv.shape_records(path):
+                sources.setdefault(key, set()).update(srcs)
         measured = {}
         for path in a.measured:
-            with open(path) as f:
-                for line in f:
-                    r = json.loads(line)
-                    if "max_reserved_mib" in r:
-                        measured[r["name"]] = r["max_reserved_mib"]
+            for n, r in script_errors.read_jsonl(path):
+                if isinstance(r, dict) and "max_reserved_mib" in r:
+                    if not isinstance(r.get("name"), str):
+                        raise ValueError(f"{path}:{n}: a measurement without its configuration's name")
+                    measured[r["name"]] = cv.measured_mib(r["max_reserved_mib"], f"{path}:{n}")
         configs = {}  # configuration source label -> (name, words, network)
         for path in a.configs:
             for name, words in gv.read_configs(path):
-                network = gv.parse_flags(gv.split_env(words)[1]).probe
+                try:  # (argparse's own message is its usage on several lines)
+                    with contextlib.redirect_stderr(io.StringIO()) as err:
+                        network = gv.parse_flags(gv.split_env(words)[1]).probe
+                except SystemExit:
+                    why = err.getvalue().strip().splitlines()[-1:] or ["bad flags"]
+                    sys.exit(f"conv-workspace-lono: {path}: {name}: {why[0].removeprefix('configuration: error: ')}")
                 configs[f"{os.path.basename(path)}:{name}"] = (name, words, network)
     except (OSError, ValueError, KeyError, TypeError) as e:
         sys.exit(f"conv-workspace-lono: {type(e).__name__}: {e}")
@@ -116,7 +126,7 @@ def main():
     for k, s in results.items():
         print(f"{k:>3} {s['rows']:>7} {s['median_abs']:>10.1f}% {s['median']:>+7.1f}% {s['under'] * 100:>5.0f}% "
               f"{s['under5'] * 100:>10.0f}% {s['min']:>+7.1f}% {s['max']:>+7.1f}%   {'(the ratios)' if k == 0 else ''}")
-    if a.json:
+    if a.json is not None:
         with open(a.json, "w") as out:
             json.dump({"gpu": a.gpu, "results": results, "per_configuration": per_config}, out, indent=1)
 

@@ -18,7 +18,9 @@ never used here: they are the held-out report (scripts/gpu-validate-gpumemnet.py
 """
 import argparse
 import json
+import math
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -26,9 +28,29 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
+import script_errors  # scripts/script_errors.py: one-line errors, never a traceback
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 SOURCE = "gpumemnet-cnn:"
+
+
+def shape_records(path):
+    """(key, [source, ...]) of each line of a scripts/conv-shapes.py output; ValueError naming PATH:LINE."""
+    for n, r in script_errors.read_jsonl(path):
+        if not (isinstance(r, dict) and isinstance(r.get("key"), str) and isinstance(r.get("sources"), list)
+                and all(isinstance(x, str) for x in r["sources"])
+                and all(re.fullmatch(SOURCE + "[0-9]+", x) for x in r["sources"] if x.startswith(SOURCE))):
+            raise ValueError(f"{path}:{n}: not a line of scripts/conv-shapes.py "
+                             '({"key": ..., "sources": [...], a GPUMemNet source as gpumemnet-cnn:ROW})')
+        yield r["key"], r["sources"]
+
+
+def measured_mib(v, where):
+    """`v`, a measured max_memory_reserved (MiB); ValueError naming `where` unless a number > 0."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
+        raise ValueError(f"{where}: max_reserved_mib {json.dumps(v)[:40]} is not a number > 0")
+    return v
 
 
 def read_table(path):
@@ -89,6 +111,8 @@ def main():
     a = ap.parse_args()
     if not (1 <= a.max_k <= 16 and a.folds >= 2 and (a.limit_rows is None or a.limit_rows >= a.folds)):
         sys.exit("conv-workspace-neighbours-cv: --max-k must be in [1, 16], --folds >= 2, --limit-rows >= --folds")
+    if not 0 <= a.median_limit < math.inf:  # (NaN or a negative limit would leave k = 0 chosen, whatever the errors)
+        sys.exit(f"conv-workspace-neighbours-cv: --median-limit {a.median_limit:g}: expected a number of percent >= 0")
     from colo_probe import gpumemnet
 
     profile_path = os.path.join(ROOT, "calibration", a.gpu + ".json")
@@ -98,17 +122,13 @@ def main():
         if not profile.get("conv_workspace_table"):
             sys.exit(f"conv-workspace-neighbours-cv: {profile_path} names no conv_workspace_table")
         head, table = read_table(os.path.join(ROOT, "calibration", profile["conv_workspace_table"]))
-        sources = {}
-        with open(a.shapes) as f:
-            for line in f:
-                r = json.loads(line)
-                sources[r["key"]] = set(r["sources"])
+        sources = {key: set(srcs) for key, srcs in shape_records(a.shapes)}
         measured = {}
-        with open(a.measured) as f:
-            for line in f:
-                r = json.loads(line)
-                if r.get("status") == "ok":
-                    measured[r["row"]] = r["max_reserved_mib"]
+        for n, r in script_errors.read_jsonl(a.measured):
+            if isinstance(r, dict) and r.get("status") == "ok":
+                if isinstance(r.get("row"), bool) or not isinstance(r.get("row"), int):
+                    raise ValueError(f"{a.measured}:{n}: a measured row without its row number")
+                measured[r["row"]] = measured_mib(r.get("max_reserved_mib"), f"{a.measured}:{n}")
         csv_rows = gpumemnet.read_rows(a.csv, "cnn")
     except (OSError, ValueError, KeyError, TypeError) as e:
         sys.exit(f"conv-workspace-neighbours-cv: {type(e).__name__}: {e}")
@@ -117,11 +137,18 @@ def main():
     rows = rows[:a.limit_rows] if a.limit_rows else rows
     if not rows:
         sys.exit("conv-workspace-neighbours-cv: no measured row is among the table's sources")
+    if a.folds > len(rows):
+        sys.exit(f"conv-workspace-neighbours-cv: --folds {a.folds}: more folds than the {len(rows)} rows")
+    script_errors.need_program("conv-workspace-neighbours-cv", a.colo)  # (before the probes, not after them)
+    if a.json is not None:
+        script_errors.need_output("conv-workspace-neighbours-cv", a.json, "--json")
     work = tempfile.mkdtemp(prefix="colo-nbcv-")
     try:
         recs = gpumemnet.run_batch(rows, os.path.join(work, "traces"))
         traces = {r["row"]: os.path.join(work, "traces", r["trace"]) for r in recs if r["status"] == "ok"}
         order = sorted(traces)
+        if not order:
+            sys.exit(f"conv-workspace-neighbours-cv: none of the {len(rows)} rows could be probed")
         errs = {k: [] for k in range(a.max_k + 1)}
         for fold in range(a.folds):
             held = {row for i, row in enumerate(order) if i % a.folds == fold}
@@ -150,7 +177,7 @@ def main():
     chosen = min(ok, key=lambda k: (results[k]["under5"], k)) if ok else 0
     print(f"chosen: trace_conv_workspace_neighbours = {chosen} (fewest rows under by > 5 % with median |error| "
           f"<= {a.median_limit:g} %)")
-    if a.json:
+    if a.json is not None:
         with open(a.json, "w") as out:
             json.dump({"chosen": chosen, "results": results, "gpu": a.gpu, "folds": a.folds}, out, indent=1)
 

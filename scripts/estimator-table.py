@@ -5,10 +5,10 @@ every estimator could take (rows that differ only in epochs are listed once).
     python3 scripts/estimator-table.py [--colo build/colo] [--dataset data/carma/workloads.csv]
         [--estimators trace,faketensor,allocsim]"""
 import argparse
-import json
 import os
 import statistics
 import subprocess
+import sys
 
 import script_errors  # scripts/script_errors.py: one-line errors, never a traceback
 
@@ -22,11 +22,16 @@ def main():
     p.add_argument("--estimators", default="trace,faketensor,allocsim", help="comma-separated estimator names")
     a = p.parse_args()
     names = a.estimators.split(",")
+    for name in names:
+        if names.count(name) > 1:  # (its errors would be counted twice)
+            sys.exit(f"estimator-table: --estimators {a.estimators}: {name} is named twice")
+    script_errors.need_program("estimator-table", a.colo)
     rows = {}
     for name in names:
-        out = subprocess.run([a.colo, "estimate", "eval", "--dataset", a.dataset, "--format", "carma-workloads",
-                              "--estimator", name, "--rows", "--json"], check=True, capture_output=True, text=True).stdout
-        for r in json.loads(out)["rows"]:
+        cmd = [a.colo, "estimate", "eval", "--dataset", a.dataset, "--format", "carma-workloads",
+               "--estimator", name, "--rows", "--json"]
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        for r in script_errors.colo_json(cmd, out)["rows"]:
             if r.get("measured_mib") and not r.get("skipped_because"):
                 rows.setdefault(r["id"], {"measured": r["measured_mib"]})[name] = r["estimate_mib"]
     seen = set()
@@ -46,6 +51,8 @@ def main():
             errs[n].append(e)
             cells.append(f"{r[n]} ({100 * e:+.1f} %)")
         lines.append(f"| {wid} | {r['measured']} | " + " | ".join(cells) + " |")
+    if not seen:
+        sys.exit(f"estimator-table: no row of {a.dataset} was estimated by every one of {', '.join(names)}")
     print("\n".join(lines))
     print()
     for n in names:

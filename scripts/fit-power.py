@@ -13,7 +13,6 @@ cannot fit three constants). Every
 other row of Table 6.6 is reported, not fitted (scripts/thesis-table.py).
 --check exits 1 unless the model file's max_watts is the fitted value (within 0.5 W)."""
 import argparse
-import json
 import os
 import re
 import subprocess
@@ -46,7 +45,7 @@ def exclusive_energy(colo, max_watts):
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if p.returncode != 0:
             sys.exit(f"fit-power: {' '.join(cmd)} failed: {p.stdout.strip()} {p.stderr.strip()}")
-        return json.loads(p.stdout)["energy_mj"]
+        return script_errors.colo_json(cmd, p.stdout)["energy_mj"]
 
 
 def main():
@@ -54,10 +53,14 @@ def main():
     ap.add_argument("--colo", default=os.path.join(ROOT, "build", "colo"))
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
+    script_errors.need_program("fit-power", a.colo)
+    shipped = shipped_max_watts()  # (first: without the line, both simulations would run one model)
     lo, hi = 200.0, 400.0
     e_lo, e_hi = exclusive_energy(a.colo, lo), exclusive_energy(a.colo, hi)
+    if not e_hi > e_lo:
+        sys.exit(f"fit-power: the exclusive energy does not grow with max_watts ({e_lo} MJ at {lo:.0f} W, "
+                 f"{e_hi} MJ at {hi:.0f} W): nothing to fit")
     fitted = lo + (THESIS_EXCLUSIVE_MJ - e_lo) * (hi - lo) / (e_hi - e_lo)
-    shipped = shipped_max_watts()
     print(f"exclusive, 60-task: {e_lo:.3f} MJ at max_watts {lo:.0f}, {e_hi:.3f} MJ at {hi:.0f}; "
           f"thesis Table 6.6: {THESIS_EXCLUSIVE_MJ:.3f} MJ")
     print(f"fitted max_watts = {fitted:.1f} W (model file: {shipped:.1f} W)")

@@ -18,6 +18,8 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+import script_errors  # scripts/script_errors.py: one-line errors, never a traceback
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRACES = [os.path.join(ROOT, "data", "carma", "traces", t) for t in ("philly_mix_90_tasks.csv",
                                                                        "philly_heavy_60_tasks.csv")]
@@ -28,6 +30,14 @@ def int_list(text, name):
         values = [int(v) for v in text.split(",")]
     except ValueError:
         sys.exit(f"policy-sweep: --{name} '{text}': expected comma-separated integers")
+    return once(values, text, name)
+
+
+def once(values, text, name):
+    """`values`, unless one is given twice (its runs would count twice in the setting's worst trace)."""
+    for v in values:
+        if values.count(v) > 1:
+            sys.exit(f"policy-sweep: --{name} '{text}': {v} is given twice")
     return values
 
 
@@ -45,10 +55,16 @@ def main():
     a = ap.parse_args()
     if a.estimator == "oracle":
         sys.exit("policy-sweep: --estimator oracle knows each job's true memory; the comparison needs a real estimator")
-    if not os.access(a.colo, os.X_OK):
-        sys.exit(f"policy-sweep: --colo {a.colo}: no such program (build colo first, README)")
-    grid = list(itertools.product(a.policies.split(","), int_list(a.caps, "caps"), int_list(a.backfill, "backfill"),
-                                  int_list(a.margins, "margins"), a.floors.split(",")))
+    script_errors.need_program("policy-sweep", a.colo)
+    if a.json is not None:
+        script_errors.need_output("policy-sweep", a.json, "--json")
+    names = [os.path.basename(t) for t in a.trace]
+    for t in a.trace:
+        if names.count(os.path.basename(t)) > 1:  # (the runs are told apart by the trace's file name)
+            sys.exit(f"policy-sweep: --trace: more than one trace named {os.path.basename(t)}")
+    grid = list(itertools.product(once(a.policies.split(","), a.policies, "policies"), int_list(a.caps, "caps"),
+                                  int_list(a.backfill, "backfill"), int_list(a.margins, "margins"),
+                                  once(a.floors.split(","), a.floors, "floors")))
 
     def run(job):
         trace, (policy, cap, backfill, margin, floor) = job
@@ -58,7 +74,10 @@ def main():
         r = subprocess.run(args, capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"policy-sweep: {' '.join(args[1:])}: {r.stderr.strip()}")
-        d = json.loads(r.stdout)
+        try:
+            d = script_errors.colo_json(args, r.stdout)
+        except ValueError as e:
+            sys.exit(f"policy-sweep: {e}")
         return {"trace": os.path.basename(trace), "policy": policy, "smact_cap": cap, "backfill": backfill,
                 "margin_mib": margin, "floor": floor,
                 "makespan_s": d["makespan_s"], "lower_bound_s": d["lower_bound_s"], "oom_crashes": d["oom_crashes"],
@@ -91,9 +110,12 @@ def main():
     print(f"one setting for all: {describe(joint[1][0])}: "
           + ", ".join(f"{r['trace']} {r['makespan_s']:.0f} s ({r['above_bound'] * 100:+.1f} %, {r['oom_crashes']} OOM)"
                       for r in joint[1]))
-    if a.json:
-        with open(a.json, "w") as out:
-            json.dump(runs, out, indent=1)
+    if a.json is not None:
+        try:
+            with open(a.json, "w") as out:
+                json.dump(runs, out, indent=1)
+        except OSError as e:
+            sys.exit(f"policy-sweep: --json {a.json}: {e.strerror}")
 
 
 if __name__ == "__main__":

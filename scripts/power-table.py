@@ -41,7 +41,11 @@ def watts(v, what):
 
 def load(paths):
     pairs, solos, solo_rows = [], {}, []
-    for p in paths.split(","):
+    for i, p in enumerate(paths.split(",")):
+        if not p:
+            die("--run: an empty file name in %r" % paths)
+        if p in paths.split(",")[:i]:  # (its pairs would count twice in the fits)
+            die("%s: the file is given twice in one run" % p)
         try:
             with open(p) as f:
                 j = json.load(f)
@@ -53,19 +57,28 @@ def load(paths):
         for key in ("solo", "pairs"):
             if not isinstance(j.get(key, []), list):
                 die("%s: '%s' is not a list" % (p, key))
+        if not isinstance(j.get("sharing", "?"), str):
+            die("%s: 'sharing' is not a string" % p)
+        if not isinstance(j.get("idle", {}), (dict, type(None))):
+            die("%s: 'idle' is not an object" % p)
         for s in j.get("solo") or []:
             name = s.get("job") if isinstance(s, dict) else None
             if not isinstance(name, str):
                 die("%s: a solo run without a job name" % p)
             if s.get("watts") is None:
                 die("%s: job %s has no solo power reading" % (p, name))
+            if name in solo:  # (the second would replace the first unseen)
+                die("%s: job %s has two solo runs" % (p, name))
             smact = number(s.get("smact"), "%s: job %s smact" % (p, name))
             if not 0 <= smact <= 1:
                 die("%s: job %s smact %g is outside [0, 1]" % (p, name, smact))
             solo[name] = (smact, watts(s.get("watts"), "%s: job %s watts" % (p, name)))
         idle = j.get("idle") if isinstance(j.get("idle"), dict) else {}
         idle_w = idle.get("watts")
-        if idle_w is not None and not idle.get("processes"):
+        procs = idle.get("processes", 0)
+        if isinstance(procs, bool) or not isinstance(procs, int) or procs < 0:
+            die("%s: idle processes: not a count" % p)
+        if idle_w is not None and not procs:
             idle_w = watts(idle_w, "%s: idle watts" % p)
         else:
             idle_w = None  # not measured, or spoiled by other processes (the harness does not fit it either)
@@ -89,13 +102,17 @@ def load(paths):
             rates = []
             for n, x in zip(jobs, slow):
                 x = number(x, "%s: pair %s slowdown of %s" % (p, label, n))
-                if x <= 0:
-                    die("%s: pair %s: slowdown of %s must be > 0" % (p, label, n))
+                if not 1e-3 <= x <= 1e6:  # (1 / x must stay a rate the fits can square)
+                    die("%s: pair %s: slowdown of %s is %g, outside [0.001, 1e6]" % (p, label, n, x))
                 rates.append(1 / x)
             gpu_smact = pr.get("smact")
+            if gpu_smact is not None:
+                gpu_smact = number(gpu_smact, "%s: pair %s smact" % (p, label))
+                if not 0 <= gpu_smact <= 1:
+                    die("%s: pair %s smact %g is outside [0, 1]" % (p, label, gpu_smact))
             pairs.append({"sharing": j.get("sharing", "?"), "jobs": jobs, "rates": rates,
                           "solo_w": [solo[n][1] for n in jobs], "smact": [solo[n][0] for n in jobs],
-                          "gpu_smact": gpu_smact if isinstance(gpu_smact, (int, float)) else None,
+                          "gpu_smact": gpu_smact,
                           "watts": watts(pr["watts"], "%s: pair %s watts" % (p, label)), "idle": idle_w})
     return pairs, solos, solo_rows
 

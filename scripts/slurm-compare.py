@@ -63,6 +63,8 @@ def read_trace(path):
         sys.exit(f"slurm-compare: {path}: {e}")
     if not rows:
         sys.exit(f"slurm-compare: {path}: empty (expected a header and rows of offset_s,workload)")
+    if rows[0] != ["submit_offset_s", "workload"]:  # (read by position here, copied to the traces made)
+        sys.exit(f"slurm-compare: {path}:1: expected the header submit_offset_s,workload")
     out = []
     for n, r in enumerate(rows[1:], start=2):
         if not r:
@@ -131,7 +133,7 @@ def run(colo, workloads, trace, gpus, nodes, args):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"slurm-compare: {' '.join(cmd)} failed: {r.stderr.strip()}")
-    res = json.loads(r.stdout)
+    res = script_errors.colo_json(cmd, r.stdout)
     res["seconds"] = time.monotonic() - t0
     return res
 
@@ -141,9 +143,9 @@ def main():
     ap.add_argument("--colo", default=os.path.join(ROOT, "build", "colo"))
     ap.add_argument("--workloads", default=os.path.join(ROOT, "data", "carma", "workloads.csv"))
     ap.add_argument("--trace", default=os.path.join(ROOT, "data", "carma", "traces", "philly_mix_90_tasks.csv"))
-    ap.add_argument("--scale", type=int, default=8, help="copies of the trace = servers of 4 GPUs")
-    ap.add_argument("--jobs", type=int, default=100000, help="synthetic trace length")
-    ap.add_argument("--servers", type=int, default=250, help="8-GPU servers for the synthetic trace")
+    ap.add_argument("--scale", type=int, help="copies of the trace = servers of 4 GPUs (default 8)")
+    ap.add_argument("--jobs", type=int, help="synthetic trace length (default 100000)")
+    ap.add_argument("--servers", type=int, help="8-GPU servers for the synthetic trace (default 250)")
     ap.add_argument("--load", type=float, default=2.0, help="synthetic offered load (× whole-GPU capacity)")
     ap.add_argument("--estimator", default="allocsim", help="colo's estimator for slurm+colo and colo")
     ap.add_argument("--seed", type=int, default=1)
@@ -153,22 +155,33 @@ def main():
     ap.add_argument("--check", action="store_true",
                     help="exit 1 unless what the scenarios guarantee holds (whole GPUs never OOM; colo's loses no job)")
     a = ap.parse_args()
-    if a.quick:
-        a.scale, a.jobs, a.servers = 2, 2000, 4
+    if a.quick and (a.scale, a.jobs, a.servers) != (None, None, None):
+        sys.exit("slurm-compare: --quick sets --scale, --jobs and --servers itself; give one or the others")
+    for name, default, quick in (("scale", 8, 2), ("jobs", 100000, 2000), ("servers", 250, 4)):
+        if getattr(a, name) is None:
+            setattr(a, name, quick if a.quick else default)
     if a.scale < 1 or a.jobs < 1 or a.servers < 1 or not (1e-6 <= a.load <= 1e6):
         sys.exit("slurm-compare: --scale, --jobs and --servers must be positive, --load within [1e-6, 1e6]")
+    if a.scale > 25000 or a.servers > 12500:  # colo sim's --gpus: at most 100000 (4 and 8 per server)
+        sys.exit("slurm-compare: --scale at most 25000 and --servers at most 12500 (colo sim's 100000 GPUs)")
+    if os.path.exists(a.out) and not os.path.isdir(a.out):
+        sys.exit(f"slurm-compare: --out {a.out}: not a directory")
+    script_errors.need_program("slurm-compare", a.colo)
     os.makedirs(a.out, exist_ok=True)
 
-    stem = os.path.splitext(os.path.basename(a.trace))[0]
-    scaled = os.path.join(a.out, f"{stem}_x{a.scale}.csv")
-    n_scaled = scaled_trace(a.trace, a.scale, scaled)
+    header, rows = read_trace(a.trace)
+    # The trace itself through colo once (whole GPUs, its jobs alone): what colo finds wrong in it is
+    # reported at its own line, not at the line of a copy below.
+    run(a.colo, a.workloads, a.trace, 4, 1, scenarios(a.estimator)[0][1])
     # Every scenario's flags on the trace's first job, before any long run: a bad --estimator
     # (or colo binary) is reported now, not after the scenarios before it have run.
-    header, rows = read_trace(a.trace)
     probe = os.path.join(a.out, "first_job.csv")
     write_trace(probe, header, rows[:1])
     for _, flags in scenarios(a.estimator):
         run(a.colo, a.workloads, probe, 4, 1, flags)
+    stem = os.path.splitext(os.path.basename(a.trace))[0]
+    scaled = os.path.join(a.out, f"{stem}_x{a.scale}.csv")
+    n_scaled = scaled_trace(a.trace, a.scale, scaled)
     synth = os.path.join(a.out, f"synthetic_{a.jobs}.csv")
     gap = synthetic_trace(a.trace, a.workloads, a.jobs, a.servers * 8, a.load, a.seed, synth)
 

@@ -11,7 +11,6 @@ One row is fitted: Table 6.6's Exclusive energy, to which the power at full SM w
 (scripts/fit-power.py); the sharing models are fitted to chapter 4's pairs, the rest are
 assumptions and A100 figures, every one as docs/SIMULATOR.md states it."""
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -102,7 +101,7 @@ def simulate(colo, trace, flags):
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     if p.returncode != 0:
         raise SystemExit(f"thesis-table: {' '.join(cmd)} failed: {p.stdout.strip()} {p.stderr.strip()}")
-    return json.loads(p.stdout)
+    return script_errors.colo_json(cmd, p.stdout)
 
 
 def main():
@@ -110,6 +109,7 @@ def main():
     ap.add_argument("--colo", default=os.path.join(ROOT, "build", "colo"))
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
+    script_errors.need_program("thesis-table", a.colo)
     res = {}
     for key, (trace, flags) in runs().items():
         res[key] = simulate(a.colo, trace, flags)

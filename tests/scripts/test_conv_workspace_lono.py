@@ -70,6 +70,33 @@ class LeaveOneNetworkOut(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertEqual(r.stderr.strip(), "conv-workspace-lono: no configuration has a measurement")
 
+    def test_bad_inputs_are_one_line_errors_naming_where(self):
+        def write(name, text):
+            path = os.path.join(self.dir, name)
+            with open(path, "w") as f:
+                f.write(text)
+            return path
+        measured = os.path.join(DOCS, "measured-othernets-h200.jsonl")
+        shapes = os.path.join(DOCS, "conv-shapes.jsonl")
+        flags = write("flags.configs", "r18 --probe torchvision:resnet18 --batch two\n")
+        cases = [
+            # argparse's usage on several lines, without the file, before
+            ((flags, measured, shapes), [], f"{flags}: r18: argument --batch: invalid int value: 'two'"),
+            ((self.configs, write("m.jsonl", '{"name": "r18-c10-sgdm", "max_reserved_mib": 0}\n'), shapes), [],
+             "m.jsonl:1: max_reserved_mib 0 is not a number > 0"),  # a division by zero, after the probes
+            ((self.configs, write("bad.jsonl", '{"name": "x"}\n{not json\n'), shapes), [], "bad.jsonl:2: not a JSON line"),
+            ((self.configs, measured, write("s.jsonl", '{"key": "k", "sources": "carma:x"}\n')), [],
+             "s.jsonl:1: not a line of scripts/conv-shapes.py"),  # the string's characters were the sources
+            ((self.configs, measured, shapes), ["--colo", self.dir], f"--colo {self.dir}: not an executable program"),
+            ((self.configs, measured, shapes), ["--json", self.dir], f"--json {self.dir}: is a directory"),
+        ]
+        for (configs, meas, shp), extra, want in cases:
+            r = subprocess.run([sys.executable, SCRIPT, "--configs", configs, "--measured", meas, "--shapes", shp,
+                                "--colo", COLO, *extra], capture_output=True, text=True, timeout=600)
+            self.assertEqual(r.returncode, 1, (want, r.stderr))
+            self.assertIn(want, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -71,6 +71,39 @@ class ConvWorkspaceTable(unittest.TestCase):
             self.assertIn(want, r.stderr)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
+    def test_records_it_would_misread_are_one_line_errors_and_no_table_is_written(self):
+        out = os.path.join(self.dir, "t.tsv")
+        cases = [({"key": K1, "events": [["malloc", 5, 0]]}, 'event ["malloc", 5, 0] is not'),  # was skipped
+                 ({"key": K1, "events": [["alloc", "x", 0], ["free", "x", 0]]}, 'event ["alloc", "x", 0] is not'),
+                 ({"key": K1, "events": [["alloc", -5, 0]]}, 'event ["alloc", -5, 0] is not'),
+                 ({"key": K1, "events": [["alloc", 1 << 51, 0]]}, 'event ["alloc", 2251799813685248, 0] is not'),
+                 ({"key": K1, "events": [["alloc", 5]]}, 'event ["alloc", 5] is not'),
+                 ({"key": K1, "events": "alloc"}, "events is not a list"),
+                 ({"key": K1, "events": [["free", 5, 3]]}, "free of a block never allocated in the call"),
+                 ({"key": K1 + "\tx", "events": [["alloc", 5, 0]]}, "not a record"),  # a tab splits the table's line
+                 ({"events": [["alloc", 5, 0]]}, "not a record"),
+                 ([1, 2], "not a record")]
+        for n, (record, want) in enumerate(cases):
+            path = self.write(f"m{n}.jsonl", [HEAD, {"key": K2, "events": [["alloc", 1, 0]]}, record])
+            r, _ = self.run_script(path)
+            self.assertEqual(r.returncode, 1, (record, r.stderr))
+            self.assertIn(f"m{n}.jsonl:3: {want}", r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertFalse(os.path.exists(out), record)
+
+    def test_an_output_path_it_cannot_write_is_a_one_line_error(self):
+        a = self.write("a.jsonl", [HEAD, {"key": K1, "events": [["alloc", 1000, 0]]}])
+        for out, want in ((os.path.join(self.dir, "no-such-dir", "t.tsv"), "no directory"),
+                          (self.dir, "is a directory"),
+                          (a, "is one of the measured files")):  # (it was overwritten)
+            r = subprocess.run([sys.executable, SCRIPT, a, "--out", out], capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 1, (out, r.stderr))
+            self.assertIn(f"--out {out}", r.stderr)
+            self.assertIn(want, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        with open(a) as f:
+            self.assertEqual(json.loads(f.readline()), HEAD)
+
 
 if __name__ == "__main__":
     unittest.main()

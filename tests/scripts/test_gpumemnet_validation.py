@@ -102,6 +102,34 @@ class GpuMemNetValidation(unittest.TestCase):
             self.assertIn(want, r.stderr, args)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
+    def test_the_cross_validation_refuses_inputs_it_would_misread(self):
+        colo = sys.executable  # (any program: these are refused before colo runs)
+        shapes = self.write("s.jsonl", [{"key": "k", "sources": ["gpumemnet-cnn:two"]}])
+        zero = self.write("m.jsonl", [{"row": 3, "status": "ok", "max_reserved_mib": 0}])
+        for args, want in (
+                # NaN or a negative limit chose k = 0 whatever the errors
+                (["--median-limit", "nan"], "--median-limit nan: expected a number of percent >= 0"),
+                (["--median-limit", "-1"], "--median-limit -1: expected a number of percent >= 0"),
+                (["--shapes", shapes], "s.jsonl:1: not a line of scripts/conv-shapes.py"),  # int('two') later
+                (["--measured", zero], "m.jsonl:1: max_reserved_mib 0 is not a number > 0")):
+            r = run(CV, "--csv", CSV, "--measured", MEASURED, "--colo", colo, *args)
+            self.assertEqual(r.returncode, 1, (args, r.stderr))
+            self.assertIn(want, r.stderr, args)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+    def test_the_cross_validation_refuses_what_it_cannot_run_before_probing(self):
+        d = self.dir.name
+        two = self.write("two.jsonl", [{"row": 1007, "status": "ok", "max_reserved_mib": 1726.0},
+                                       {"row": 913, "status": "ok", "max_reserved_mib": 25540.0}])
+        for args, want in ((["--measured", two, "--folds", "3"], "--folds 3: more folds than the 2 rows"),
+                           # these came after the rows had been probed
+                           (["--measured", two, "--colo", d], f"--colo {d}: not an executable program"),
+                           (["--measured", two, "--json", os.path.join(d, "no-such-dir", "cv.json")], "no directory")):
+            r = run(CV, "--csv", CSV, "--colo", sys.executable, *args)
+            self.assertEqual(r.returncode, 1, (args, r.stderr))
+            self.assertIn(want, r.stderr, args)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -47,6 +47,39 @@ class PolicySweep(unittest.TestCase):
             self.assertIn(want, r.stderr)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
+    def test_values_given_twice_are_refused(self):
+        # Each would have counted twice in its setting's runs (a trace listed twice in "one setting for all").
+        trace = os.path.join(ROOT, "data", "carma", "traces", "philly_mix_90_tasks.csv")
+        with tempfile.TemporaryDirectory() as d:
+            other = os.path.join(d, "philly_mix_90_tasks.csv")
+            for args, want in ((["--caps", "80,80"], "--caps '80,80': 80 is given twice"),
+                               (["--policies", "magm,lug,magm"], "--policies 'magm,lug,magm': magm is given twice"),
+                               (["--floors", "unknown,unknown"], "unknown is given twice"),
+                               (["--trace", trace, other], "--trace: more than one trace named philly_mix_90_tasks.csv")):
+                r = run(*args)
+                self.assertEqual(r.returncode, 1, (args, r.stderr))
+                self.assertIn(want, r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+    def test_a_bad_colo_or_json_path_is_a_one_line_error_before_the_runs(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "colo")
+            with open(fake, "w") as f:
+                f.write(f"#!{sys.executable}\nprint('not json')\n")
+            os.chmod(fake, 0o700)
+            small = ["--policies", "magm", "--caps", "80", "--backfill", "0"]
+            for args, want in ((["--colo", d], f"--colo {d}: not an executable program"),
+                               (["--colo", fake], "printed no JSON (is it colo?): not json"),
+                               (["--json", os.path.join(d, "no-such-dir", "runs.json")], "no directory"),
+                               (["--json", d], f"--json {d}: is a directory"),
+                               (["--json", ""], "--json: an empty path")):  # (no file was written, silently)
+                r = subprocess.run([sys.executable, SCRIPT, "--colo", COLO, *small, *args], capture_output=True,
+                                   text=True, timeout=600)
+                self.assertEqual(r.returncode, 1, (args, r.stderr))
+                self.assertIn(want, r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+                self.assertEqual(r.stdout, "")
+
 
 if __name__ == "__main__":
     unittest.main()
