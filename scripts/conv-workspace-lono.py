@@ -14,9 +14,7 @@ be measured anyway), and the network's configurations are estimated by colo with
       --gpu h100-80gb [--colo build/colo] [--max-k 6] [--json OUT]
 """
 import argparse
-import contextlib
 import importlib.util
-import io
 import json
 import os
 import shutil
@@ -74,13 +72,8 @@ def main():
                     measured[r["name"]] = cv.measured_mib(r["max_reserved_mib"], f"{path}:{n}")
         configs = {}  # configuration source label -> (name, words, network)
         for path in a.configs:
-            for name, words in gv.read_configs(path):
-                try:  # (argparse's own message is its usage on several lines)
-                    with contextlib.redirect_stderr(io.StringIO()) as err:
-                        network = gv.parse_flags(gv.split_env(words)[1]).probe
-                except SystemExit:
-                    why = err.getvalue().strip().splitlines()[-1:] or ["bad flags"]
-                    sys.exit(f"conv-workspace-lono: {path}: {name}: {why[0].removeprefix('configuration: error: ')}")
+            for name, words in gv.read_configs(path):  # (its flags checked there: errors name file:line)
+                network = gv.parse_flags(gv.split_env(words)[1]).probe
                 configs[f"{os.path.basename(path)}:{name}"] = (name, words, network)
     except (OSError, ValueError, KeyError, TypeError) as e:
         sys.exit(f"conv-workspace-lono: {type(e).__name__}: {e}")

@@ -55,11 +55,15 @@ def read_configs(path):
                 raise ValueError(f"{path}:{n}: {e}") from None
             env, flags = split_env(words[1:])
             if len(words) < 3 or not flags or not flags[0].startswith("--"):
-                sys.exit(f"{path}:{n}: expected a name, optional NAME=VALUE environment settings, then colo "
-                         "estimate --probe flags")
+                raise ValueError(f"{path}:{n}: expected a name, optional NAME=VALUE environment settings, then colo "
+                                 "estimate --probe flags")
+            try:  # the flags are checked now, not when their configuration's turn comes on the GPU
+                parse_flags(flags)
+            except ValueError as e:
+                raise ValueError(f"{path}:{n}: {words[0]}: {e}") from None
             out.append((words[0], words[1:]))
     if not out:
-        sys.exit(f"{path}: no configurations")
+        raise ValueError(f"{path}: no configurations")
     return out
 
 
@@ -79,8 +83,15 @@ def with_env(words):
     return dict(os.environ, **split_env(words)[0])
 
 
+class _FlagParser(argparse.ArgumentParser):
+    """argparse that raises ValueError with its one-line message instead of printing its usage."""
+
+    def error(self, message):
+        raise ValueError(message)
+
+
 def parse_flags(words):
-    p = argparse.ArgumentParser(prog="configuration", add_help=False)
+    p = _FlagParser(prog="configuration", add_help=False)
     p.add_argument("--probe", required=True)
     p.add_argument("--input")
     p.add_argument("--batch", type=int, required=True)

@@ -81,7 +81,7 @@ class LeaveOneNetworkOut(unittest.TestCase):
         flags = write("flags.configs", "r18 --probe torchvision:resnet18 --batch two\n")
         cases = [
             # argparse's usage on several lines, without the file, before
-            ((flags, measured, shapes), [], f"{flags}: r18: argument --batch: invalid int value: 'two'"),
+            ((flags, measured, shapes), [], f"{flags}:1: r18: argument --batch: invalid int value: 'two'"),
             ((self.configs, write("m.jsonl", '{"name": "r18-c10-sgdm", "max_reserved_mib": 0}\n'), shapes), [],
              "m.jsonl:1: max_reserved_mib 0 is not a number > 0"),  # a division by zero, after the probes
             ((self.configs, write("bad.jsonl", '{"name": "x"}\n{not json\n'), shapes), [], "bad.jsonl:2: not a JSON line"),

@@ -62,6 +62,17 @@ class GpuValidate(unittest.TestCase):
         self.assertIn("env.configs:1: expected a name, optional NAME=VALUE", r.stderr)
         r = run("measure", "--configs", self.write("empty.configs", "# nothing\n"), "--out", self.path("m.jsonl"))
         self.assertIn("empty.configs: no configurations", r.stderr)
+        # A bad flag is named at its line when the file is read, in one line (it was argparse's
+        # usage on several, when the configuration's turn came).
+        for text, want in (("ok --probe torchvision:resnet18 --batch 2\nb --probe torchvision:resnet18 --batch two\n",
+                            "flags.configs:2: b: argument --batch: invalid int value: 'two'"),
+                           ("a --probe torchvision:resnet18 --batch 2 --amp fp8\n", "flags.configs:1: a: argument --amp"),
+                           ("a --batch 2 --optimizer sgd\n", "flags.configs:1: a: the following arguments are required: --probe")):
+            r = run("measure", "--cpu-check", "--configs", self.write("flags.configs", text), "--out", self.path("m.jsonl"))
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn(want, r.stderr)
+            self.assertTrue(r.stderr.startswith("gpu-validate: "), r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
     def test_predict_through_colo_and_the_table(self):
         colo = os.environ.get("COLO_BIN", os.path.join(ROOT, "build", "colo"))
