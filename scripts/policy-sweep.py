@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Searches colo's policy settings for the one closest to each trace's lower bound (docs/SIMULATOR.md,
 "Against the published numbers"): every combination of --policy, --smact-cap, --backfill,
---margin-mib and --floor,
+--margin-mib, --floor and --adds-progress (off or on),
 replayed by `colo sim --json` with a non-oracle estimator on each trace. Prints each trace's best
 setting and the setting whose worse trace is closest to its bound (one setting for all traces,
 so nothing is tuned to one trace).
 
   python3 scripts/policy-sweep.py [--colo build/colo] [--estimator allocsim] \\
       [--trace data/carma/traces/philly_mix_90_tasks.csv ...] [--policies magm,lug,...] \\
-      [--caps 80,90,100] [--backfill 0,10,100] [--margins 2048] [--floors unknown] [--json OUT]
+      [--caps 80,90,100] [--backfill 0,10,100] [--margins 2048] [--floors unknown] [--progress off] [--json OUT]
 """
 import argparse
 import itertools
@@ -51,6 +51,7 @@ def main():
     ap.add_argument("--backfill", default="0,10,100")
     ap.add_argument("--margins", default="2048", help="--margin-mib values (MiB)")
     ap.add_argument("--floors", default="unknown", help="--floor values: unknown, always")
+    ap.add_argument("--progress", default="off", help="--adds-progress: off, on (docs/SIMULATOR.md)")
     ap.add_argument("--json", help="write every run here")
     a = ap.parse_args()
     if a.estimator == "oracle":
@@ -64,13 +65,17 @@ def main():
             sys.exit(f"policy-sweep: --trace: more than one trace named {os.path.basename(t)}")
     grid = list(itertools.product(once(a.policies.split(","), a.policies, "policies"), int_list(a.caps, "caps"),
                                   int_list(a.backfill, "backfill"), int_list(a.margins, "margins"),
-                                  once(a.floors.split(","), a.floors, "floors")))
+                                  once(a.floors.split(","), a.floors, "floors"),
+                                  once(a.progress.split(","), a.progress, "progress")))
+    for p in {g[5] for g in grid}:
+        if p not in ("off", "on"):
+            sys.exit(f"policy-sweep: --progress '{a.progress}': expected off, on or off,on")
 
     def run(job):
-        trace, (policy, cap, backfill, margin, floor) = job
+        trace, (policy, cap, backfill, margin, floor, progress) = job
         args = [a.colo, "sim", "--trace", trace, "--policy", policy, "--estimator", a.estimator,
                 "--smact-cap", str(cap), "--backfill", str(backfill), "--margin-mib", str(margin), "--floor", floor,
-                "--json"]
+                *(["--adds-progress"] if progress == "on" else []), "--json"]
         r = subprocess.run(args, capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"policy-sweep: {' '.join(args[1:])}: {r.stderr.strip()}")
@@ -79,7 +84,7 @@ def main():
         except ValueError as e:
             sys.exit(f"policy-sweep: {e}")
         return {"trace": os.path.basename(trace), "policy": policy, "smact_cap": cap, "backfill": backfill,
-                "margin_mib": margin, "floor": floor,
+                "margin_mib": margin, "floor": floor, "adds_progress": progress == "on",
                 "makespan_s": d["makespan_s"], "lower_bound_s": d["lower_bound_s"], "oom_crashes": d["oom_crashes"],
                 "energy_mj": d["energy_mj"], "completed": d["completed"], "jobs": d["jobs"],
                 "above_bound": d["makespan_s"] / d["lower_bound_s"] - 1}
@@ -89,11 +94,14 @@ def main():
     traces = [os.path.basename(t) for t in a.trace]
     print(f"{len(grid)} settings x {len(traces)} traces, estimator {a.estimator}, MPS")
     several_margins, several_floors = len({g[3] for g in grid}) > 1, len({g[4] for g in grid}) > 1
+    progress_varies = len({g[5] for g in grid}) > 1
 
     def describe(r):
         return (f"{r['policy']} cap {r['smact_cap']} % backfill {r['backfill']}"
                 + (f" margin {r['margin_mib']} MiB" if several_margins else "")
-                + (f" floor {r['floor']}" if several_floors else ""))
+                + (f" floor {r['floor']}" if several_floors else "")
+                + ((" adds-progress" if r["adds_progress"] else " no adds-progress") if progress_varies else
+                   (" adds-progress" if r["adds_progress"] else "")))
 
     def short(r):  # a run that lost a job or crashed one cannot be the best, whatever its makespan
         return r["completed"] < r["jobs"] or r["oom_crashes"] > 0
@@ -104,7 +112,8 @@ def main():
               f"{best['oom_crashes']} OOM, {best['completed']}/{best['jobs']} done")
     by_setting = {}
     for r in runs:
-        by_setting.setdefault((r["policy"], r["smact_cap"], r["backfill"], r["margin_mib"], r["floor"]), []).append(r)
+        by_setting.setdefault((r["policy"], r["smact_cap"], r["backfill"], r["margin_mib"], r["floor"],
+                               r["adds_progress"]), []).append(r)
     joint = min(by_setting.items(), key=lambda kv: (any(short(r) for r in kv[1]),
                                                     max(r["above_bound"] for r in kv[1]), kv[0]))
     print(f"one setting for all: {describe(joint[1][0])}: "

@@ -38,6 +38,25 @@ class PolicySweep(unittest.TestCase):
         joint = min(worst, key=lambda k: (worst[k], k))
         self.assertIn(f"one setting for all: {joint[0]} cap {joint[1]} % backfill {joint[2]}:", r.stdout)
 
+    def test_progress_sweeps_the_adds_progress_rule(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "runs.json")
+            r = run("--policies", "magm", "--caps", "90", "--backfill", "100", "--progress", "off,on", "--json", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                runs = json.load(f)
+        self.assertEqual(sorted(x["adds_progress"] for x in runs), [False, False, True, True])
+        for trace in ("philly_mix_90_tasks.csv", "philly_heavy_60_tasks.csv"):
+            off, on = (min((x for x in runs if x["trace"] == trace and x["adds_progress"] == p),
+                           key=lambda x: x["makespan_s"]) for p in (False, True))
+            self.assertNotEqual(off["makespan_s"], on["makespan_s"])  # the flag reached colo sim
+            best = min(off, on, key=lambda x: x["makespan_s"])
+            arm = "adds-progress" if best["adds_progress"] else "no adds-progress"
+            self.assertIn(f"{trace}: best magm cap 90 % backfill 100 {arm}: {best['makespan_s']:.0f} s", r.stdout)
+        r = run("--progress", "sometimes")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(r.stderr.strip(), "policy-sweep: --progress 'sometimes': expected off, on or off,on")
+
     def test_bad_arguments_are_one_line_errors(self):
         for args, want in ((["--caps", "8x"], "--caps '8x': expected comma-separated integers"),
                            (["--estimator", "oracle"], "knows each job's true memory"),
