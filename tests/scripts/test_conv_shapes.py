@@ -4,35 +4,27 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from script_test import ScriptTest  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SCRIPT = os.path.join(ROOT, "scripts", "conv-shapes.py")
 CARMA_HEADER = "workload,model,dataset,batch_size,gpus\n"
 
 
-class ConvShapes(unittest.TestCase):
+class ConvShapes(ScriptTest):
     def setUp(self):
-        d = tempfile.TemporaryDirectory()
-        self.addCleanup(d.cleanup)
-        self.dir = d.name
+        super().setUp()
         self.out = os.path.join(self.dir, "shapes.jsonl")
-
-    def write(self, name, text):
-        path = os.path.join(self.dir, name)
-        with open(path, "w") as f:
-            f.write(text)
-        return path
 
     def run_script(self, *args, out=None):
         return subprocess.run([sys.executable, SCRIPT, "--out", out or self.out, *args],
                               capture_output=True, text=True, timeout=300)
 
     def assertOneLineError(self, r, want):
-        self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertIn(want, r.stderr)
-        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        super().assertOneLineError(r, want)
         self.assertFalse(os.path.exists(self.out))
 
     def test_keys_of_a_configuration_and_a_carma_row(self):

@@ -1,12 +1,12 @@
 """scripts/estimator-table.py (docs/ESTIMATION.md, "The probe"): one row per workload every estimator took,
 each estimator's errors counted once; a bad --colo or --estimators is a one-line error."""
 import os
-import stat
 import subprocess
 import sys
-import tempfile
-import textwrap
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from script_test import ScriptTest  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SCRIPT = os.path.join(ROOT, "scripts", "estimator-table.py")
@@ -17,25 +17,7 @@ def run(*args):
     return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=300)
 
 
-class EstimatorTable(unittest.TestCase):
-    def setUp(self):
-        d = tempfile.TemporaryDirectory()
-        self.addCleanup(d.cleanup)
-        self.dir = d.name
-
-    def fake_colo(self, body):
-        """A program standing in for colo: `body` is Python run with sys.argv as colo's."""
-        path = os.path.join(self.dir, "colo")
-        with open(path, "w") as f:
-            f.write(f"#!{sys.executable}\nimport json, sys\n" + textwrap.dedent(body))
-        os.chmod(path, stat.S_IRWXU)
-        return path
-
-    def assertOneLineError(self, r, want):
-        self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertIn(want, r.stderr)
-        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
-
+class EstimatorTable(ScriptTest):
     def test_each_estimator_counts_each_workload_once(self):
         if not os.access(COLO, os.X_OK):
             self.skipTest(f"no colo binary at {COLO} (ctest sets COLO_BIN)")
@@ -53,11 +35,11 @@ class EstimatorTable(unittest.TestCase):
     def test_a_colo_that_is_not_colo_is_a_one_line_error(self):
         r = run("--colo", self.dir, "--estimators", "horus")
         self.assertOneLineError(r, f"--colo {self.dir}: not an executable program")
-        r = run("--colo", self.fake_colo("print('hello')\n"), "--estimators", "horus")
+        r = run("--colo", self.stand_in("print('hello')\n"), "--estimators", "horus")
         self.assertOneLineError(r, "printed no JSON (is it colo?): hello")
 
     def test_no_workload_every_estimator_took_is_an_error_not_a_traceback(self):
-        colo = self.fake_colo("""
+        colo = self.stand_in("""
             name = sys.argv[sys.argv.index("--estimator") + 1]
             print(json.dumps({"rows": [{"id": name, "measured_mib": 100, "estimate_mib": 90}]}))
             """)

@@ -2,38 +2,25 @@
 colo and for a model file or energies it cannot fit (never a division by zero)."""
 import os
 import shutil
-import stat
 import subprocess
 import sys
-import tempfile
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from script_test import ScriptTest  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SCRIPTS = os.path.join(ROOT, "scripts")
 COLO = os.environ.get("COLO_BIN", os.path.join(ROOT, "build", "colo"))
 
 
-class FitPower(unittest.TestCase):
-    def setUp(self):
-        d = tempfile.TemporaryDirectory()
-        self.addCleanup(d.cleanup)
-        self.dir = d.name
-
+class FitPower(ScriptTest):
     def run_script(self, *args, script=os.path.join(SCRIPTS, "fit-power.py")):
         return subprocess.run([sys.executable, script, *args], capture_output=True, text=True, timeout=300)
 
     def constant_colo(self):
         """A colo whose exclusive energy does not depend on the model file."""
-        path = os.path.join(self.dir, "colo")
-        with open(path, "w") as f:
-            f.write(f"#!{sys.executable}\nprint('{{\"energy_mj\": 30.0}}')\n")
-        os.chmod(path, stat.S_IRWXU)
-        return path
-
-    def assertOneLineError(self, r, want):
-        self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertIn(want, r.stderr)
-        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        return self.stand_in("print(json.dumps({'energy_mj': 30.0}))")
 
     def test_the_model_file_holds_the_fitted_value(self):
         if not os.access(COLO, os.X_OK):

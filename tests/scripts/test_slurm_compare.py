@@ -3,34 +3,23 @@ refuses, are one-line errors before any scenario runs; the trace's errors name i
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from script_test import ScriptTest  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SCRIPT = os.path.join(ROOT, "scripts", "slurm-compare.py")
 COLO = os.environ.get("COLO_BIN", os.path.join(ROOT, "build", "colo"))
 
 
-class SlurmCompare(unittest.TestCase):
-    def setUp(self):
-        d = tempfile.TemporaryDirectory()
-        self.addCleanup(d.cleanup)
-        self.dir = d.name
-
+class SlurmCompare(ScriptTest):
     def run_script(self, *args):
         return subprocess.run([sys.executable, SCRIPT, "--colo", COLO, "--out", os.path.join(self.dir, "out"), *args],
                               capture_output=True, text=True, timeout=300)
 
-    def write(self, name, text):
-        path = os.path.join(self.dir, name)
-        with open(path, "w") as f:
-            f.write(text)
-        return path
-
     def assertOneLineError(self, r, want):
-        self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertIn(want, r.stderr)
-        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        super().assertOneLineError(r, want)
         self.assertNotIn("done in", r.stderr)
 
     def test_arguments_it_would_ignore_or_could_not_run_are_refused(self):

@@ -4,26 +4,18 @@ import os
 import stat
 import subprocess
 import sys
-import tempfile
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from script_test import ScriptTest  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SCRIPT = os.path.join(ROOT, "scripts", "thesis-table.py")
 
 
-class ThesisTable(unittest.TestCase):
-    def setUp(self):
-        d = tempfile.TemporaryDirectory()
-        self.addCleanup(d.cleanup)
-        self.dir = d.name
-
+class ThesisTable(ScriptTest):
     def run_script(self, *args):
         return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=300)
-
-    def assertOneLineError(self, r, want):
-        self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertIn(want, r.stderr)
-        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
     def test_a_colo_that_is_not_colo_is_a_one_line_error(self):
         self.assertOneLineError(self.run_script("--colo", self.dir), f"--colo {self.dir}: not an executable program")
