@@ -5,12 +5,14 @@
 #     vs MAGM+MPS with oracle estimates, through the same scheduler core colod runs;
 #  2. the daemon: colod on two fake 40 GiB GPUs (in-tree fake NVML), fake training jobs submitted,
 #     shown running and collocated (colo queue, colo gpus), then finished (scripts/daemon-demo.sh).
-# Usage: scripts/demo-run.sh [BUILD_DIR] (default: build). Report pages go to $COLO_DEMO_OUT
-# (default: out/). ctest's demo_smoke runs it on the test build.
+# Usage: scripts/demo-run.sh [BUILD_DIR] (default: the repository's build/). Report pages go to
+# $COLO_DEMO_OUT (default: the repository's out/); relative paths are the caller's. ctest's
+# demo_smoke runs it on the test build.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build=${1:-build}
-out=${COLO_DEMO_OUT:-out}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=$(realpath -m "${1:-$repo/build}")
+out=$(realpath -m "${COLO_DEMO_OUT:-$repo/out}")
+cd "$repo"
 for bin in colo colod colo-fake-job; do
   [ -x "$build/$bin" ] || { echo "demo: $build/$bin: not built (scripts/demo.sh builds it)" >&2; exit 1; }
 done

@@ -71,6 +71,8 @@ def main():
         fail(f"--seeds {a.seeds}: at least one replay per setting")
     if not 0 <= a.jitter < 1:
         fail(f"--jitter {a.jitter}: expected a number in [0, 1)")
+    if a.jitter == 0 and a.seeds > 1:  # (the seed only draws the jitter: every replay would be the same pair)
+        fail(f"--seeds {a.seeds} with --jitter 0: the replays would be one pair counted {a.seeds} times")
     if not os.access(a.colo, os.X_OK):
         fail(f"--colo {a.colo}: no such program (build colo first, README)")
     for t in a.trace:

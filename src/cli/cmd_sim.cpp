@@ -364,6 +364,10 @@ void run(const SimArgs& a, const CLI::App& cmd) {
                                 a.policy));
   if (a.adds_progress && !a.compare && *policy == PolicyKind::Exclusive)
     throw UserError("--adds-progress is a condition on co-runners; --policy exclusive has none");
+  if (a.adds_progress && custom &&
+      std::find(custom->filters.begin(), custom->filters.end(), "idle_only") != custom->filters.end())
+    throw UserError(fmt::format("--adds-progress is a condition on co-runners; policy '{}' places whole GPUs (idle_only)",
+                                custom->name));
   // MIG: every GPU split into --mig's instances (one job each); the core places on instances.
   if ((a.sharing == "mig") != !a.mig.empty())
     throw UserError(a.mig.empty() ? "--sharing mig needs --mig LAYOUT (e.g. 3g.20gb,4g.20gb)"

@@ -89,6 +89,8 @@ int main(int argc, char** argv) {
       if (!colo::daemon::policy_exists(policy, cfg.policies))
         throw colo::UserError("--policy: unknown policy '" + policy + "' (a shipped one or a [policies.NAME] of the config)");
       cfg.policy = policy;
+      if (const std::string why = colo::daemon::adds_progress_problem(cfg); !why.empty())
+        throw colo::UserError("--policy " + policy + ": " + why);
     }
     if (cfg.state_dir.empty() || cfg.state_dir[0] != '/') {
       char cwd[PATH_MAX];

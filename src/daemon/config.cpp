@@ -191,7 +191,16 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
       throw;
     }
   }
+  if (const std::string why = adds_progress_problem(c); !why.empty()) throw UserError(fmt::format("{}: {}", path, why));
   return c;
+}
+
+std::string adds_progress_problem(const DaemonConfig& c) {
+  if (!c.conditions.adds_progress) return "";
+  if (!c.conditions.enabled) return "[policy] adds_progress = true weighs co-runners; conditions = false has none";
+  if (resolve_policy(c.policy, c.policies, c.conditions).whole_gpus)
+    return fmt::format("[policy] adds_progress = true weighs co-runners; policy '{}' places whole GPUs", one_line(c.policy));
+  return "";
 }
 
 }  // namespace colo::daemon

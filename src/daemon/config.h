@@ -77,5 +77,8 @@ struct DaemonConfig {
 // Reads a TOML file over the defaults. Throws colo::UserError "FILE:LINE: …" for syntax errors,
 // unknown keys, wrong types and out-of-range values.
 DaemonConfig load_config(const std::string& path, DaemonConfig base = {});
+// Why [policy] adds_progress = true could not apply (conditions off, a whole-GPU policy), empty when
+// it can or is off: colod refuses it rather than ignore it (checked again after --policy).
+std::string adds_progress_problem(const DaemonConfig& c);
 
 }  // namespace colo::daemon

@@ -414,6 +414,11 @@ TEST(DaemonConfig, RefusesNanFractionsZeroStepHugeMemoryAndDirectories) {
   EXPECT_EQ(error_for("[policy]\nadds_progress = true\ninterference = 0.1\n"), "(accepted)");
   EXPECT_TRUE(load_config(path).conditions.adds_progress);
   EXPECT_DOUBLE_EQ(load_config(path).conditions.interference, 0.1);
+  // A rule that could not apply is refused, not ignored.
+  EXPECT_EQ(error_for("[policy]\nadds_progress = true\nconditions = false\n"),
+            path + ": [policy] adds_progress = true weighs co-runners; conditions = false has none");
+  EXPECT_EQ(error_for("[policy]\nname = \"exclusive\"\nadds_progress = true\n"),
+            path + ": [policy] adds_progress = true weighs co-runners; policy 'exclusive' places whole GPUs");
   EXPECT_EQ(error_for("[slots]\nlength_s = 3600\nnotice_s = 3600\n"),
             path + ": [slots] length_s = 3600, notice_s = 3600: the checkpoint notice must be shorter than the slot");
   EXPECT_EQ(error_for("[slots]\nlength_s = -1\n"), path + ":2: 'slots.length_s' must be in [0, 31622400]");

@@ -45,6 +45,7 @@ class PairedCompare(unittest.TestCase):
                            (["--flag=--adds-progress", "--policies", "magm,magm"], "--policies 'magm,magm': magm is given twice"),
                            (["--flag=--adds-progress", "--seeds", "0"], "--seeds 0: at least one replay"),
                            (["--flag=--adds-progress", "--jitter", "1"], "--jitter 1.0: expected a number in [0, 1)"),
+                           (["--flag=--adds-progress", "--jitter", "0", "--seeds", "2"], "one pair counted 2 times"),
                            (["--flag=--adds-progress", "--trace", "/nonexistent.csv"], "--trace /nonexistent.csv: no such file"),
                            (["--flag=--nope", "--trace", HEAVY, "--estimators", "oracle", "--policies", "magm", "--caps", "90",
                              "--backfill", "0", "--seeds", "1"], "--nope")):

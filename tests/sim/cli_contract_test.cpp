@@ -93,6 +93,8 @@ TEST(ColoSimCli, FlagsThatWouldBeIgnoredOrImpossibleAreRefused) {
   if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   const std::string pf = ::testing::TempDir() + "colo_cli_policies.toml";
   std::ofstream(pf) << "[policies.blend]\nfilters = [\"fits_memory\"]\nscorers = { most_free_mem = 1 }\n";
+  const std::string solo = ::testing::TempDir() + "colo_cli_solo.toml";
+  std::ofstream(solo) << "[policies.solo]\nfilters = [\"idle_only\"]\nscorers = { first = 1 }\n";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--backfill-depth 10", "--backfill-depth only matters with --backfill N"},
       {"--recovery-step-mib 1024", "--recovery-step-mib is loose recovery's step"},
@@ -100,6 +102,7 @@ TEST(ColoSimCli, FlagsThatWouldBeIgnoredOrImpossibleAreRefused) {
       {"--adds-progress --no-conditions", "--adds-progress is a condition on co-runners; --no-conditions has none"},
       {"--adds-progress --policy exclusive", "--adds-progress is a condition on co-runners; --policy exclusive has none"},
       {"--adds-progress --sharing mig --mig 3g.20gb,4g.20gb", "--mig (one job per instance) has none"},
+      {"--adds-progress --policy-file " + solo + " --policy solo", "policy 'solo' places whole GPUs (idle_only)"},
       {"--model ''", "--model: empty value"},
       {"--policy-file ''", "--policy-file: empty value"},
       {"--compare --policy-file " + pf, "--compare runs the whole thesis matrix; drop --policy-file"},
