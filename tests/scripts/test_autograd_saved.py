@@ -4,24 +4,18 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from script_test import ScriptTest  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SCRIPT = os.path.join(ROOT, "scripts", "autograd-saved.py")
 
 
-class AutogradSavedDiff(unittest.TestCase):
-    def setUp(self):
-        d = tempfile.TemporaryDirectory()
-        self.addCleanup(d.cleanup)
-        self.dir = d.name
-
+class AutogradSavedDiff(ScriptTest):
     def write(self, name, text):
-        path = os.path.join(self.dir, name)
-        with open(path, "w") as f:
-            f.write(text if isinstance(text, str) else json.dumps(text))
-        return path
+        return super().write(name, text if isinstance(text, str) else json.dumps(text))
 
     def diff(self, a, b):
         return subprocess.run([sys.executable, SCRIPT, "--diff", a, b], capture_output=True, text=True, timeout=60)

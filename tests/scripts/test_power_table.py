@@ -5,8 +5,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from script_test import ScriptTest  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SCRIPT = os.path.join(ROOT, "scripts", "power-table.py")
@@ -17,11 +19,9 @@ def run(*args):
     return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=60)
 
 
-class PowerTable(unittest.TestCase):
+class PowerTable(ScriptTest):
     def setUp(self):
-        d = tempfile.TemporaryDirectory()
-        self.addCleanup(d.cleanup)
-        self.dir = d.name
+        super().setUp()
         with open(os.path.join(DOCS, "power-run1-mps.json")) as f:
             self.base = json.load(f)
 
