@@ -2,6 +2,7 @@
 //   colo sim [--workloads F] [--trace F] [--gpus N] [--gpu-memory-mib M] [--policy P]
 //            [--estimator E] [--sharing streams|mps] [--no-conditions] [--smact-cap PCT]
 //            [--margin-mib M] [--recovery strict|loose|none] [--nodes N] [--seed S] [--json] [--compare]
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -19,6 +20,8 @@
 #include "common/resource_path.h"
 #include "core/error.h"
 #include "core/one_line.h"
+#include "core/policy/policies.h"
+#include "core/policy/policy_definition.h"
 #include "core/limits.h"
 #include "core/time_slots.h"
 #include "daemon/client/policy_file.h"
@@ -287,9 +290,12 @@ void run_compare(const SimArgs& a, const sim::ScenarioBase& base, const sim::Tra
     std::cout << arr.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
-  std::cout << fmt::format("trace {} on {} GPU(s) × {} MiB{}, recovery {}, SMACT cap {}%, margin {} MiB\n", trace.path,
-                           a.gpus, a.gpu_memory_mib, a.nodes > 1 ? fmt::format(" in {} servers", a.nodes) : "",
-                           a.recovery, a.smact_cap_pct, a.margin_mib);
+  // Rules given on the command line apply to every row with conditions: the header says so.
+  std::cout << fmt::format("trace {} on {} GPU(s) × {} MiB{}, recovery {}, SMACT cap {}%, margin {} MiB{}{}\n",
+                           trace.path, a.gpus, a.gpu_memory_mib,
+                           a.nodes > 1 ? fmt::format(" in {} servers", a.nodes) : "", a.recovery, a.smact_cap_pct,
+                           a.margin_mib, a.floor == "always" ? ", floor always" : "",
+                           a.adds_progress ? ", adds-progress on every row with conditions" : "");
   std::cout << fmt::format("{:<8} {:<22} {:>6} {:>9} {:>7} {:>8} {:>8} {:>8} {:>9} {:>7} {:>4} {:>6} {:>6} {:>4} {:>8} {:>5}\n",
                            "sharing", "scenario", "done", "makespan", "Δ", "JCT", "wait", "exec", "energyMJ", "Δ",
                            "OOM", "SMACT", "mem", "max", "maxwait", "Jain");
@@ -362,12 +368,11 @@ void run(const SimArgs& a, const CLI::App& cmd) {
     throw UserError(fmt::format("--policy must be exclusive, round-robin, first-fit, best-fit, magm, lug, node-weight "
                                 "or one of --policy-file's, got '{}'",
                                 a.policy));
-  if (a.adds_progress && !a.compare && *policy == PolicyKind::Exclusive)
-    throw UserError("--adds-progress is a condition on co-runners; --policy exclusive has none");
-  if (a.adds_progress && custom &&
-      std::find(custom->filters.begin(), custom->filters.end(), "idle_only") != custom->filters.end())
-    throw UserError(fmt::format("--adds-progress is a condition on co-runners; policy '{}' places whole GPUs (idle_only)",
-                                custom->name));
+  // One rule for shipped and site policies: a policy whose placements run alone has no co-runners to weigh.
+  if (a.adds_progress && !a.compare &&
+      (custom ? build_policy(*custom, base.conditions) : make_policy(*policy, base.conditions)).whole_gpus)
+    throw UserError(fmt::format("--adds-progress is a condition on co-runners; policy '{}' places whole GPUs",
+                                one_line(a.policy)));
   // MIG: every GPU split into --mig's instances (one job each); the core places on instances.
   if ((a.sharing == "mig") != !a.mig.empty())
     throw UserError(a.mig.empty() ? "--sharing mig needs --mig LAYOUT (e.g. 3g.20gb,4g.20gb)"

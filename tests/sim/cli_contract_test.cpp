@@ -100,9 +100,9 @@ TEST(ColoSimCli, FlagsThatWouldBeIgnoredOrImpossibleAreRefused) {
       {"--recovery-step-mib 1024", "--recovery-step-mib is loose recovery's step"},
       {"--recovery none --recovery-share", "with --recovery none there is none"},
       {"--adds-progress --no-conditions", "--adds-progress is a condition on co-runners; --no-conditions has none"},
-      {"--adds-progress --policy exclusive", "--adds-progress is a condition on co-runners; --policy exclusive has none"},
+      {"--adds-progress --policy exclusive", "--adds-progress is a condition on co-runners; policy 'exclusive' places whole GPUs"},
       {"--adds-progress --sharing mig --mig 3g.20gb,4g.20gb", "--mig (one job per instance) has none"},
-      {"--adds-progress --policy-file " + solo + " --policy solo", "policy 'solo' places whole GPUs (idle_only)"},
+      {"--adds-progress --policy-file " + solo + " --policy solo", "policy 'solo' places whole GPUs"},
       {"--model ''", "--model: empty value"},
       {"--policy-file ''", "--policy-file: empty value"},
       {"--compare --policy-file " + pf, "--compare runs the whole thesis matrix; drop --policy-file"},
@@ -199,6 +199,30 @@ TEST(ColoSimCli, NothingCompletedIsNotANumber) {
   const CliRun one = test::run_colo_args(base + "--json");
   ASSERT_EQ(one.status, 0) << one.out;
   EXPECT_TRUE(nlohmann::json::parse(one.out)["jain_index"].is_null()) << one.out;
+  std::filesystem::remove(trace);
+}
+
+// --compare applies --floor always and --adds-progress to every row with conditions: the
+// table's header says so (it read like a plain thesis matrix before).
+TEST(ColoSimCli, CompareHeaderNamesTheRulesGiven) {
+  if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  const std::string trace = ::testing::TempDir() + "colo_cli_header.csv";
+  std::ofstream(trace) << "submit_offset_s,workload\n0,resnet\n";
+  const std::string base = "sim --workloads " + test::carma("workloads.csv") + " --trace " + trace + " --gpus 1 --compare";
+  // The table's header line (stderr's progress lines come first in the output).
+  auto header = [](const std::string& out) {
+    const auto at = out.find("\ntrace ");
+    return at == std::string::npos ? std::string() : out.substr(at + 1, out.find('\n', at + 1) - at - 1);
+  };
+  const CliRun plain = test::run_colo_args(base);
+  ASSERT_EQ(plain.status, 0) << plain.out;
+  ASSERT_NE(header(plain.out), "") << plain.out;
+  EXPECT_EQ(header(plain.out).find("floor"), std::string::npos) << plain.out;
+  EXPECT_EQ(header(plain.out).find("adds-progress"), std::string::npos) << plain.out;
+  const CliRun ruled = test::run_colo_args(base + " --floor always --adds-progress");
+  ASSERT_EQ(ruled.status, 0) << ruled.out;
+  EXPECT_NE(header(ruled.out).find(", floor always, adds-progress on every row with conditions"), std::string::npos)
+      << ruled.out;
   std::filesystem::remove(trace);
 }
 
