@@ -19,6 +19,8 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+import script_errors  # scripts/script_errors.py: one-line errors, never a traceback
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRACES = [os.path.join(ROOT, "data", "carma", "traces", t) for t in ("philly_mix_90_tasks.csv",
                                                                        "philly_heavy_60_tasks.csv")]
@@ -26,29 +28,6 @@ TRACES = [os.path.join(ROOT, "data", "carma", "traces", t) for t in ("philly_mix
 
 def fail(msg):
     sys.exit(f"paired-compare: {msg}")
-
-
-def once(values, text, name):
-    # A value given twice would count twice in its group.
-    for v in values:
-        if values.count(v) > 1:
-            fail(f"--{name} '{text}': {v} is given twice")
-    return values
-
-
-def int_list(text, name):
-    try:
-        values = [int(v) for v in text.split(",")]
-    except ValueError:
-        fail(f"--{name} '{text}': expected comma-separated integers")
-    return once(values, text, name)
-
-
-def name_list(text, name):
-    values = text.split(",")
-    if any(not v for v in values):
-        fail(f"--{name} '{text}': expected comma-separated names")
-    return once(values, text, name)
 
 
 def main():
@@ -73,17 +52,18 @@ def main():
         fail(f"--jitter {a.jitter}: expected a number in [0, 1)")
     if a.jitter == 0 and a.seeds > 1:  # (the seed only draws the jitter: every replay would be the same pair)
         fail(f"--seeds {a.seeds} with --jitter 0: the replays would be one pair counted {a.seeds} times")
-    if not os.access(a.colo, os.X_OK):
-        fail(f"--colo {a.colo}: no such program (build colo first, README)")
+    script_errors.need_program("paired-compare", a.colo)
     for t in a.trace:
         if not os.path.isfile(t):
             fail(f"--trace {t}: no such file")
         if [os.path.basename(u) for u in a.trace].count(os.path.basename(t)) > 1:
             fail(f"--trace: more than one trace named {os.path.basename(t)}")
-    if a.json and os.path.isdir(a.json):
-        fail(f"--json {a.json}: is a directory")
-    est_names, policy_names = name_list(a.estimators, "estimators"), name_list(a.policies, "policies")
-    caps, backfills = int_list(a.caps, "caps"), int_list(a.backfill, "backfill")
+    if a.json is not None:
+        script_errors.need_output("paired-compare", a.json, "--json")
+    est_names = script_errors.name_list("paired-compare", "--estimators", a.estimators)
+    policy_names = script_errors.name_list("paired-compare", "--policies", a.policies)
+    caps = script_errors.int_list("paired-compare", "--caps", a.caps)
+    backfills = script_errors.int_list("paired-compare", "--backfill", a.backfill)
     grid = list(itertools.product(a.trace, est_names, policy_names, caps, backfills, range(1, a.seeds + 1)))
 
     def run(setting):
@@ -95,7 +75,7 @@ def main():
             r = subprocess.run(args, capture_output=True, text=True)
             if r.returncode != 0:
                 fail(f"{' '.join(args[1:])}: {r.stderr.strip()}")
-            out.append(json.loads(r.stdout))
+            out.append(script_errors.colo_json(args, r.stdout))
         return setting, out
 
     with ThreadPoolExecutor(os.cpu_count() or 1) as ex:
@@ -130,4 +110,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    script_errors.run(main, "paired-compare")

@@ -25,22 +25,6 @@ TRACES = [os.path.join(ROOT, "data", "carma", "traces", t) for t in ("philly_mix
                                                                        "philly_heavy_60_tasks.csv")]
 
 
-def int_list(text, name):
-    try:
-        values = [int(v) for v in text.split(",")]
-    except ValueError:
-        sys.exit(f"policy-sweep: --{name} '{text}': expected comma-separated integers")
-    return once(values, text, name)
-
-
-def once(values, text, name):
-    """`values`, unless one is given twice (its runs would count twice in the setting's worst trace)."""
-    for v in values:
-        if values.count(v) > 1:
-            sys.exit(f"policy-sweep: --{name} '{text}': {v} is given twice")
-    return values
-
-
 def main():
     ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("--colo", default=os.path.join(ROOT, "build", "colo"))
@@ -63,10 +47,11 @@ def main():
     for t in a.trace:
         if names.count(os.path.basename(t)) > 1:  # (the runs are told apart by the trace's file name)
             sys.exit(f"policy-sweep: --trace: more than one trace named {os.path.basename(t)}")
-    grid = list(itertools.product(once(a.policies.split(","), a.policies, "policies"), int_list(a.caps, "caps"),
-                                  int_list(a.backfill, "backfill"), int_list(a.margins, "margins"),
-                                  once(a.floors.split(","), a.floors, "floors"),
-                                  once(a.progress.split(","), a.progress, "progress")))
+    names_of = lambda flag, text: script_errors.name_list("policy-sweep", flag, text)  # noqa: E731
+    ints_of = lambda flag, text: script_errors.int_list("policy-sweep", flag, text)  # noqa: E731
+    grid = list(itertools.product(names_of("--policies", a.policies), ints_of("--caps", a.caps),
+                                  ints_of("--backfill", a.backfill), ints_of("--margins", a.margins),
+                                  names_of("--floors", a.floors), names_of("--progress", a.progress)))
     for p in {g[5] for g in grid}:
         if p not in ("off", "on"):
             sys.exit(f"policy-sweep: --progress '{a.progress}': expected off, on or off,on")

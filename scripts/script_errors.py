@@ -2,8 +2,9 @@
 bad argument or input file raises (a missing file or binary, unreadable JSON, a malformed value, a
 failed colo command) into `name: error: …` on one line and exit status 1, never a traceback. A
 traceback still comes out for anything else: that is a bug in the script. need_program and
-need_output check a --colo program and an output path before a script's work; colo_json and
-read_jsonl read JSON with errors that name the command or the file and line."""
+need_output check a --colo program and an output path before a script's work; int_list and
+name_list read a flag's comma-separated values; colo_json and read_jsonl read JSON with errors
+that name the command or the file and line."""
 import json
 import os
 import subprocess
@@ -49,6 +50,31 @@ def need_output(name, path, flag):
         sys.exit("%s: %s %s: is a directory" % (name, flag, path))
     if not os.path.isdir(where):
         sys.exit("%s: %s %s: no directory %s" % (name, flag, path, where))
+
+
+def _once(name, flag, text, values):
+    # A value given twice would run (and count) twice in its group.
+    for v in values:
+        if values.count(v) > 1:
+            sys.exit(f"{name}: {flag} '{text}': {v} is given twice")
+    return values
+
+
+def int_list(name, flag, text):
+    """The integers of `text` ("80,90"), each once; else `name: FLAG 'text': ...` and exit 1."""
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        sys.exit(f"{name}: {flag} '{text}': expected comma-separated integers")
+    return _once(name, flag, text, values)
+
+
+def name_list(name, flag, text):
+    """The non-empty names of `text` ("magm,lug"), each once; else a one-line error and exit 1."""
+    values = text.split(",")
+    if any(not v for v in values):
+        sys.exit(f"{name}: {flag} '{text}': expected comma-separated names")
+    return _once(name, flag, text, values)
 
 
 def colo_json(cmd, text):

@@ -43,6 +43,8 @@ class PairedCompare(unittest.TestCase):
         for args, want in ((["--flag=adds"], "--flag 'adds': expected colo sim flags"),
                            (["--flag=--adds-progress", "--caps", "9o"], "--caps '9o': expected comma-separated integers"),
                            (["--flag=--adds-progress", "--policies", "magm,magm"], "--policies 'magm,magm': magm is given twice"),
+                           (["--flag=--adds-progress", "--estimators", "allocsim,"], "--estimators 'allocsim,': expected comma-separated names"),
+                           (["--flag=--adds-progress", "--colo", "/nonexistent/colo"], "--colo /nonexistent/colo: no such program"),
                            (["--flag=--adds-progress", "--seeds", "0"], "--seeds 0: at least one replay"),
                            (["--flag=--adds-progress", "--jitter", "1"], "--jitter 1.0: expected a number in [0, 1)"),
                            (["--flag=--adds-progress", "--jitter", "0", "--seeds", "2"], "one pair counted 2 times"),

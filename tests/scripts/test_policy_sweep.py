@@ -59,6 +59,7 @@ class PolicySweep(unittest.TestCase):
 
     def test_bad_arguments_are_one_line_errors(self):
         for args, want in ((["--caps", "8x"], "--caps '8x': expected comma-separated integers"),
+                           (["--policies", "magm,,lug"], "--policies 'magm,,lug': expected comma-separated names"),
                            (["--estimator", "oracle"], "knows each job's true memory"),
                            (["--policies", "nope", "--caps", "80", "--backfill", "0"], "--policy must be")):
             r = run(*args)
