@@ -8,13 +8,8 @@
 # state to a new directory under $TMPDIR (default /tmp), kept unless COLO_DEMO_CLEANUP=1 (the
 # tests) and the demo went well. Relative paths are the caller's.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
-build=$(realpath -m "${1:-$repo/build}")
-out=$(realpath -m "${COLO_DEMO_OUT:-$repo/out}")
-cd "$repo"
-for bin in colo colod colo-fake-job; do
-  [ -x "$build/$bin" ] || { echo "daemon-demo: $build/$bin: not built (scripts/demo.sh builds it)" >&2; exit 1; }
-done
+demo_name=daemon-demo
+source "$(dirname "$0")/demo-paths.sh"  # repo, build, out; checks the build's binaries
 state=$(mktemp -d "${TMPDIR:-/tmp}/colod-demo-XXXXXX")
 chmod 755 "$state"
 export COLO_SOCKET=$state/colo.sock

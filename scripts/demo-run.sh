@@ -9,13 +9,8 @@
 # $COLO_DEMO_OUT (default: the repository's out/); relative paths are the caller's. ctest's
 # demo_smoke runs it on the test build.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
-build=$(realpath -m "${1:-$repo/build}")
-out=$(realpath -m "${COLO_DEMO_OUT:-$repo/out}")
-cd "$repo"
-for bin in colo colod colo-fake-job; do
-  [ -x "$build/$bin" ] || { echo "demo: $build/$bin: not built (scripts/demo.sh builds it)" >&2; exit 1; }
-done
+demo_name=demo
+source "$(dirname "$0")/demo-paths.sh"  # repo, build, out; checks the build's binaries
 data=data/carma
 mkdir -p "$out"  # report pages (open them in a browser): sim-*.html, colod-report.html
 for policy in exclusive magm; do
