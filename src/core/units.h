@@ -11,4 +11,9 @@ using Seconds = double;    // time is supplied by the caller; the core never rea
 constexpr MiB kGiB = 1024;
 constexpr std::uint64_t kBytesPerMiB = 1048576;  // byte counts (allocator blocks, traces) to MiB
 
+// A byte count in (fractional) MiB, for estimates and messages.
+constexpr double mib_of_bytes(std::uint64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(kBytesPerMiB); }
+// MiB (≥ 0: a profile's or a flag's, checked where read) in whole bytes, the fraction dropped.
+constexpr std::uint64_t bytes_of_mib(double mib) { return static_cast<std::uint64_t>(mib * static_cast<double>(kBytesPerMiB)); }
+
 }  // namespace colo

@@ -40,8 +40,8 @@ AllocSimBreakdown simulate_allocsim(const ModelGraph& g, std::int64_t batch, Opt
   TraceOptions to;
   to.batch = batch;
   to.optimizer = opt;
-  to.cublas_workspace = static_cast<std::uint64_t>(profile.cublas_workspace_mib * 1048576.0);
-  to.conv_workspace = static_cast<std::uint64_t>(profile.conv_workspace_mib * 1048576.0);
+  to.cublas_workspace = bytes_of_mib(profile.cublas_workspace_mib);
+  to.conv_workspace = bytes_of_mib(profile.conv_workspace_mib);
   to.conv_workspace_ratio = profile.conv_workspace_ratio;
   to.strided_conv_workspace_ratio = profile.strided_conv_workspace_ratio;
   const auto trace = synthesize_training_trace(g, to);
@@ -50,7 +50,7 @@ AllocSimBreakdown simulate_allocsim(const ModelGraph& g, std::int64_t batch, Opt
   b.context_mib = profile.context_mib + (cudnn ? profile.cudnn_context_mib : 0.0);
   b.margin = cudnn ? profile.cudnn_safety_margin : profile.safety_margin;
   const double cap_mib = static_cast<double>(profile.gpu_total_mib) - b.context_mib;
-  b.replay = replay(trace, cap_mib > 0 ? static_cast<std::uint64_t>(cap_mib * 1048576.0) : 0, settings);
+  b.replay = replay(trace, cap_mib > 0 ? bytes_of_mib(cap_mib) : 0, settings);
   if (b.replay.out_of_memory) {
     // The GPU's limit stopped the replay where it ran out, whose peak so far is not what the job
     // needs (a larger batch ran out sooner and got a smaller figure). The same replay without the
@@ -60,7 +60,7 @@ AllocSimBreakdown simulate_allocsim(const ModelGraph& g, std::int64_t batch, Opt
     b.replay.allocated_peak = need.allocated_peak;
     b.replay.events = need.events;
   }
-  b.total_mib = static_cast<double>(b.replay.reserved_peak) / 1048576.0 * (1.0 + b.margin) + b.context_mib;
+  b.total_mib = mib_of_bytes(b.replay.reserved_peak) * (1.0 + b.margin) + b.context_mib;
   if (b.replay.out_of_memory) b.total_mib = std::max<double>(b.total_mib, static_cast<double>(profile.gpu_total_mib) + 1);
   return b;
 }
@@ -82,7 +82,7 @@ class AllocSimEstimator final : public Estimator {
     e.mib = static_cast<MiB>(std::ceil(b.total_mib));
     e.explanation = fmt::format(
         "replayed {} allocator events: peak reserved {:.0f} MiB (allocated {:.0f} MiB) x (1 + margin {:.3f}) + context {:.0f} MiB ({}){}{}",
-        b.replay.events, b.replay.reserved_peak / 1048576.0, b.replay.allocated_peak / 1048576.0,
+        b.replay.events, mib_of_bytes(b.replay.reserved_peak), mib_of_bytes(b.replay.allocated_peak),
         b.margin, b.context_mib, profile.name,
         (settings.is_default() ? std::string() : "; allocator settings " + settings.describe()) +
             (b.replay.out_of_memory ? "; does not fit the GPU" : ""),

@@ -100,7 +100,7 @@ TraceFitResult fit_trace_profile(const std::vector<DatasetRow>& train_rows, cons
       o.conv_workspace_ratio = ratio;
       o.strided_conv_workspace_ratio = sr;
       std::vector<double> peaks;
-      for (const Row& r : rows) peaks.push_back(static_cast<double>(replay_probe_trace(*r.trace, o).reserved_peak) / 1048576.0);
+      for (const Row& r : rows) peaks.push_back(mib_of_bytes(replay_probe_trace(*r.trace, o).reserved_peak));
       TraceCandidate c = score(rows, peaks, opt.max_under_rate);
       c.ratio = ratio;
       c.strided = sr;

@@ -21,10 +21,10 @@ class FakeTensorEstimator final : public Estimator {
     const auto r = replay_probe_trace(*req.trace, TraceReplayOptions{});
     Estimate e;
     e.estimator = name();
-    e.peak_mib = static_cast<double>(r.live_peak) / 1048576.0;
-    e.mib = static_cast<MiB>(std::ceil(static_cast<double>(r.live_peak) / 1048576.0));
+    e.peak_mib = mib_of_bytes(r.live_peak);
+    e.mib = static_cast<MiB>(std::ceil(mib_of_bytes(r.live_peak)));
     e.explanation = fmt::format("peak of live tensor bytes {:.0f} MiB at {} (no allocator, workspaces or context)",
-                                r.live_peak / 1048576.0, r.live_peak_at);
+                                mib_of_bytes(r.live_peak), r.live_peak_at);
     return e;
   }
 };

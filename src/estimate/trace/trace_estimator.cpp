@@ -25,8 +25,8 @@ class TraceEstimator final : public Estimator {
     const double margin = cudnn ? profile.trace_cudnn_safety_margin : profile.trace_safety_margin;
     auto opts = TraceReplayOptions::from_profile(profile);
     const double cap = static_cast<double>(profile.gpu_total_mib) - context;
-    opts.capacity = cap > 0 ? static_cast<std::uint64_t>(cap * 1048576.0) : 0;
-    opts.device_total = static_cast<std::uint64_t>(profile.gpu_total_mib) * 1048576;
+    opts.capacity = cap > 0 ? bytes_of_mib(cap) : 0;
+    opts.device_total = static_cast<std::uint64_t>(profile.gpu_total_mib) * kBytesPerMiB;
     const auto r = replay_probe_trace(*req.trace, opts);
     const bool own_cap = r.out_of_memory && r.fraction_limit > 0 && r.fraction_limit < opts.capacity;
     // Out of memory at the GPU's limit the replay stopped where it ran out: its peak so far is not
@@ -41,7 +41,7 @@ class TraceEstimator final : public Estimator {
       need = replay_probe_trace(*req.trace, unbounded);
       if (need->out_of_memory) need.reset();  // past 2^62 bytes: the lower bound below
     }
-    const double reserved = static_cast<double>(need ? need->reserved_peak : r.reserved_peak) / 1048576.0;
+    const double reserved = mib_of_bytes(need ? need->reserved_peak : r.reserved_peak);
     double total = reserved * (1.0 + margin) + context;
     if (r.out_of_memory) total = std::max(total, static_cast<double>(profile.gpu_total_mib) + 1);
     Estimate e;
@@ -49,24 +49,24 @@ class TraceEstimator final : public Estimator {
     // Without the unbounded replay's figure, what the stopped replay had reserved plus the refused
     // request is a lower bound of what the job needs.
     e.peak_mib = need ? reserved
-                      : static_cast<double>(r.out_of_memory ? std::max(r.reserved_peak, r.oom_reserved + r.oom_request)
-                                                            : r.reserved_peak) / 1048576.0;
+                      : mib_of_bytes(r.out_of_memory ? std::max(r.reserved_peak, r.oom_reserved + r.oom_request)
+                                                     : r.reserved_peak);
     e.mib = static_cast<MiB>(std::ceil(total));
     if (own_cap) {
       e.explanation = fmt::format(
           "the replay ran out of memory at probe event {} of {}, {}: asking for {:.0f} MiB with {:.0f} MiB reserved "
           "of the {:.0f} MiB the script's torch.cuda.set_per_process_memory_fraction allows; the job would fail "
           "there on any GPU share",
-          r.events, req.trace->records.size(), r.oom_at, r.oom_request / 1048576.0, r.oom_reserved / 1048576.0,
-          r.fraction_limit / 1048576.0);
+          r.events, req.trace->records.size(), r.oom_at, mib_of_bytes(r.oom_request), mib_of_bytes(r.oom_reserved),
+          mib_of_bytes(r.fraction_limit));
       return e;
     }
     if (r.out_of_memory) {
       e.explanation = fmt::format(
           "the replay ran out of memory at probe event {} of {}, {}: asking for {:.0f} MiB with {:.0f} MiB reserved "
           "of the {:.0f} MiB left beside the context ({:.0f} MiB, {}); does not fit the GPU{}",
-          r.events, req.trace->records.size(), r.oom_at, r.oom_request / 1048576.0, r.oom_reserved / 1048576.0,
-          static_cast<double>(opts.capacity) / 1048576.0, context, profile.name,
+          r.events, req.trace->records.size(), r.oom_at, mib_of_bytes(r.oom_request), mib_of_bytes(r.oom_reserved),
+          mib_of_bytes(opts.capacity), context, profile.name,
           need ? fmt::format("; without the limit the replay peaks at {:.0f} MiB reserved, set by {} (x (1 + margin "
                              "{:.3f}) + context: {:.0f} MiB on a larger GPU)",
                              reserved, need->reserved_peak_at, margin, std::ceil(reserved * (1.0 + margin) + context))
@@ -89,8 +89,8 @@ class TraceEstimator final : public Estimator {
         (r.empty_caches ? fmt::format(", {} empty_cache()", r.empty_caches) : std::string()) +
             (req.trace->allocator.is_default() ? std::string()
                                                : "; allocator settings " + req.trace->allocator.describe()),
-        r.reserved_peak / 1048576.0, r.reserved_peak_at.empty() ? "nothing" : r.reserved_peak_at,
-        r.allocated_peak / 1048576.0, r.live_peak / 1048576.0, margin, context, profile.name);
+        mib_of_bytes(r.reserved_peak), r.reserved_peak_at.empty() ? "nothing" : r.reserved_peak_at,
+        mib_of_bytes(r.allocated_peak), mib_of_bytes(r.live_peak), margin, context, profile.name);
     return e;
   }
 };

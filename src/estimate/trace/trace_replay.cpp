@@ -15,8 +15,8 @@ namespace colo::estimate {
 
 TraceReplayOptions TraceReplayOptions::from_profile(const CalibrationProfile& p) {
   TraceReplayOptions o;
-  o.cublas_workspace = static_cast<std::uint64_t>(p.cublas_workspace_mib * 1048576.0);
-  o.conv_workspace = static_cast<std::uint64_t>(p.trace_conv_workspace_mib * 1048576.0);
+  o.cublas_workspace = bytes_of_mib(p.cublas_workspace_mib);
+  o.conv_workspace = bytes_of_mib(p.trace_conv_workspace_mib);
   o.conv_workspace_ratio = p.trace_conv_workspace_ratio;
   o.strided_conv_workspace_ratio = p.trace_strided_conv_workspace_ratio;
   if (!p.conv_workspace_table.empty()) {
