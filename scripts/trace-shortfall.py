@@ -3,11 +3,13 @@
 per architecture, relative to each network's largest convolution input (docs/ESTIMATION.md,
 "Failure modes"). No third-party packages.
 
-    python3 scripts/trace-shortfall.py [TRACE_DIR] [SPLIT]     defaults: /tmp/colo-gmn-traces/cnn, train
+    python3 scripts/trace-shortfall.py [TRACE_DIR] [SPLIT] [--colo build/colo]
+        defaults: /tmp/colo-gmn-traces/cnn, train (or test, all)
 
 TRACE_DIR holds the probe's traces of data/gpumemnet/cnn.csv (scripts/trace-calibrate.sh writes
 them; or `python3 -m colo_probe.gpumemnet --csv data/gpumemnet/cnn.csv --kind cnn --out-dir DIR`).
 The replay is `colo estimate eval --estimator trace` with the profile's trace_* constants at 0."""
+import argparse
 import json
 import os
 import re
@@ -20,12 +22,13 @@ import script_errors  # scripts/script_errors.py: one-line errors, never a trace
 
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if len(sys.argv) > 3 or any(x.startswith("-") for x in sys.argv[1:]):
-        print(__doc__)
-        sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
-    traces = sys.argv[1] if len(sys.argv) > 1 else "/tmp/colo-gmn-traces/cnn"
-    split = sys.argv[2] if len(sys.argv) > 2 else "train"
-    colo = os.path.join(root, "build", "colo")
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    ap.add_argument("traces", nargs="?", default="/tmp/colo-gmn-traces/cnn", metavar="TRACE_DIR")
+    ap.add_argument("split", nargs="?", default="train", choices=("train", "test", "all"), metavar="SPLIT")
+    ap.add_argument("--colo", default=os.path.join(root, "build", "colo"))
+    a = ap.parse_args()
+    traces, split, colo = a.traces, a.split, a.colo
+    script_errors.need_program("trace-shortfall", colo)
     if not os.path.exists(os.path.join(traces, "index.jsonl")):
         sys.exit(f"trace-shortfall: no {traces}/index.jsonl (record the traces first: see the header)")
 
@@ -39,18 +42,25 @@ def main():
                               "--format", "gpumemnet-cnn", "--estimator", "trace", "--traces", traces, "--split", split,
                               "--gpu", "margin-free", "--rows", "--json"],
                              env=dict(os.environ, COLO_CALIBRATION_DIR=cal), capture_output=True, text=True, check=True)
-    rows = json.loads(out.stdout)["rows"]
+    rows = script_errors.colo_json(out.args, out.stdout)["rows"]
+    index_path = os.path.join(traces, "index.jsonl")
     index = {}
-    for line in open(os.path.join(traces, "index.jsonl")):
-        j = json.loads(line)
+    for n, j in script_errors.read_jsonl(index_path):
+        if not isinstance(j, dict) or not isinstance(j.get("filename"), str):
+            raise ValueError(f"{index_path}:{n}: expected an object with a \"filename\"")
         index[j["filename"]] = j
 
 
     def largest_conv_input_mib(path):
+        # The probe's convolution records: "C <phase> <op> <input bytes> <output bytes> <strided>".
         best = 0
-        for line in open(path):
-            if line.startswith("C "):
-                best = max(best, int(line.split()[3]))
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for n, line in enumerate(f, 1):
+                if line.startswith("C "):
+                    fields = line.split()
+                    if len(fields) < 4 or not fields[3].isdigit():
+                        raise ValueError(f"{path}:{n}: a convolution record without its input bytes")
+                    best = max(best, int(fields[3]))
         return best / 2**20
 
 
@@ -64,7 +74,10 @@ def main():
         j = index.get(r["id"])
         if r.get("oom") or not r.get("estimate_mib") or not j or j.get("status") != "ok":
             continue
-        arch = re.search(r"arch:([a-z]+)", r["id"]).group(1)
+        m = re.search(r"arch:([a-z]+)", r["id"])
+        if not m:
+            raise ValueError(f"row {r['id']!r}: no arch: in its id (is this the GPUMemNet CNN data set?)")
+        arch = m.group(1)
         gap = r["measured_mib"] - r["estimate_mib"]
         by_arch.setdefault(arch, []).append(gap / max(1.0, largest_conv_input_mib(os.path.join(traces, j["trace"]))))
     print(f"GPUMemNet CNN, {split} split: (measured - margin-free replay) / largest convolution input")
