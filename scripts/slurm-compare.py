@@ -164,6 +164,8 @@ def main():
         sys.exit("slurm-compare: --scale, --jobs and --servers must be positive, --load within [1e-6, 1e6]")
     if a.scale > 25000 or a.servers > 12500:  # colo sim's --gpus: at most 100000 (4 and 8 per server)
         sys.exit("slurm-compare: --scale at most 25000 and --servers at most 12500 (colo sim's 100000 GPUs)")
+    if a.jobs > 5000000:  # a row is up to ~40 bytes; colo sim reads traces of at most 256 MiB
+        sys.exit("slurm-compare: --jobs at most 5000000 (colo sim reads a trace of at most 256 MiB)")
     if os.path.exists(a.out) and not os.path.isdir(a.out):
         sys.exit(f"slurm-compare: --out {a.out}: not a directory")
     script_errors.need_program("slurm-compare", a.colo)

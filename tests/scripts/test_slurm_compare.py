@@ -29,6 +29,7 @@ class SlurmCompare(ScriptTest):
         # More GPUs than colo sim takes (100000): refused before the copies of the trace are made.
         self.assertOneLineError(self.run_script("--scale", "25001"), "--scale at most 25000")
         self.assertOneLineError(self.run_script("--servers", "12501"), "--servers at most 12500")
+        self.assertOneLineError(self.run_script("--jobs", "5000001"), "--jobs at most 5000000")
         self.assertOneLineError(self.run_script("--scale", "0"), "must be positive")
         r = subprocess.run([sys.executable, SCRIPT, "--colo", COLO, "--out", self.write("f", ""), "--quick"],
                            capture_output=True, text=True, timeout=60)
