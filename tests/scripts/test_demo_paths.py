@@ -17,7 +17,7 @@ class DemoPaths(ScriptTest):
                               capture_output=True, text=True, timeout=60)
 
     def test_a_build_without_the_binaries_is_refused_on_one_line(self):
-        os.mkdir(os.path.join(self.dir, "b"))
+        os.makedirs(os.path.join(self.dir, "b", "colo"))  # a directory is no binary, though -x holds
         for script, name in (("demo-run.sh", "demo"), ("daemon-demo.sh", "daemon-demo")):
             r = self.run_demo(script, "b")  # relative: the caller's directory, not the repository
             self.assertOneLineError(r, f"{name}: {os.path.realpath(self.dir)}/b/colo: not built (scripts/demo.sh builds it)")
