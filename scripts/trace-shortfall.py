@@ -22,34 +22,39 @@ import script_errors  # scripts/script_errors.py: one-line errors, never a trace
 
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    head, _, rest = __doc__.partition("\n\n")
+    ap = argparse.ArgumentParser(description=head, epilog=rest, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("traces", nargs="?", default="/tmp/colo-gmn-traces/cnn", metavar="TRACE_DIR")
     ap.add_argument("split", nargs="?", default="train", choices=("train", "test", "all"), metavar="SPLIT")
     ap.add_argument("--colo", default=os.path.join(root, "build", "colo"))
     a = ap.parse_args()
     traces, split, colo = a.traces, a.split, a.colo
     script_errors.need_program("trace-shortfall", colo)
-    if not os.path.exists(os.path.join(traces, "index.jsonl")):
-        sys.exit(f"trace-shortfall: no {traces}/index.jsonl (record the traces first: see the header)")
+    index_path = os.path.join(traces, "index.jsonl")
+    if not os.path.exists(index_path):
+        sys.exit(f"trace-shortfall: no {index_path} (record the traces first: trace-shortfall.py --help)")
+    # The index first: a bad line is reported before the long replay, not after it.
+    index = {}
+    for n, j in script_errors.read_jsonl(index_path):
+        if not isinstance(j, dict) or not isinstance(j.get("filename"), str):
+            raise ValueError(f"{index_path}:{n}: expected an object with a \"filename\"")
+        if j.get("status") == "ok" and not isinstance(j.get("trace"), str):
+            raise ValueError(f"{index_path}:{n}: a recorded (\"ok\") probe without its \"trace\" file")
+        index[j["filename"]] = j
 
     with tempfile.TemporaryDirectory() as cal:
-        profile = json.load(open(os.path.join(root, "calibration", "a100-40gb.json")))
+        with open(os.path.join(root, "calibration", "a100-40gb.json")) as f:
+            profile = json.load(f)
         for k in profile:
             if k.startswith("trace_") and k != "trace_fitted_on":
                 profile[k] = 0.0
-        json.dump(profile, open(os.path.join(cal, "margin-free.json"), "w"))
+        with open(os.path.join(cal, "margin-free.json"), "w") as f:
+            json.dump(profile, f)
         out = subprocess.run([colo, "estimate", "eval", "--dataset", os.path.join(root, "data/gpumemnet/cnn.csv"),
                               "--format", "gpumemnet-cnn", "--estimator", "trace", "--traces", traces, "--split", split,
                               "--gpu", "margin-free", "--rows", "--json"],
                              env=dict(os.environ, COLO_CALIBRATION_DIR=cal), capture_output=True, text=True, check=True)
     rows = script_errors.colo_json(out.args, out.stdout)["rows"]
-    index_path = os.path.join(traces, "index.jsonl")
-    index = {}
-    for n, j in script_errors.read_jsonl(index_path):
-        if not isinstance(j, dict) or not isinstance(j.get("filename"), str):
-            raise ValueError(f"{index_path}:{n}: expected an object with a \"filename\"")
-        index[j["filename"]] = j
-
 
     def largest_conv_input_mib(path):
         # The probe's convolution records: "C <phase> <op> <input bytes> <output bytes> <strided>".
@@ -58,7 +63,7 @@ def main():
             for n, line in enumerate(f, 1):
                 if line.startswith("C "):
                     fields = line.split()
-                    if len(fields) < 4 or not fields[3].isdigit():
+                    if len(fields) < 4 or not (fields[3].isascii() and fields[3].isdigit()):
                         raise ValueError(f"{path}:{n}: a convolution record without its input bytes")
                     best = max(best, int(fields[3]))
         return best / 2**20
@@ -76,7 +81,7 @@ def main():
             continue
         m = re.search(r"arch:([a-z]+)", r["id"])
         if not m:
-            raise ValueError(f"row {r['id']!r}: no arch: in its id (is this the GPUMemNet CNN data set?)")
+            raise ValueError(f"row {r['id']!r}: its id has no 'arch:NAME' (is this the GPUMemNet CNN data set?)")
         arch = m.group(1)
         gap = r["measured_mib"] - r["estimate_mib"]
         by_arch.setdefault(arch, []).append(gap / max(1.0, largest_conv_input_mib(os.path.join(traces, j["trace"]))))

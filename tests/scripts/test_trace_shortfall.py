@@ -31,6 +31,7 @@ class TraceShortfall(ScriptTest):
         self.write(os.path.join("traces", "index.jsonl"), "".join(index))
         self.colo = self.stand_in("""
             assert sys.argv[1:3] == ["estimate", "eval"] and "--rows" in sys.argv, sys.argv
+            assert sys.argv[sys.argv.index("--split") + 1] == "test", sys.argv
             rows = [{"id": "arch:resnet_a", "measured_mib": 1100, "estimate_mib": 1000},
                     {"id": "arch:resnet_b", "measured_mib": 1300, "estimate_mib": 1000},
                     {"id": "arch:vgg_c", "measured_mib": 1000, "estimate_mib": 1100},
@@ -53,15 +54,25 @@ class TraceShortfall(ScriptTest):
     def test_bad_inputs_are_one_line_errors(self):
         self.assertOneLineError(self.run_script(self.traces, "--colo", os.path.join(self.dir, "none")),
                                 "--colo %s: no such program" % os.path.join(self.dir, "none"))
-        self.assertOneLineError(self.run_script(self.dir, "--colo", self.colo), f"no {self.dir}/index.jsonl")
+        r = self.run_script(self.traces, "sometimes", "--colo", self.colo)
+        self.assertEqual(r.returncode, 2, r.stderr)  # argparse's usage error
+        self.assertIn("invalid choice: 'sometimes'", r.stderr)
+        self.assertOneLineError(self.run_script(self.dir, "test", "--colo", self.colo), f"no {self.dir}/index.jsonl")
         with open(os.path.join(self.traces, "t1.trace"), "a") as f:
             f.write("C fwd conv2d\n")
-        self.assertOneLineError(self.run_script(self.traces, "--colo", self.colo),
+        self.assertOneLineError(self.run_script(self.traces, "test", "--colo", self.colo),
                                 "t1.trace:3: a convolution record without its input bytes")
         with open(os.path.join(self.traces, "index.jsonl"), "a") as f:
-            f.write("[1]\n")
-        self.assertOneLineError(self.run_script(self.traces, "--colo", self.colo),
-                                "index.jsonl:5: expected an object with a \"filename\"")
+            f.write('{"filename": "arch:x", "status": "ok"}\n')
+        self.assertOneLineError(self.run_script(self.traces, "test", "--colo", self.colo),
+                                "index.jsonl:5: a recorded (\"ok\") probe without its \"trace\" file")
+        # The index is read before colo runs: with a colo that fails, the index is still what is reported.
+        broken = self.stand_in("sys.exit('the replay ran')", name="broken-colo")
+        self.assertOneLineError(self.run_script(self.traces, "test", "--colo", broken),
+                                "index.jsonl:5: a recorded")
+        self.write(os.path.join("traces", "index.jsonl"), "[1]\n")
+        self.assertOneLineError(self.run_script(self.traces, "test", "--colo", self.colo),
+                                "index.jsonl:1: expected an object with a \"filename\"")
 
 
 if __name__ == "__main__":
