@@ -79,7 +79,11 @@ def main():
         return setting, out
 
     with ThreadPoolExecutor(os.cpu_count() or 1) as ex:
-        pairs = list(ex.map(run, grid))
+        try:
+            pairs = list(ex.map(run, grid))
+        except BaseException:  # the first failure ends the sweep now, not after every queued run
+            ex.shutdown(wait=False, cancel_futures=True)
+            raise
     # Overall, then per grid dimension in the order given (dicts keep insertion order).
     groups = {"all": []}
     for label, values in (("trace", [os.path.basename(t) for t in a.trace]), ("estimator", est_names),

@@ -75,7 +75,11 @@ def main():
                 "above_bound": d["makespan_s"] / d["lower_bound_s"] - 1}
     jobs = [(t, g) for t in a.trace for g in grid]
     with ThreadPoolExecutor(os.cpu_count() or 2) as ex:
-        runs = list(ex.map(run, jobs))
+        try:
+            runs = list(ex.map(run, jobs))
+        except BaseException:  # the first failure ends the sweep now, not after every queued run
+            ex.shutdown(wait=False, cancel_futures=True)
+            raise
     traces = [os.path.basename(t) for t in a.trace]
     print(f"{len(grid)} settings x {len(traces)} traces, estimator {a.estimator}, MPS")
     several_margins, several_floors = len({g[3] for g in grid}) > 1, len({g[4] for g in grid}) > 1

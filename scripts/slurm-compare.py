@@ -164,7 +164,7 @@ def main():
         sys.exit("slurm-compare: --scale, --jobs and --servers must be positive, --load within [1e-6, 1e6]")
     if a.scale > 25000 or a.servers > 12500:  # colo sim's --gpus: at most 100000 (4 and 8 per server)
         sys.exit("slurm-compare: --scale at most 25000 and --servers at most 12500 (colo sim's 100000 GPUs)")
-    if a.jobs > 5000000:  # a row is up to ~40 bytes; colo sim reads traces of at most 256 MiB
+    if a.jobs > 5000000:  # a row of the carma names is at most ~46 bytes; colo sim reads traces up to 256 MiB
         sys.exit("slurm-compare: --jobs at most 5000000 (colo sim reads a trace of at most 256 MiB)")
     if os.path.exists(a.out) and not os.path.isdir(a.out):
         sys.exit(f"slurm-compare: --out {a.out}: not a directory")
@@ -186,6 +186,9 @@ def main():
     n_scaled = scaled_trace(a.trace, a.scale, scaled)
     synth = os.path.join(a.out, f"synthetic_{a.jobs}.csv")
     gap = synthetic_trace(a.trace, a.workloads, a.jobs, a.servers * 8, a.load, a.seed, synth)
+    for path in (scaled, synth):  # longer workload names than the carma ones could pass the bound above
+        if os.path.getsize(path) > 256 << 20:
+            sys.exit(f"slurm-compare: {path} is larger than the 256 MiB colo sim reads: fewer --jobs or --scale")
 
     runs = [
         (f"{stem} ×{a.scale} ({n_scaled} jobs, {a.scale}×4 GPUs)", scaled, 4 * a.scale, a.scale),
