@@ -8,8 +8,10 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.h"
@@ -290,12 +292,22 @@ void run_compare(const SimArgs& a, const sim::ScenarioBase& base, const sim::Tra
     std::cout << arr.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
-  // Rules given on the command line apply to every row with conditions: the header says so.
+  // The header names every rule given on the command line: the conditions' own apply to the rows
+  // with conditions, the queue's and the replay's to every row.
+  std::vector<std::string> conditioned, everywhere;
+  if (a.floor == "always") conditioned.emplace_back("floor always");
+  if (a.adds_progress) conditioned.emplace_back("adds-progress");
+  if (a.recovery_share) everywhere.emplace_back("recovery-share");
+  if (a.backfill > 0) everywhere.push_back(fmt::format("backfill {} (depth {})", a.backfill, a.backfill_depth));
+  if (a.slots_s > 0) everywhere.push_back(fmt::format("time slots of {:g} s", a.slots_s));
+  if (a.duration_jitter > 0)
+    everywhere.push_back(fmt::format("durations jittered ±{:g} (seed {})", a.duration_jitter, a.seed));
   std::cout << fmt::format("trace {} on {} GPU(s) × {} MiB{}, recovery {}, SMACT cap {}%, margin {} MiB{}{}\n",
                            trace.path, a.gpus, a.gpu_memory_mib,
                            a.nodes > 1 ? fmt::format(" in {} servers", a.nodes) : "", a.recovery, a.smact_cap_pct,
-                           a.margin_mib, a.floor == "always" ? ", floor always" : "",
-                           a.adds_progress ? ", adds-progress on every row with conditions" : "");
+                           a.margin_mib,
+                           conditioned.empty() ? "" : fmt::format("; rows with conditions: {}", fmt::join(conditioned, ", ")),
+                           everywhere.empty() ? "" : fmt::format("; every row: {}", fmt::join(everywhere, ", ")));
   std::cout << fmt::format("{:<8} {:<22} {:>6} {:>9} {:>7} {:>8} {:>8} {:>8} {:>9} {:>7} {:>4} {:>6} {:>6} {:>4} {:>8} {:>5}\n",
                            "sharing", "scenario", "done", "makespan", "Δ", "JCT", "wait", "exec", "energyMJ", "Δ",
                            "OOM", "SMACT", "mem", "max", "maxwait", "Jain");

@@ -7,12 +7,13 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/units.h"
 
 namespace colo::estimate {
 
 namespace {
 std::string human(std::uintmax_t bytes) {
-  if (bytes >= (std::uintmax_t{1} << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / 1048576.0);
+  if (bytes >= kBytesPerMiB) return fmt::format("{:.1f} MiB", mib_of_bytes(bytes));
   return fmt::format("{} bytes", bytes);
 }
 }  // namespace

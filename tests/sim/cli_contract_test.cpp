@@ -202,8 +202,9 @@ TEST(ColoSimCli, NothingCompletedIsNotANumber) {
   std::filesystem::remove(trace);
 }
 
-// --compare applies --floor always and --adds-progress to every row with conditions: the
-// table's header says so (it read like a plain thesis matrix before).
+// --compare applies --floor always and --adds-progress to every row with conditions, --backfill
+// and --duration-jitter to every row: the table's header says so (it read like a plain thesis
+// matrix before).
 TEST(ColoSimCli, CompareHeaderNamesTheRulesGiven) {
   if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
   const std::string trace = ::testing::TempDir() + "colo_cli_header.csv";
@@ -219,9 +220,12 @@ TEST(ColoSimCli, CompareHeaderNamesTheRulesGiven) {
   ASSERT_NE(header(plain.out), "") << plain.out;
   EXPECT_EQ(header(plain.out).find("floor"), std::string::npos) << plain.out;
   EXPECT_EQ(header(plain.out).find("adds-progress"), std::string::npos) << plain.out;
-  const CliRun ruled = test::run_colo_args(base + " --floor always --adds-progress");
+  EXPECT_EQ(header(plain.out).find("every row"), std::string::npos) << plain.out;
+  const CliRun ruled = test::run_colo_args(base + " --floor always --adds-progress --backfill 3 --duration-jitter 0.1 --seed 7");
   ASSERT_EQ(ruled.status, 0) << ruled.out;
-  EXPECT_NE(header(ruled.out).find(", floor always, adds-progress on every row with conditions"), std::string::npos)
+  EXPECT_NE(header(ruled.out).find("; rows with conditions: floor always, adds-progress; every row: backfill 3 (depth "
+                                   "200), durations jittered ±0.1 (seed 7)"),
+            std::string::npos)
       << ruled.out;
   std::filesystem::remove(trace);
 }
