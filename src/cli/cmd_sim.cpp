@@ -303,7 +303,7 @@ void run_compare(const SimArgs& a, const sim::ScenarioBase& base, const sim::Tra
   if (a.duration_jitter > 0)
     everywhere.push_back(fmt::format("durations jittered ±{:g} (seed {})", a.duration_jitter, a.seed));
   std::cout << fmt::format("trace {} on {} GPU(s) × {} MiB{}, recovery {}, SMACT cap {}%, margin {} MiB{}{}\n",
-                           trace.path, a.gpus, a.gpu_memory_mib,
+                           one_line(trace.path), a.gpus, a.gpu_memory_mib,
                            a.nodes > 1 ? fmt::format(" in {} servers", a.nodes) : "", a.recovery, a.smact_cap_pct,
                            a.margin_mib,
                            conditioned.empty() ? "" : fmt::format("; rows with conditions: {}", fmt::join(conditioned, ", ")),
