@@ -11,6 +11,7 @@ so nothing is tuned to one trace).
       [--caps 80,90,100] [--backfill 0,10,100] [--margins 2048] [--floors unknown] [--progress off] [--json OUT]
 """
 import argparse
+import functools
 import itertools
 import json
 import os
@@ -47,8 +48,8 @@ def main():
     for t in a.trace:
         if names.count(os.path.basename(t)) > 1:  # (the runs are told apart by the trace's file name)
             sys.exit(f"policy-sweep: --trace: more than one trace named {os.path.basename(t)}")
-    names_of = lambda flag, text: script_errors.name_list("policy-sweep", flag, text)  # noqa: E731
-    ints_of = lambda flag, text: script_errors.int_list("policy-sweep", flag, text)  # noqa: E731
+    names_of = functools.partial(script_errors.name_list, "policy-sweep")
+    ints_of = functools.partial(script_errors.int_list, "policy-sweep")
     grid = list(itertools.product(names_of("--policies", a.policies), ints_of("--caps", a.caps),
                                   ints_of("--backfill", a.backfill), ints_of("--margins", a.margins),
                                   names_of("--floors", a.floors), names_of("--progress", a.progress)))

@@ -22,7 +22,6 @@
 #include "common/resource_path.h"
 #include "core/error.h"
 #include "core/one_line.h"
-#include "core/policy/policies.h"
 #include "core/policy/policy_definition.h"
 #include "core/limits.h"
 #include "core/time_slots.h"
@@ -368,8 +367,10 @@ void run(const SimArgs& a, const CLI::App& cmd) {
     throw UserError("--recovery-share lets others join a recovered job; with --recovery none there is none");
   // --policy-file: the site's own [policies.NAME] definitions, usable by --policy NAME.
   std::optional<PolicyDefinition> custom;
+  std::vector<PolicyDefinition> site;
   if (!a.policy_file.empty()) {
-    for (const PolicyDefinition& d : daemon::load_policy_file(a.policy_file))
+    site = daemon::load_policy_file(a.policy_file);
+    for (const PolicyDefinition& d : site)
       if (d.name == a.policy) custom = d;
     // The file adds to the shipped policies (as in colod's config): --policy may name either.
     if (!custom && !policy_kind_from_string(a.policy))
@@ -380,9 +381,8 @@ void run(const SimArgs& a, const CLI::App& cmd) {
     throw UserError(fmt::format("--policy must be exclusive, round-robin, first-fit, best-fit, magm, lug, node-weight "
                                 "or one of --policy-file's, got '{}'",
                                 a.policy));
-  // One rule for shipped and site policies: a policy whose placements run alone has no co-runners to weigh.
-  if (a.adds_progress && !a.compare &&
-      (custom ? build_policy(*custom, base.conditions) : make_policy(*policy, base.conditions)).whole_gpus)
+  // colod's rule (daemon/config.cpp adds_progress_problem) on the policy as colod would build it.
+  if (a.adds_progress && !a.compare && daemon::resolve_policy(a.policy, site, base.conditions).whole_gpus)
     throw UserError(fmt::format("--adds-progress is a condition on co-runners; policy '{}' places whole GPUs",
                                 one_line(a.policy)));
   // MIG: every GPU split into --mig's instances (one job each); the core places on instances.
