@@ -25,7 +25,7 @@ colo::cli::RegisterCommand reg_logs([](CLI::App& app) {
   c->add_option("id", o->id, "job id")->required();
   c->add_flag("-f,--follow", o->follow, "keep printing until the job ends");
   c->add_flag("--stderr", o->stderr_stream, "the job's stderr instead of stdout");
-  c->add_flag("--json", o->json, "print JSON objects {data, offset, size, state, finished} (one per chunk)");
+  c->add_flag("--json", o->json, "print JSON objects {data, encoding, offset, size, state, finished} (one per chunk; data is text)");
   c->callback([o] {
     const colo::daemon::ApiClient client(colo::cli::globals().socket);
     const std::int64_t id = colo::parse_integer(o->id, "job id", 1, INT64_MAX);

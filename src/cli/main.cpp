@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "colo " COLO_VERSION, "print colo's version and exit");
   app.require_subcommand(1);
   if (const char* s = std::getenv("COLO_SOCKET")) globals().socket = s;
-  app.add_option("--socket", globals().socket, "colod's Unix socket (default: $COLO_SOCKET)");
+  app.add_option("--socket", globals().socket, "colod's Unix socket (default: $COLO_SOCKET, else /run/colo/colo.sock, the packaged colod's)");
   for (auto& install : command_installers()) install(app);
   // CLI11's own errors (unknown flag, missing value) as one line like every other error, exit 2.
   const auto one_line = [](const CLI::App*, const CLI::Error& e) {

@@ -356,6 +356,16 @@ TEST_F(FakeNvmlTest, FakeJobRejectsBadInputWithOneLine) {
   EXPECT_NE(slurp(err_path("nodev")).find("No CUDA GPUs are available"), std::string::npos);
 }
 
+TEST_F(FakeNvmlTest, FakeJobHelpExitsCleanlyAndHoldsNothing) {
+  GpuBackend& b = open("1x40GiB");
+  auto help = job(fake_gpu_uuid(0), {"--help"}, "help");
+  const int status = help->wait();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(slurp(err_path("help")), "");
+  EXPECT_EQ(b.sample(0).memory.used_mib, 0);
+}
+
 TEST_F(FakeNvmlTest, FakeJobExitsWithRequestedCodeAndFreesMemory) {
   GpuBackend& b = open("1x40GiB");
   auto j = job(fake_gpu_uuid(0), {"--mem", "2GiB", "--hold", "0.2", "--exit-code", "3"});

@@ -63,6 +63,14 @@ struct Options {
   double progress_rate = 0;  // --progress-rate: steps per second held
 };
 
+constexpr const char* kUsage =
+    "usage: colo-fake-job --mem 10GiB [--ramp S] [--hold S|inf] [--until-file PATH] [--sm-activity A]\n"
+    "                     [--sm-occupancy O] [--exit-code N] [--checkpoint-state FILE [--checkpoint-ignore]]\n"
+    "                     [--progress-rate STEPS_PER_S]\n"
+    "A stand-in training job on the fake NVML (COLO_FAKE_NVML_DIR): holds --mem on each GPU of\n"
+    "CUDA_VISIBLE_DEVICES, fails with PyTorch's out-of-memory message when it would not fit\n"
+    "(docs/GPU-BACKEND.md, \"Jobs\").\n";
+
 [[noreturn]] void usage_error(const std::string& msg) {
   std::fprintf(stderr, "colo-fake-job: error: %s\n", msg.c_str());
   std::exit(2);
@@ -102,7 +110,10 @@ Options parse_args(int argc, char** argv) {
       if (i + 1 >= argc) usage_error(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--mem") {
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (a == "--mem") {
       o.mem = parse_mem(value());
       have_mem = true;
     } else if (a == "--ramp") {
