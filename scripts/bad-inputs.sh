@@ -516,6 +516,11 @@ sweep_cli_eval() {
   run_case $s "no --format" "${prefix[@]}" "${args_out[@]}" --json
   run_case $s "carma file as gpumemnet-cnn" "${prefix[@]}" "${args_out[@]}" --format gpumemnet-cnn --json
   run_case $s "cnn file as carma-workloads" "$colo" estimate eval --dataset "$in/cnn.csv" --format carma-workloads --estimator horus --json
+  # --keep-traces: only where rows are probed, into a directory that is not a file or an earlier set.
+  run_case $s "--keep-traces with horus" "${prefix[@]}" "${defaults[@]}" --keep-traces "$work/kept" --json
+  run_case $s "--keep-traces a file" "$colo" estimate eval --dataset "$workloads" --format carma-workloads --estimator trace --keep-traces "$in/garbage.bin" --json
+  mkdir -p "$work/kept-old" && : > "$work/kept-old/index.jsonl"
+  run_case $s "--keep-traces an earlier set" "$colo" estimate eval --dataset "$workloads" --format carma-workloads --estimator trace --keep-traces "$work/kept-old" --json
   # calibrate writes a profile: --out always points into the temporary directory.
   mkdir -p "$work/cal"
   prefix=("$colo" estimate calibrate)

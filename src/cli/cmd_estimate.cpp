@@ -62,7 +62,7 @@ struct EstimateOpts {
   bool gpus_given = false;       // --data-parallel was on the command line
 };
 struct EvalOpts {
-  std::string dataset, format, estimator = "allocsim", split = "all", gpu = "a100-40gb", optimizer = "adam", traces;
+  std::string dataset, format, estimator = "allocsim", split = "all", gpu = "a100-40gb", optimizer = "adam", traces, keep_traces;
   bool json = false, rows = false;
 };
 struct CalOpts {
@@ -238,9 +238,22 @@ void run_eval(const EvalOpts& o) {
                           " on GPUMemNet rows needs --traces DIR (record them: PYTHONPATH=python /usr/bin/python3 -m colo_probe.gpumemnet --csv FILE "
                           "--kind cnn|mlp --out-dir DIR)");
   }
+  if (!o.keep_traces.empty()) {
+    if (o.estimator != "trace" && o.estimator != "faketensor")
+      throw colo::UserError("--keep-traces is for --estimator trace or faketensor (the rows it probes)");
+    if (library) throw colo::UserError("--keep-traces writes the traces it probes; with --traces nothing is probed");
+    std::error_code ec;
+    std::filesystem::create_directories(o.keep_traces, ec);
+    if (ec || !std::filesystem::is_directory(o.keep_traces))
+      throw colo::UserError(fmt::format("--keep-traces {}: not a directory that can be made ({})", colo::one_line(o.keep_traces),
+                                        ec ? ec.message() : "a file of that name exists"));
+    if (std::filesystem::exists(o.keep_traces + "/index.jsonl"))
+      throw colo::UserError(fmt::format("--keep-traces {}: it holds an index.jsonl already; name an empty directory",
+                                        colo::one_line(o.keep_traces)));
+  }
   colo::cli::Progress progress("colo estimate eval", rows.size(), o.json);
   const auto results = evaluate(rows, *est, o.gpu, parse_optimizer(o.optimizer), library ? &*library : nullptr,
-                                [&](std::size_t done, std::size_t) { progress.update(done); });
+                                [&](std::size_t done, std::size_t) { progress.update(done); }, o.keep_traces);
   progress.finish();
   const auto s = summarize(results, profile.gpu_total_mib);
   if (std::none_of(results.begin(), results.end(), [](const auto& r) { return r.estimate > 0; })) {
@@ -424,6 +437,8 @@ colo::cli::RegisterCommand reg_estimate([](CLI::App& app) {
   ev->add_flag("--json", e->json, "print one JSON object");
   ev->add_flag("--rows", e->rows, "also list every row's estimate");
   ev->add_option("--traces", e->traces, "trace/faketensor: pre-recorded probe traces (DIR/index.jsonl) instead of probing");
+  ev->add_option("--keep-traces", e->keep_traces,
+                 "trace/faketensor on carma rows: also write each probe's trace to DIR (N.trace and index.jsonl, what --traces reads)");
   ev->callback([e] { run_eval(*e); });
 
   auto* cal = cmd->add_subcommand("calibrate", "fit a calibration profile on a GPUMemNet training split");

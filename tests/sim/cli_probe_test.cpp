@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <vector>
 
 #include <signal.h>
 
@@ -146,6 +148,52 @@ TEST(CliProbe, AllocatorSettingsForSummariesAndNotForTheMeasuredWorkloads) {
       << horus.dump();
   EXPECT_EQ(eval.status, 0) << eval.out;
   EXPECT_NE(eval.out.find("n=1 "), std::string::npos) << eval.out;
+}
+
+// estimate eval --keep-traces: the probed rows' traces land in a directory --traces reads back, with
+// the same estimates and without probing; rows that share a network share one trace file; a row
+// the probe cannot rebuild is indexed as skipped with its reason.
+TEST(CliProbe, EvalKeepsItsTracesForALaterRunWithoutProbing) {
+  ASSERT_TRUE(have_colo_binary());
+  const std::string dir = ::testing::TempDir() + "/keep_traces_eval";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_directory_symlink(std::string(COLO_SOURCE_DIR) + "/data/carma/summaries", dir + "/summaries");
+  {
+    std::ifstream in(std::string(COLO_SOURCE_DIR) + "/data/carma/workloads.csv");
+    std::string header, line;
+    std::getline(in, header);
+    std::ofstream out(dir + "/rows.csv");
+    out << header << "\n";
+    while (std::getline(in, line))
+      for (const char* id : {"mobilenet_cifar100_20e_1,", "mobilenet_cifar100_50e_1,", "mnist_train,"})
+        if (line.rfind(id, 0) == 0) out << line << "\n";
+  }
+  const std::string eval = "estimate eval --dataset " + dir + "/rows.csv --format carma-workloads --estimator trace --rows --json ";
+  const auto probed = run_json(eval + "--keep-traces " + dir + "/kept");
+  std::ifstream index(dir + "/kept/index.jsonl");
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(index, line);) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 3u);
+  std::map<std::string, nlohmann::json> by_row;
+  for (const auto& j : lines) by_row[j.at("filename").get<std::string>()] = j;
+  EXPECT_EQ(by_row.at("mnist_train").at("status"), "skipped");
+  EXPECT_EQ(by_row.at("mobilenet_cifar100_20e_1").at("status"), "ok");
+  EXPECT_EQ(by_row.at("mobilenet_cifar100_20e_1").at("trace"), "0.trace");
+  EXPECT_EQ(by_row.at("mobilenet_cifar100_50e_1").at("trace"), "0.trace");  // the same network
+  EXPECT_TRUE(std::filesystem::is_regular_file(dir + "/kept/0.trace"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/kept/1.trace"));
+  // Read back: the same estimates, no probe (an interpreter that cannot run proves it).
+  ::setenv("COLO_PYTHON", "/nonexistent/python3", 1);
+  const auto reread = run_json(eval + "--traces " + dir + "/kept");
+  ::unsetenv("COLO_PYTHON");
+  ASSERT_TRUE(probed.is_object() && reread.is_object());
+  EXPECT_EQ(probed.at("rows"), reread.at("rows"));
+  EXPECT_EQ(probed.at("n"), 2);
+  // A second run does not mix its traces into the first one's.
+  const auto again = run_colo_args(eval + "--keep-traces " + dir + "/kept");
+  EXPECT_EQ(again.status, 2);
+  EXPECT_NE(again.out.find("holds an index.jsonl already"), std::string::npos) << again.out;
 }
 
 TEST(CliProbe, FaketensorIsTheLiveTensorPeakBelowTheTraceEstimate) {

@@ -1,9 +1,15 @@
 #include "estimate/evaluation/evaluation.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "estimate/trace/carma_probe.h"
@@ -89,13 +95,28 @@ nlohmann::ordered_json EvalSummary::to_json() const {
 
 std::vector<EvalRow> evaluate(const std::vector<DatasetRow>& rows, const Estimator& est, const std::string& gpu,
                               Optimizer default_optimizer, const TraceLibrary* library,
-                              const std::function<void(std::size_t, std::size_t)>& progress) {
+                              const std::function<void(std::size_t, std::size_t)>& progress,
+                              const std::string& keep_traces_dir) {
   std::vector<EvalRow> out;
   out.reserve(rows.size());
   const bool oracle = est.name() == "oracle";
   // trace/faketensor probe each row's network (rows that differ only in epochs share one trace).
   const bool probed = est.name() == "trace" || est.name() == "faketensor";
   std::map<std::string, std::shared_ptr<const ProbeTrace>> traces;
+  // --keep-traces: the file each probe key was kept as, and the index, one line per row.
+  std::map<std::string, std::string> kept;
+  std::ofstream index;
+  const bool keep = probed && !library && !keep_traces_dir.empty();
+  if (keep) {
+    const std::string path = keep_traces_dir + "/index.jsonl";
+    index.open(path, std::ios::trunc);
+    if (!index) throw UserError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  }
+  auto record = [&](const nlohmann::json& j) {
+    if (!keep) return;
+    index << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n" << std::flush;
+    if (!index) throw UserError(fmt::format("cannot write {}/index.jsonl", keep_traces_dir));
+  };
   std::size_t started = 0;
   for (const auto& r : rows) {
     if (progress) progress(started++, rows.size());
@@ -137,18 +158,26 @@ std::vector<EvalRow> evaluate(const std::vector<DatasetRow>& rows, const Estimat
       if (!pr) {
         e.skipped = true;
         e.skipped_because = why;
+        record({{"filename", r.id}, {"status", "skipped"}, {"reason", why}});
         out.push_back(e);
         continue;
       }
       const std::string key = pr->to_json().dump();
       auto it = traces.find(key);
       if (it == traces.end()) {
+        ProbeLimits limits;
+        if (keep) {
+          kept[key] = fmt::format("{}.trace", kept.size());
+          limits.keep_trace_as = keep_traces_dir + "/" + kept[key];
+        }
         try {
-          it = traces.emplace(key, std::make_shared<const ProbeTrace>(run_probe(*pr).trace)).first;
+          it = traces.emplace(key, std::make_shared<const ProbeTrace>(run_probe(*pr, limits).trace)).first;
         } catch (const UserError& ex) {
           throw UserError(r.location + ": " + ex.what());
         }
       }
+      if (keep) record({{"filename", r.id}, {"status", "ok"}, {"trace", kept[key]},
+                         {"measured_mib", r.measured ? nlohmann::json(*r.measured) : nlohmann::json(nullptr)}});
       trace = it->second;
       req.trace = trace.get();
     }

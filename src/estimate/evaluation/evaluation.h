@@ -44,8 +44,12 @@ EvalSummary summarize(const std::vector<EvalRow>& rows, MiB gpu_total_mib);
 // each row's trace from there instead of probing.
 class TraceLibrary;
 // `progress` (optional) is called with (rows done, rows) after each row.
+// `keep_traces_dir` (probing, without `traces`): each probe's trace is also written there as N.trace,
+// with DIR/index.jsonl naming each row's (the layout TraceLibrary reads), so a later run, or a
+// script, can read them instead of probing again.
 std::vector<EvalRow> evaluate(const std::vector<DatasetRow>& rows, const Estimator& est, const std::string& gpu,
                               Optimizer default_optimizer, const TraceLibrary* traces = nullptr,
-                              const std::function<void(std::size_t, std::size_t)>& progress = {});
+                              const std::function<void(std::size_t, std::size_t)>& progress = {},
+                              const std::string& keep_traces_dir = "");
 
 }  // namespace colo::estimate

@@ -61,6 +61,7 @@ struct ProbeLimits {
   double timeout_seconds = 300;
   std::uint64_t address_space_bytes = 32ull << 30;  // RLIMIT_AS of the probe
   std::string workdir;                              // "" = the current directory
+  std::string keep_trace_as;  // also copy the trace file here ("" = none; estimate eval --keep-traces)
 };
 
 // Who the probe runs as. colod runs it as the submitting user: supplementary groups, gid and uid
