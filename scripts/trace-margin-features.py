@@ -101,6 +101,8 @@ def main():
                     help="the carma workloads' traces (colo estimate eval --keep-traces DIR; recorded here when DIR has none)")
     ap.add_argument("--bootstrap", type=int, default=5, metavar="N",
                     help="refits on N resamples of the train rows, for the spread of the carma errors (default 5, 0..100)")
+    ap.add_argument("--clamp", action="store_true",
+                    help="hold each scored row's features to the range of the rows its fit saw (no extrapolation)")
     ap.add_argument("--taus", default="0.85,0.9,0.93,0.95,0.97",
                     help="quantiles to fit, each in (0, 1) (default 0.85,0.9,0.93,0.95,0.97)")
     a = ap.parse_args()
@@ -189,14 +191,18 @@ def main():
                      "the GPUMemNet CNN set?)")
     carma = rows_of("all", "data/carma/workloads.csv", "carma-workloads", a.carma, read_index(carma_index), True)
 
+    xt, yt, ct, _ = data["train"]
+    low, high = xt.min(axis=0), xt.max(axis=0)  # --clamp: the train rows' range of each feature
+
     def errors(x, c, w):
+        if a.clamp:
+            x = np.clip(x, low[:x.shape[1]], high[:x.shape[1]]) if x.shape[1] > 1 else x
         return (c[:, 1] + c[:, 0] * np.exp(x @ w)) / c[:, 2] - 1  # (estimate - measured) / measured
 
     def fit(x, y, tau):
         keep = ~np.isnan(y)
         return quantile_fit(np, x[keep], y[keep], tau)
 
-    xt, yt, ct, _ = data["train"]
     xs, _, cs, _ = data["test"]
     xc, _, cc, cid = carma
     big = [cid.index(rid) for rid in ("resnet3", "vgg3", "Inception3") if rid in cid]
