@@ -80,7 +80,10 @@ class _Parser(argparse.ArgumentParser):
 
 def parse(argv):
     from .train import OPTIMIZERS
-    p = _Parser(prog="python3 -m colo_probe", description="Record the GPU allocations of two training iterations, on the CPU.")
+    p = _Parser(prog="python3 -m colo_probe", description="Record the GPU allocations of two training iterations, on the CPU.",
+                epilog="An unmodified training script instead of a model: python3 -m colo_probe [--out FILE] [--steps N] "
+                       "[--gpus N] [--torchrun N] [--gpu-name NAME] [--gpu-memory-mib MIB] --script train.py [ARGS...] "
+                       "(python3 -m colo_probe --help --script TRAIN.py lists those options).")
     p.add_argument("--model", required=True, help="torchvision:NAME or path/to/file.py:function")
     p.add_argument("--input", type=_shape, default=None, help="per-sample input shape, e.g. 3x224x224 (torchvision default)")
     p.add_argument("--dtype", choices=DTYPES, default="float32", help="input dtype")

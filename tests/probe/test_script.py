@@ -2006,3 +2006,22 @@ class ScriptsAsWrittenToday(unittest.TestCase):
         # each step's per-sample gradients of the first weight: 16 x 64 x 32 floats, made by bmm
         self.assertEqual(len([a for a in allocs if a[0] == 16 * 64 * 32 * 4 and a[2] == "bmm"]), 2)
         self.assertEqual(footer(text)["cpu_fallbacks"], {})
+
+
+class Help(unittest.TestCase):
+    """--help of the model form names the script form and how to list its options."""
+
+    def run_probe(self, *args):
+        env = dict(os.environ, PYTHONPATH=os.path.abspath(PYTHON_DIR))
+        return subprocess.run([sys.executable, "-m", "colo_probe", *args], capture_output=True, text=True, env=env,
+                              timeout=120)
+
+    def test_the_model_form_points_to_the_script_form(self):
+        r = self.run_probe("--help")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("--model MODEL", r.stdout)
+        self.assertIn("--script train.py [ARGS...]", " ".join(r.stdout.split()))
+        r = self.run_probe("--help", "--script", "TRAIN.py")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("--torchrun N", r.stdout)
+        self.assertIn("--gpu-memory-mib", r.stdout)
