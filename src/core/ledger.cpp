@@ -4,13 +4,32 @@
 
 namespace colo {
 
+Ledger::GpuTotals& Ledger::totals_for(int gpu) {
+  if (gpu < 0 || gpu >= kDense) return by_gpu_sparse_[gpu];
+  if (static_cast<std::size_t>(gpu) >= by_gpu_.size()) by_gpu_.resize(static_cast<std::size_t>(gpu) + 1);
+  return by_gpu_[static_cast<std::size_t>(gpu)];
+}
+
+const Ledger::GpuTotals* Ledger::totals_of(int gpu) const {
+  if (gpu < 0 || gpu >= kDense) {
+    auto it = by_gpu_sparse_.find(gpu);
+    return it == by_gpu_sparse_.end() ? nullptr : &it->second;
+  }
+  if (static_cast<std::size_t>(gpu) >= by_gpu_.size()) return nullptr;
+  const GpuTotals& t = by_gpu_[static_cast<std::size_t>(gpu)];
+  return t.jobs == 0 ? nullptr : &t;
+}
+
 void Ledger::add_totals(int gpu, const Entry& e, int sign) {
-  GpuTotals& t = by_gpu_[gpu];
+  GpuTotals& t = totals_for(gpu);
   t.reserved += sign * e.reserved();
   t.jobs += sign;
   t.alone += e.alone ? sign : 0;
   t.smact += sign * e.smact.value_or(0.0);
-  if (t.jobs == 0) by_gpu_.erase(gpu);
+  if (t.jobs == 0) {  // nothing left on it: no rounding residue of the sums either
+    t = GpuTotals{};
+    if (gpu < 0 || gpu >= kDense) by_gpu_sparse_.erase(gpu);
+  }
 }
 
 void Ledger::reserve(JobId job, int gpu, MiB estimate, bool alone, Seconds now, std::optional<double> smact) {
@@ -31,7 +50,7 @@ void Ledger::observe(JobId job, int gpu, MiB used_mib) {
   if (it == j->second.end() || used_mib <= it->second.observed_peak) return;
   const MiB before = it->second.reserved();
   it->second.observed_peak = used_mib;
-  by_gpu_[gpu].reserved += it->second.reserved() - before;
+  totals_for(gpu).reserved += it->second.reserved() - before;
 }
 
 bool Ledger::share(JobId job, int gpu, MiB reserve_mib) {
@@ -54,28 +73,35 @@ void Ledger::release(JobId job) {
 }
 
 MiB Ledger::reserved_on(int gpu) const {
-  auto it = by_gpu_.find(gpu);
-  return it == by_gpu_.end() ? 0 : it->second.reserved;
+  const GpuTotals* t = totals_of(gpu);
+  return t ? t->reserved : 0;
 }
 
 int Ledger::jobs_on(int gpu) const {
-  auto it = by_gpu_.find(gpu);
-  return it == by_gpu_.end() ? 0 : it->second.jobs;
+  const GpuTotals* t = totals_of(gpu);
+  return t ? t->jobs : 0;
 }
 
 bool Ledger::held_alone(int gpu) const {
-  auto it = by_gpu_.find(gpu);
-  return it != by_gpu_.end() && it->second.alone > 0;
+  const GpuTotals* t = totals_of(gpu);
+  return t && t->alone > 0;
 }
 
 double Ledger::predicted_smact(int gpu) const {
-  auto it = by_gpu_.find(gpu);
-  return it == by_gpu_.end() ? 0.0 : std::max(it->second.smact, 0.0);
+  const GpuTotals* t = totals_of(gpu);
+  return t ? std::max(t->smact, 0.0) : 0.0;
 }
 
-MiB Ledger::available(const GpuSnapshot& g) const {
-  const MiB committed = std::max(reserved_on(g.index), g.used_mib);
-  return std::max<MiB>(g.total_mib - committed, 0);
+MiB Ledger::available(const GpuSnapshot& g) const { return available(g, reserved_on(g.index)); }
+
+MiB Ledger::available(const GpuSnapshot& g, MiB reserved) {
+  return std::max<MiB>(g.total_mib - std::max(reserved, g.used_mib), 0);
+}
+
+Ledger::GpuView Ledger::view(int gpu) const {
+  const GpuTotals* t = totals_of(gpu);
+  if (!t) return {};
+  return {t->reserved, t->jobs, t->alone > 0, std::max(t->smact, 0.0)};
 }
 
 std::optional<Ledger::Entry> Ledger::entry(JobId job, int gpu) const {

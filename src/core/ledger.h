@@ -44,6 +44,17 @@ class Ledger {
   double predicted_smact(int gpu) const;
   // total − max(Σ reserved, observed used), never below zero.
   MiB available(const GpuSnapshot& g) const;
+  // A GPU's totals in one look-up (the scheduler reads them for every GPU at every decision):
+  // what reserved_on, jobs_on, held_alone and predicted_smact answer one by one.
+  struct GpuView {
+    MiB reserved = 0;
+    int jobs = 0;
+    bool alone = false;
+    double smact = 0;
+  };
+  GpuView view(int gpu) const;
+  // total − max(reserved, observed used), never below zero: available() from a view's reserved.
+  static MiB available(const GpuSnapshot& g, MiB reserved);
   std::optional<Entry> entry(JobId job, int gpu) const;
   std::vector<int> gpus_of(JobId job) const;
   bool empty() const { return by_job_.empty(); }
@@ -56,9 +67,15 @@ class Ledger {
     double smact = 0;
   };
   void add_totals(int gpu, const Entry& e, int sign);
+  GpuTotals& totals_for(int gpu);
+  const GpuTotals* totals_of(int gpu) const;  // nullptr: nothing reserved on it
 
   std::unordered_map<JobId, std::map<int, Entry>> by_job_;
-  std::unordered_map<int, GpuTotals> by_gpu_;
+  // Per-GPU totals, indexed by the GPU's index (dense: the scheduler reads every GPU's at every
+  // decision); an index outside [0, kDense) — none the daemon or simulator makes — goes to the map.
+  static constexpr int kDense = 1 << 20;
+  std::vector<GpuTotals> by_gpu_;
+  std::unordered_map<int, GpuTotals> by_gpu_sparse_;
 };
 
 }  // namespace colo

@@ -50,10 +50,11 @@ Round make_round(const SchedulerInput& in) {
     Candidate c;
     c.gpu = &g;
     c.position = static_cast<int>(i);
-    c.available_mib = in.ledger->available(g);
-    c.jobs = std::max<int>(in.ledger->jobs_on(g.index), static_cast<int>(g.running.size()));
-    c.held_alone = in.ledger->held_alone(g.index);
-    c.placed_smact = in.ledger->predicted_smact(g.index);
+    const Ledger::GpuView held = in.ledger->view(g.index);
+    c.available_mib = Ledger::available(g, held.reserved);
+    c.jobs = std::max<int>(held.jobs, static_cast<int>(g.running.size()));
+    c.held_alone = held.alone;
+    c.placed_smact = held.smact;
     r.cands.push_back(c);
     if (g.healthy && !g.drained) {
       r.usable_totals.push_back(g.total_mib);

@@ -26,6 +26,39 @@ TEST(Ledger, AvailableUsesTheLargerOfReservedAndObserved) {
   EXPECT_EQ(l.available(test::gpu(0, 8000, 0)), 0);                  // never negative
 }
 
+// view() answers what reserved_on, jobs_on, held_alone and predicted_smact answer, for GPU indices
+// kept densely and for any other int (kept aside), and a GPU whose jobs all left reads as untouched.
+TEST(Ledger, ViewAgreesWithTheSingleQueriesForAnyGpuIndex) {
+  Ledger l;
+  for (int gpu : {0, 7, -3, 1 << 21}) {
+    l.reserve(1, gpu, 1000, false, 0, 0.25);
+    l.reserve(2, gpu, 500, true, 0, 0.5);
+    l.observe(2, gpu, 800);
+    const Ledger::GpuView v = l.view(gpu);
+    EXPECT_EQ(v.reserved, l.reserved_on(gpu)) << gpu;
+    EXPECT_EQ(v.reserved, 1800) << gpu;
+    EXPECT_EQ(v.jobs, l.jobs_on(gpu)) << gpu;
+    EXPECT_EQ(v.jobs, 2) << gpu;
+    EXPECT_EQ(v.alone, l.held_alone(gpu)) << gpu;
+    EXPECT_TRUE(v.alone) << gpu;
+    EXPECT_DOUBLE_EQ(v.smact, l.predicted_smact(gpu)) << gpu;
+    EXPECT_DOUBLE_EQ(v.smact, 0.75) << gpu;
+    EXPECT_EQ(Ledger::available(test::gpu(0, 4000, 100), v.reserved), 2200);
+  }
+  EXPECT_EQ(l.view(3).jobs, 0);  // never reserved, inside the dense range
+  EXPECT_EQ(l.view(-4).jobs, 0);
+  l.release(1);
+  l.release(2);
+  for (int gpu : {0, 7, -3, 1 << 21}) {
+    const Ledger::GpuView v = l.view(gpu);
+    EXPECT_EQ(v.reserved, 0) << gpu;
+    EXPECT_EQ(v.jobs, 0) << gpu;
+    EXPECT_FALSE(v.alone) << gpu;
+    EXPECT_EQ(v.smact, 0.0) << gpu;
+  }
+  EXPECT_TRUE(l.empty());
+}
+
 TEST(Ledger, ReleaseForgetsEveryGpuOfAJob) {
   Ledger l;
   l.reserve(7, 0, 1000, false, 0);
