@@ -103,3 +103,17 @@ def read_jsonl(path):
         except UnicodeDecodeError:
             raise ValueError("%s: not UTF-8 text" % path) from None
     return out
+
+
+def read_trace_index(path):
+    """{row id: record} of a probe trace directory's index.jsonl (python -m colo_probe.gpumemnet,
+    colo estimate eval --keep-traces): ValueErrors naming PATH:LINE for a record without its
+    "filename", or a recorded ("ok") one without its "trace" file."""
+    index = {}
+    for n, j in read_jsonl(path):
+        if not isinstance(j, dict) or not isinstance(j.get("filename"), str):
+            raise ValueError(f"{path}:{n}: expected an object with a \"filename\"")
+        if j.get("status") == "ok" and not isinstance(j.get("trace"), str):
+            raise ValueError(f"{path}:{n}: a recorded (\"ok\") probe without its \"trace\" file")
+        index[j["filename"]] = j
+    return index

@@ -164,17 +164,7 @@ def main():
             ids.append(rid)
         return np.array(xs), np.array(ys), np.array(cs), ids
 
-    def read_index(path):
-        index = {}
-        for n, j in script_errors.read_jsonl(path):
-            if not isinstance(j, dict) or not isinstance(j.get("filename"), str):
-                raise ValueError(f"{path}:{n}: expected an object with a \"filename\"")
-            if j.get("status") == "ok" and not isinstance(j.get("trace"), str):
-                raise ValueError(f"{path}:{n}: a recorded (\"ok\") probe without its \"trace\" file")
-            index[j["filename"]] = j
-        return index
-
-    gmn = read_index(index_path)
+    gmn = script_errors.read_trace_index(index_path)
     carma_index = os.path.join(a.carma, "index.jsonl")
     if not os.path.exists(carma_index):
         print(f"trace-margin-features: probing the carma workloads into {a.carma} (a few minutes)", file=sys.stderr)
@@ -189,7 +179,7 @@ def main():
         if len(x) <= len(FEATURES):
             sys.exit(f"trace-margin-features: {len(x)} {split} rows with traces: too few to fit (is {a.traces} "
                      "the GPUMemNet CNN set?)")
-    carma = rows_of("all", "data/carma/workloads.csv", "carma-workloads", a.carma, read_index(carma_index), True)
+    carma = rows_of("all", "data/carma/workloads.csv", "carma-workloads", a.carma, script_errors.read_trace_index(carma_index), True)
 
     xt, yt, ct, _ = data["train"]
     low, high = xt.min(axis=0), xt.max(axis=0)  # --clamp: the train rows' range of each feature

@@ -34,13 +34,7 @@ def main():
     if not os.path.exists(index_path):
         sys.exit(f"trace-shortfall: no {index_path} (record the traces first: trace-shortfall.py --help)")
     # The index first: a bad line is reported before the long replay, not after it.
-    index = {}
-    for n, j in script_errors.read_jsonl(index_path):
-        if not isinstance(j, dict) or not isinstance(j.get("filename"), str):
-            raise ValueError(f"{index_path}:{n}: expected an object with a \"filename\"")
-        if j.get("status") == "ok" and not isinstance(j.get("trace"), str):
-            raise ValueError(f"{index_path}:{n}: a recorded (\"ok\") probe without its \"trace\" file")
-        index[j["filename"]] = j
+    index = script_errors.read_trace_index(index_path)
 
     with tempfile.TemporaryDirectory() as cal:
         with open(os.path.join(root, "calibration", "a100-40gb.json")) as f:

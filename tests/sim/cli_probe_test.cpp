@@ -32,6 +32,25 @@ nlohmann::json run_json(const std::string& args) {
   }
 }
 
+// A fresh directory DIR under the test's temporary directory holding FILE: the carma workloads CSV's
+// header and the rows whose workload is in `ids`, with the summaries linked beside it (a carma CSV's
+// summaries are looked up beside it). Returns DIR.
+std::string carma_rows(const std::string& name, const std::string& file, const std::vector<std::string>& ids) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_directory_symlink(std::string(COLO_SOURCE_DIR) + "/data/carma/summaries", dir + "/summaries");
+  std::ifstream in(std::string(COLO_SOURCE_DIR) + "/data/carma/workloads.csv");
+  std::string header, line;
+  std::getline(in, header);
+  std::ofstream out(dir + "/" + file);
+  out << header << "\n";
+  while (std::getline(in, line))
+    for (const std::string& id : ids)
+      if (line.rfind(id + ",", 0) == 0) out << line << "\n";
+  return dir;
+}
+
 TEST(CliProbe, ResNet50Batch128AdamWithinTenPercentOfTheMeasuredA100Peak) {
   ASSERT_TRUE(have_colo_binary());
   const auto j = run_json("estimate --probe torchvision:resnet50 --input 3x224x224 --batch 128 --optimizer adam "
@@ -119,20 +138,7 @@ TEST(CliProbe, AllocatorSettingsForSummariesAndNotForTheMeasuredWorkloads) {
   const auto split = run_json(summary + "allocsim");
   const auto horus = run_json(summary + "horus");
   const auto automatic = run_json(summary + "auto");
-  const std::string dir = ::testing::TempDir() + "/alloc_conf_eval";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  // The CSV's summaries are looked up beside it.
-  std::filesystem::create_directory_symlink(std::string(COLO_SOURCE_DIR) + "/data/carma/summaries", dir + "/summaries");
-  {
-    std::ifstream in(std::string(COLO_SOURCE_DIR) + "/data/carma/workloads.csv");
-    std::string header, line;
-    std::getline(in, header);
-    std::ofstream out(dir + "/one.csv");
-    out << header << "\n";
-    while (std::getline(in, line))
-      if (line.rfind("mobilenet_cifar100_20e_1,", 0) == 0) out << line << "\n";
-  }
+  const std::string dir = carma_rows("alloc_conf_eval", "one.csv", {"mobilenet_cifar100_20e_1"});
   ::setenv("PYTORCH_ALLOC_CONF", "bogus_option:1", 1);
   const auto eval = run_colo_args("estimate eval --dataset " + dir + "/one.csv --format carma-workloads --estimator trace");
   ::unsetenv("PYTORCH_ALLOC_CONF");
@@ -155,20 +161,8 @@ TEST(CliProbe, AllocatorSettingsForSummariesAndNotForTheMeasuredWorkloads) {
 // the probe cannot rebuild is indexed as skipped with its reason.
 TEST(CliProbe, EvalKeepsItsTracesForALaterRunWithoutProbing) {
   ASSERT_TRUE(have_colo_binary());
-  const std::string dir = ::testing::TempDir() + "/keep_traces_eval";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  std::filesystem::create_directory_symlink(std::string(COLO_SOURCE_DIR) + "/data/carma/summaries", dir + "/summaries");
-  {
-    std::ifstream in(std::string(COLO_SOURCE_DIR) + "/data/carma/workloads.csv");
-    std::string header, line;
-    std::getline(in, header);
-    std::ofstream out(dir + "/rows.csv");
-    out << header << "\n";
-    while (std::getline(in, line))
-      for (const char* id : {"mobilenet_cifar100_20e_1,", "mobilenet_cifar100_50e_1,", "mnist_train,"})
-        if (line.rfind(id, 0) == 0) out << line << "\n";
-  }
+  const std::string dir =
+      carma_rows("keep_traces_eval", "rows.csv", {"mobilenet_cifar100_20e_1", "mobilenet_cifar100_50e_1", "mnist_train"});
   const std::string eval = "estimate eval --dataset " + dir + "/rows.csv --format carma-workloads --estimator trace --rows --json ";
   const auto probed = run_json(eval + "--keep-traces " + dir + "/kept");
   std::ifstream index(dir + "/kept/index.jsonl");
