@@ -258,9 +258,10 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
     }
   const Conditions& cond = cfg_.policy.conditions;
   // Only a job that goes through the memory filter is bounded so: whole-GPU policies, a policy
-  // without conditions and a need too large for enough GPUs (placed alone on idle ones, see
-  // make_request) place without one. An unknown need asks at most a GPU's whole memory free.
-  const bool memory_filtered = cond.enabled && !cfg_.policy.whole_gpus;
+  // without conditions or whose filters leave memory out (a site's), and a need too large for
+  // enough GPUs (placed alone on idle ones, see make_request) place without one. An unknown need
+  // asks at most a GPU's whole memory free.
+  const bool memory_filtered = cfg_.policy.checks_memory && !cfg_.policy.whole_gpus;
   const MiB unknown_least = std::min(cond.min_free_unknown_mib, smallest_total);
   const int end = static_cast<int>(std::min(in.main_queue.size(), k + 1 + static_cast<size_t>(std::max(bf.depth, 0))));
   for (int q = static_cast<int>(k) + 1; q < end; ++q) {

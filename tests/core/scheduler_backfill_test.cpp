@@ -2,6 +2,7 @@
 // most max_overtakes times per head, so the head cannot starve; off by default (the thesis' FIFO).
 #include <gtest/gtest.h>
 
+#include "core/policy/policy_definition.h"
 #include "core/scheduler.h"
 #include "test_support.h"
 
@@ -78,6 +79,28 @@ TEST(Backfill, JobsPlacedWithoutAMemoryCheckAreNotDismissedByTheFreeMemoryBound)
     EXPECT_EQ(d.placements[0].gpu_indices, std::vector<int>{1});
     EXPECT_EQ(d.placements[0].overtook, JobId{1});
   }
+}
+
+// A site policy that leaves fits_memory out places by its other filters alone; the backfill loop's
+// free-memory shortcut must not dismiss a job that policy would place (it rests on fits_memory).
+TEST(Backfill, APolicyWithoutTheMemoryFilterIsNotBoundByFreeMemory) {
+  World w = busy_gpu();  // 10 960 MiB free
+  w.ledger = Ledger{};
+  w.ledger.reserve(100, 0, 30000, false, 0, 0.5);  // and a predicted 50 % SMACT placed
+  Conditions c;
+  c.smact_cap = 0.8;
+  const Policy compute_only = build_policy({"compute-only", {"smact_predicted"}, {{"first", 1}}}, c);
+  ASSERT_FALSE(compute_only.checks_memory);
+  const Scheduler s(SchedulerConfig(compute_only, {}, Backfill{5, 200}));
+  Job head = test::job(1, 1000), big = test::job(2, 30000);
+  head.solo_smact = 0.9;  // 0.5 + 0.9 over the cap: the head waits
+  big.solo_smact = 0.1;   // 0.5 + 0.1 under it: the policy places it, whatever its memory
+  const auto d = w.decide(s, {head, big});
+  ASSERT_EQ(d.placements.size(), 1u);
+  EXPECT_EQ(d.placements[0].job, 2u);
+  EXPECT_EQ(d.placements[0].overtook, JobId{1});
+  EXPECT_TRUE(make_policy(PolicyKind::Magm).checks_memory);
+  EXPECT_FALSE(make_policy(PolicyKind::Exclusive).checks_memory);
 }
 
 TEST(Backfill, OnlyDepthJobsBehindTheHeadAreLookedAt) {

@@ -50,6 +50,7 @@ struct Policy {
   std::vector<FilterPtr> filters;
   ScorerPtr scorer;
   bool whole_gpus = false;    // an idle_only policy: its placements run alone (exclusive)
+  bool checks_memory = false;  // a fits_memory filter is in force (the scheduler's free-memory bounds rest on it)
   bool node_weights = false;  // a scorer reads Candidate::node_weight (the scheduler ranks servers)
   std::optional<double> smact_cap;  // set when a smact_below filter is in force (the simulator wakes on it)
   std::string describe() const;  // e.g. "magm: fits_memory+smact_below -> most_free_mem"

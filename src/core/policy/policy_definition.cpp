@@ -90,6 +90,7 @@ Policy build_policy(const PolicyDefinition& d, const Conditions& c) {
       p.whole_gpus = true;
     } else if (f == "fits_memory") {
       p.filters.push_back(fits_memory(c.margin_mib, c.min_free_unknown_mib, c.floor_always));
+      p.checks_memory = true;
     } else if (f == "smact_below" && c.smact_cap < 1.0) {  // a cap of 100 % or more: memory only
       p.filters.push_back(smact_below(c.smact_cap));
       p.smact_cap = c.smact_cap;
