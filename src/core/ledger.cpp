@@ -72,27 +72,13 @@ void Ledger::release(JobId job) {
   by_job_.erase(j);
 }
 
-MiB Ledger::reserved_on(int gpu) const {
-  const GpuTotals* t = totals_of(gpu);
-  return t ? t->reserved : 0;
-}
+// The single queries are the view's fields: one place reads the totals.
+MiB Ledger::reserved_on(int gpu) const { return view(gpu).reserved; }
+int Ledger::jobs_on(int gpu) const { return view(gpu).jobs; }
+bool Ledger::held_alone(int gpu) const { return view(gpu).alone; }
+double Ledger::predicted_smact(int gpu) const { return view(gpu).smact; }
 
-int Ledger::jobs_on(int gpu) const {
-  const GpuTotals* t = totals_of(gpu);
-  return t ? t->jobs : 0;
-}
-
-bool Ledger::held_alone(int gpu) const {
-  const GpuTotals* t = totals_of(gpu);
-  return t && t->alone > 0;
-}
-
-double Ledger::predicted_smact(int gpu) const {
-  const GpuTotals* t = totals_of(gpu);
-  return t ? std::max(t->smact, 0.0) : 0.0;
-}
-
-MiB Ledger::available(const GpuSnapshot& g) const { return available(g, reserved_on(g.index)); }
+MiB Ledger::available(const GpuSnapshot& g) const { return available(g, view(g.index).reserved); }
 
 MiB Ledger::available(const GpuSnapshot& g, MiB reserved) {
   return std::max<MiB>(g.total_mib - std::max(reserved, g.used_mib), 0);

@@ -520,7 +520,7 @@ ProbeRun run_probe(const ProbeRequest& req, const ProbeLimits& limits) {
   run.trace.source = "probe " + req.subject();
   if (!limits.keep_trace_as.empty()) {
     std::filesystem::copy_file(out_path, limits.keep_trace_as, std::filesystem::copy_options::overwrite_existing, ec);
-    if (ec) throw UserError(fmt::format("cannot keep the trace as {}: {}", limits.keep_trace_as, ec.message()));
+    if (ec) throw UserError(fmt::format("cannot keep the trace as {}: {}", one_line(limits.keep_trace_as), ec.message()));
   }
   return run;
 }

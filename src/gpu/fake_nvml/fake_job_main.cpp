@@ -3,9 +3,7 @@
 // by registering its pid in the fake NVML state directory, optionally ramping up, and dies
 // with PyTorch's out-of-memory message when a GPU would be over-committed.
 //
-//   colo-fake-job --mem 10GiB [--ramp 5] [--hold 3|inf] [--until-file PATH] [--sm-activity 0.4]
-//                 [--sm-occupancy 0.2] [--exit-code 0] [--checkpoint-state FILE [--checkpoint-ignore]]
-//                 [--progress-rate STEPS_PER_S]
+// Usage: kUsage below (what --help prints).
 //
 // --progress-rate: while it holds its memory it reports STEPS_PER_S × seconds held as its
 // training progress in the file COLO_BENCH_PROGRESS names (`colo bench collocation`'s protocol,
