@@ -1,5 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <vector>
+
 #include "core/policy/filters.h"
 #include "test_support.h"
 
@@ -137,6 +143,61 @@ TEST(Filters, SmactBelowCapAndUnmeasurablePasses) {
   EXPECT_TRUE(f->admit(cand(test::gpu(0, 1, 0, 0.79), 1), req(j)));
   EXPECT_FALSE(f->admit(cand(test::gpu(0, 1, 0, 0.80), 1), req(j)));
   EXPECT_TRUE(f->admit(cand(test::gpu(0, 1, 0, std::nullopt), 1), req(j)));
+}
+
+}  // namespace
+}  // namespace colo
+
+namespace colo {
+namespace {
+
+// A site's own filter class (not a FilterImpl): the base class' retain() asks admit() per GPU.
+class EvenPositionsOnly final : public Filter {
+ public:
+  std::string_view name() const override { return "even_positions"; }
+  bool admit(const Candidate& c, const PlacementRequest&) const override { return c.position % 2 == 0; }
+};
+
+// retain() is what the scheduler calls; admit() is what each filter defines and explains with.
+// They must agree on every GPU, for every shipped filter, over varied GPUs and requests.
+TEST(Filters, RetainKeepsExactlyWhatAdmitAdmitsInOrder) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<MiB> mib(0, 81920);
+  std::uniform_int_distribution<int> small(0, 4);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const std::vector<FilterPtr> filters{usable(), idle_only(), holds(40000), fits_memory(2048, 5120),
+                                       fits_memory(2048, 5120, true), smact_below(0.8), smact_predicted(0.8),
+                                       adds_progress(0.05), std::make_shared<EvenPositionsOnly>()};
+  for (int round = 0; round < 50; ++round) {
+    std::vector<GpuSnapshot> gpus;
+    for (int i = 0; i < 64; ++i) {
+      GpuSnapshot g = test::gpu(i, small(rng) % 2 ? 81920 : 40960, 0, unit(rng));
+      g.healthy = small(rng) != 0;
+      g.drained = small(rng) == 0;
+      g.mode = small(rng) == 0 ? SharingMode::MigInstance : SharingMode::Plain;
+      if (small(rng) == 0) g.smact.reset();
+      gpus.push_back(g);
+    }
+    std::vector<Candidate> cands;
+    for (int i = 0; i < 64; ++i) {
+      Candidate c = cand(gpus[static_cast<size_t>(i)], mib(rng) % gpus[static_cast<size_t>(i)].total_mib,
+                         small(rng) % 3, small(rng) == 0);
+      c.position = i;
+      c.placed_smact = unit(rng) * small(rng);
+      cands.push_back(c);
+    }
+    Job j = test::job(1, small(rng) == 0 ? std::nullopt : std::optional<MiB>(mib(rng) / 2));
+    if (small(rng) > 1) j.solo_smact = unit(rng);
+    const PlacementRequest r = req(j);
+    for (const FilterPtr& f : filters) {
+      std::vector<int> expected, kept(cands.size());
+      for (const Candidate& c : cands)
+        if (f->admit(c, r)) expected.push_back(c.position);
+      std::iota(kept.begin(), kept.end(), 0);
+      f->retain(cands, r, kept);
+      EXPECT_EQ(kept, expected) << f->name() << ", round " << round;
+    }
+  }
 }
 
 }  // namespace

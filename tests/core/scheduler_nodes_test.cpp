@@ -2,6 +2,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <vector>
+
 #include "core/policy/policies.h"
 #include "core/scheduler.h"
 #include "test_support.h"
@@ -97,6 +102,58 @@ TEST(SchedulerNodes, NodeWeightPolicyRanksServersThenFirstFit) {
   EXPECT_EQ(d.placements[1].gpu_indices, std::vector<int>{2});
   EXPECT_EQ(make_policy(PolicyKind::NodeWeight).describe(), "node-weight: fits_memory -> lowest_node_weight");
   EXPECT_EQ(policy_kind_from_string("node-weight"), PolicyKind::NodeWeight);
+}
+
+}  // namespace
+}  // namespace colo
+
+namespace colo {
+namespace {
+
+// The scheduler walks a server's GPUs as one run of the snapshot list when servers come grouped
+// (as a cluster lists them) and falls back to a per-server map otherwise. Both must choose the
+// same GPUs: the same cluster listed grouped and interleaved, every GPU's free memory distinct
+// before and after any placements (used memory in steps of 1499 MiB, needs in steps of 1000 MiB:
+// no position tie-breaks), multi-GPU jobs of 2–4 GPUs.
+TEST(SchedulerNodes, GroupedAndInterleavedListingsOfAClusterChooseTheSameGpus) {
+  std::mt19937 rng(11);
+  for (int round = 0; round < 100; ++round) {
+    World grouped;
+    const int nodes = 2 + round % 5, per = 4;
+    std::vector<int> used(static_cast<size_t>(nodes * per));
+    std::iota(used.begin(), used.end(), 1);
+    std::shuffle(used.begin(), used.end(), rng);
+    for (int i = 0; i < nodes * per; ++i) {
+      grouped.gpus.push_back(test::gpu(i, 81920, used[static_cast<size_t>(i)] * 1499));
+      grouped.gpus.back().node = 10 + i / per;  // server ids need not start at 0
+    }
+    World interleaved;
+    for (int k = 0; k < per; ++k)  // GPU k of every server, then GPU k + 1 of every server
+      for (int n = 0; n < nodes; ++n) interleaved.gpus.push_back(grouped.gpus[static_cast<size_t>(n * per + k)]);
+    std::vector<Job> jobs;
+    for (int j = 0; j < 6; ++j) jobs.push_back(test::job(j + 1, 4000 + 3000 * j, 2 + (j + round) % 3));
+    for (World* w : {&grouped, &interleaved}) w->ledger.reserve(99, 0, 20000, false, 0);
+    const Scheduler s = nodes_sched(PolicyKind::Magm);
+    const Decision a = grouped.decide(s, jobs), b = interleaved.decide(s, jobs);
+    ASSERT_EQ(a.placements.size(), b.placements.size()) << "round " << round;
+    EXPECT_FALSE(a.placements.empty());
+    for (size_t p = 0; p < a.placements.size(); ++p)
+      EXPECT_EQ(a.placements[p].gpu_indices, b.placements[p].gpu_indices) << "round " << round << ", placement " << p;
+    EXPECT_EQ(a.rejections.size(), b.rejections.size());
+  }
+}
+
+// A server whose GPUs are not listed together still counts all of them.
+TEST(SchedulerNodes, AServerListedInSeveralRunsCountsAllItsGpus) {
+  World w;
+  for (int i = 0; i < 4; ++i) {
+    w.gpus.push_back(test::gpu(i, 40960));
+    w.gpus.back().node = i == 2 ? 1 : 0;  // node 0: GPUs 0, 1 and 3
+  }
+  const auto d = w.decide(nodes_sched(PolicyKind::Magm), {test::job(1, 8000, 3)});
+  EXPECT_TRUE(d.rejections.empty());
+  ASSERT_EQ(d.placements.size(), 1u);
+  EXPECT_EQ(d.placements[0].gpu_indices, (std::vector<int>{0, 1, 3}));
 }
 
 }  // namespace

@@ -18,6 +18,10 @@ std::string Filter::why_not(std::span<const Candidate* const> rejected, const Pl
   return fmt::format("{} refused {}", name(), gpu_list(rejected));
 }
 
+void Filter::retain(std::span<const Candidate> cands, const PlacementRequest& r, std::vector<int>& positions) const {
+  std::erase_if(positions, [&](int p) { return !admit(cands[static_cast<size_t>(p)], r); });
+}
+
 namespace {
 
 std::string jobs_on(const Candidate& c) {
@@ -27,7 +31,7 @@ std::string jobs_on(const Candidate& c) {
   return fmt::format("runs job{} {}", c.gpu->running.size() > 1 ? "s" : "", ids);
 }
 
-class Usable final : public Filter {
+class Usable final : public FilterImpl<Usable> {
  public:
   std::string_view name() const override { return "usable"; }
   bool admit(const Candidate& c, const PlacementRequest&) const override {
@@ -49,7 +53,7 @@ class Usable final : public Filter {
   }
 };
 
-class IdleOnly final : public Filter {
+class IdleOnly final : public FilterImpl<IdleOnly> {
  public:
   std::string_view name() const override { return "idle_only"; }
   bool admit(const Candidate& c, const PlacementRequest&) const override {
@@ -63,7 +67,7 @@ class IdleOnly final : public Filter {
   }
 };
 
-class FitsMemory final : public Filter {
+class FitsMemory final : public FilterImpl<FitsMemory> {
  public:
   FitsMemory(MiB margin, MiB min_free, bool floor_always) : margin_(margin), min_free_(min_free), floor_always_(floor_always) {}
   std::string_view name() const override { return floor_always_ ? "fits_memory_floor" : "fits_memory"; }
@@ -95,7 +99,7 @@ class FitsMemory final : public Filter {
   bool floor_always_;
 };
 
-class SmactBelow final : public Filter {
+class SmactBelow final : public FilterImpl<SmactBelow> {
  public:
   explicit SmactBelow(double cap) : cap_(cap) {}
   std::string_view name() const override { return "smact_below"; }
@@ -113,7 +117,7 @@ class SmactBelow final : public Filter {
   double cap_;
 };
 
-class Holds final : public Filter {
+class Holds final : public FilterImpl<Holds> {
  public:
   explicit Holds(MiB need) : need_(need) {}
   std::string_view name() const override { return "holds"; }
@@ -128,7 +132,7 @@ class Holds final : public Filter {
   MiB need_;
 };
 
-class SmactPredicted final : public Filter {
+class SmactPredicted final : public FilterImpl<SmactPredicted> {
  public:
   explicit SmactPredicted(double cap) : cap_(cap) {}
   std::string_view name() const override { return "smact_predicted"; }
@@ -149,7 +153,7 @@ class SmactPredicted final : public Filter {
   double cap_;
 };
 
-class AddsProgress final : public Filter {
+class AddsProgress final : public FilterImpl<AddsProgress> {
  public:
   explicit AddsProgress(double interference) : k_(interference) {}
   std::string_view name() const override { return "adds_progress"; }
