@@ -1,6 +1,9 @@
 #include "sim/engine/engine.h"
 
 #include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
 
 // Calling the scheduler core with the GPUs as the monitor would show them, and waking it when a
 // GPU's SMACT window falls under the policy's cap.
@@ -8,6 +11,7 @@
 namespace colo::sim::detail {
 
 double Engine::smact_of(int g, long tick) {
+  if (const WindowRt& w = window_[static_cast<size_t>(g)]; tick >= w.steady_from) return w.level;
   GpuRt& r = gpus_[static_cast<size_t>(g)];
   if (r.smact_tick != tick || r.smact_version != r.hist_version) {
     r.smact = r.hist.window_average(tick, cfg_.smact_window_s);
@@ -20,6 +24,17 @@ double Engine::smact_of(int g, long tick) {
 void Engine::decide() {
   const long tick = static_cast<long>(std::floor(now_));
   for (int g = 0; g < slots_; ++g) snaps_[static_cast<size_t>(g)].smact = smact_of(g, tick);
+  if (cfg_.audit) {
+    // Audited runs (the property tests) check the SMACT shortcuts (WindowRt, the tick cache)
+    // against the history itself: the window the scheduler is shown must be the monitor's.
+    for (int g = 0; g < slots_; ++g) {
+      const double shown = *snaps_[static_cast<size_t>(g)].smact;
+      const double exact = gpus_[static_cast<size_t>(g)].hist.window_average(tick, cfg_.smact_window_s);
+      if (shown != exact)
+        throw std::logic_error(fmt::format("simulator: GPU {}'s SMACT window at tick {} was shown as {}, its history says {}",
+                                           g, tick, shown, exact));
+    }
+  }
   SchedulerInput in;
   in.recovery_queue = std::span<const Job>(recq_.data() + rec_head_, recq_.size() - rec_head_);
   in.main_queue = std::span<const Job>(mainq_.data() + main_head_, mainq_.size() - main_head_);
@@ -44,14 +59,18 @@ void Engine::decide() {
 }
 
 void Engine::watch(long tick) {
-  for (int g : watched_) gpus_[static_cast<size_t>(g)].watched = false;
+  for (int g : watched_) window_[static_cast<size_t>(g)].watched = false;
   watched_.clear();
   if (!smact_cap_ || cfg_.eager_decisions || queued() == 0) return;
   std::optional<long> first;
   for (int g = 0; g < slots_; ++g) {
     if (*snaps_[static_cast<size_t>(g)].smact < *smact_cap_) continue;
-    gpus_[static_cast<size_t>(g)].watched = true;
+    WindowRt& w = window_[static_cast<size_t>(g)];
+    w.watched = true;
     watched_.push_back(g);
+    // Steady at or above the cap: with nothing changing it never falls below (crossing() would
+    // say nullopt); a change re-asks from reshare().
+    if (tick >= w.steady_from) continue;
     if (auto c = crossing(g, tick); c && (!first || *c < *first)) first = c;
   }
   if (first) push_wake(*first);

@@ -34,6 +34,7 @@ Engine::Engine(const SimConfig& cfg, std::span<const SimJobSpec> jobs)
   per_ = cfg.mig.empty() ? 1 : static_cast<int>(cfg.mig.size());
   slots_ = cfg.gpus * per_;
   gpus_.resize(static_cast<size_t>(slots_));
+  window_.resize(static_cast<size_t>(slots_));
   snaps_.resize(static_cast<size_t>(slots_));
   used_view_.assign(static_cast<size_t>(slots_), 0);
   power_.resize(static_cast<size_t>(cfg.gpus));

@@ -88,10 +88,19 @@ struct GpuRt {
   std::uint64_t cross_version = ~0ULL;
   long cross_from = 0;
   std::optional<long> cross;
-  bool watched = false;
   // Memory-time integral (for the average memory utilisation).
   double mem_area = 0;
   Seconds mem_since = 0;
+};
+
+// What every decision reads of every GPU, kept apart from GpuRt: a pass over 2 000 GPUs' GpuRt
+// (histories, job lists) spreads over far more cache than these few bytes each.
+struct WindowRt {
+  // From this tick on the GPU's SMACT window average is `level`: its history has been steady for
+  // a whole window (ActivityHistory::window_average's own shortcut, without reading the history).
+  long steady_from = LONG_MIN;
+  double level = 0;
+  bool watched = false;  // watch() keeps an eye on it (its window was at or above the cap)
 };
 
 // Power of one physical GPU (all its MIG instances together): busy time and SM work done
@@ -182,6 +191,7 @@ class Engine {
   MiB largest_mib_ = 0;
   double total_mib_ = 0;
   std::vector<GpuRt> gpus_;
+  std::vector<WindowRt> window_;  // per GPU, as gpus_
   std::vector<PowerRt> power_;
   std::vector<GpuSnapshot> snaps_;
   std::vector<MiB> used_view_;
