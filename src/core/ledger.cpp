@@ -10,14 +10,9 @@ Ledger::GpuTotals& Ledger::totals_for(int gpu) {
   return by_gpu_[static_cast<std::size_t>(gpu)];
 }
 
-const Ledger::GpuTotals* Ledger::totals_of(int gpu) const {
-  if (gpu < 0 || gpu >= kDense) {
-    auto it = by_gpu_sparse_.find(gpu);
-    return it == by_gpu_sparse_.end() ? nullptr : &it->second;
-  }
-  if (static_cast<std::size_t>(gpu) >= by_gpu_.size()) return nullptr;
-  const GpuTotals& t = by_gpu_[static_cast<std::size_t>(gpu)];
-  return t.jobs == 0 ? nullptr : &t;
+const Ledger::GpuTotals* Ledger::sparse_totals_of(int gpu) const {
+  auto it = by_gpu_sparse_.find(gpu);
+  return it == by_gpu_sparse_.end() ? nullptr : &it->second;
 }
 
 void Ledger::add_totals(int gpu, const Entry& e, int sign) {
@@ -80,15 +75,6 @@ double Ledger::predicted_smact(int gpu) const { return view(gpu).smact; }
 
 MiB Ledger::available(const GpuSnapshot& g) const { return available(g, view(g.index).reserved); }
 
-MiB Ledger::available(const GpuSnapshot& g, MiB reserved) {
-  return std::max<MiB>(g.total_mib - std::max(reserved, g.used_mib), 0);
-}
-
-Ledger::GpuView Ledger::view(int gpu) const {
-  const GpuTotals* t = totals_of(gpu);
-  if (!t) return {};
-  return {t->reserved, t->jobs, t->alone > 0, std::max(t->smact, 0.0)};
-}
 
 std::optional<Ledger::Entry> Ledger::entry(JobId job, int gpu) const {
   auto j = by_job_.find(job);

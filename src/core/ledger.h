@@ -4,6 +4,8 @@
 // memory the first one is about to take. For every placed job the ledger holds
 //   reserved = max(estimate, observed peak so far)
 // and a GPU's available memory is total − max(Σ reserved, observed used).
+#include <algorithm>
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -52,9 +54,17 @@ class Ledger {
     bool alone = false;
     double smact = 0;
   };
-  GpuView view(int gpu) const;
+  // Inline, as is totals_of: the scheduler asks for every GPU at every decision.
+  GpuView view(int gpu) const {
+    const GpuTotals* t = totals_of(gpu);
+    if (!t) return {};
+    return {t->reserved, t->jobs, t->alone > 0, std::max(t->smact, 0.0)};
+  }
   // total − max(reserved, observed used), never below zero: available() from a view's reserved.
-  static MiB available(const GpuSnapshot& g, MiB reserved);
+  static MiB available(const GpuSnapshot& g, MiB reserved) {
+    const MiB held = reserved > g.used_mib ? reserved : g.used_mib;
+    return g.total_mib > held ? g.total_mib - held : 0;
+  }
   std::optional<Entry> entry(JobId job, int gpu) const;
   std::vector<int> gpus_of(JobId job) const;
   bool empty() const { return by_job_.empty(); }
@@ -68,7 +78,14 @@ class Ledger {
   };
   void add_totals(int gpu, const Entry& e, int sign);
   GpuTotals& totals_for(int gpu);
-  const GpuTotals* totals_of(int gpu) const;  // nullptr: nothing reserved on it
+  // nullptr: nothing reserved on it.
+  const GpuTotals* totals_of(int gpu) const {
+    if (gpu < 0 || gpu >= kDense) return sparse_totals_of(gpu);
+    if (static_cast<std::size_t>(gpu) >= by_gpu_.size()) return nullptr;
+    const GpuTotals& t = by_gpu_[static_cast<std::size_t>(gpu)];
+    return t.jobs == 0 ? nullptr : &t;
+  }
+  const GpuTotals* sparse_totals_of(int gpu) const;
 
   std::unordered_map<JobId, std::map<int, Entry>> by_job_;
   // Per-GPU totals, indexed by the GPU's index (dense: the scheduler reads every GPU's at every
