@@ -17,10 +17,10 @@ namespace {
 // Decision-round view of the GPUs: the ledger's numbers plus what this round placed already.
 struct Round {
   std::vector<Candidate> cands;
-  std::vector<MiB> usable_totals;
+  std::vector<MiB> usable_totals;  // total memory of each healthy, undrained GPU
   // Whether each server's GPUs come as one run in the snapshot list (a cluster's do); then a
   // multi-GPU job's per-server choice walks runs instead of building a map of servers.
-  bool nodes_grouped = true;  // total memory of each healthy, undrained GPU
+  bool nodes_grouped = true;
   MiB largest_usable_total = 0;
   int usable_count = 0;
   int usable_on_one_node = 0;  // the most usable GPUs any one server has
