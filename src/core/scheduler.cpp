@@ -1,6 +1,7 @@
 #include "core/scheduler.h"
 
 #include <algorithm>
+#include <cassert>
 #include <map>
 #include <numeric>
 #include <unordered_map>
@@ -186,17 +187,20 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
     std::iota(admitted.begin(), admitted.end(), 0);
     for (const FilterPtr& f : filters) {
       f->retain(round.cands, req, admitted);
+      // The multi-GPU server choice below walks `ranked` as runs of servers: order is the contract.
+      assert(std::is_sorted(admitted.begin(), admitted.end()) && "Filter::retain must keep the order");
       if (static_cast<int>(admitted.size()) < job.gpus && !in.explain) break;
     }
+    if (static_cast<int>(admitted.size()) < job.gpus) {
+      if (quiet) return false;
+      out.blocked = Blocked{job.id, recovery, {}};
+      if (in.explain) out.blocked->reason = explain(job, req, filters, round, static_cast<int>(admitted.size()));
+      return false;
+    }
+    // Scorers see only GPUs that passed every filter (scorers.h).
     ranked.clear();
     for (int pos : admitted)
       ranked.emplace_back(cfg_.policy.scorer->score(round.cands[static_cast<size_t>(pos)], req, ctx), pos);
-    if (static_cast<int>(ranked.size()) < job.gpus) {
-      if (quiet) return false;
-      out.blocked = Blocked{job.id, recovery, {}};
-      if (in.explain) out.blocked->reason = explain(job, req, filters, round, static_cast<int>(ranked.size()));
-      return false;
-    }
     const auto better = [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first > b.first : a.second < b.second;
     };
@@ -227,7 +231,8 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
         if (found) {
           const auto first = ranked.begin() + static_cast<std::ptrdiff_t>(best_from);
           std::partial_sort(first, first + k, ranked.begin() + static_cast<std::ptrdiff_t>(best_to), better);
-          std::copy(first, first + k, ranked.begin());
+          // To the front (std::copy may shift left over itself, not onto its own source).
+          if (best_from != 0) std::copy(first, first + k, ranked.begin());
         }
       } else {
         std::unordered_map<int, std::vector<std::pair<double, int>>> by_node;

@@ -20,9 +20,10 @@ class Filter {
   // One phrase for the user: why this filter refused `rejected` (non-empty) for `r`, e.g.
   // "needs 12.0 GiB + 2.0 GiB margin; most free is 8.0 GiB on GPU 1".
   virtual std::string why_not(std::span<const Candidate* const> rejected, const PlacementRequest& r) const;
-  // Keeps, of `positions` (indices into `cands`, in order), those this filter admits. The same
-  // answer as admit() one by one, in one virtual call per request: the scheduler filters every
-  // GPU at every decision, thousands on a cluster.
+  // Keeps, of `positions` (indices into `cands`, ascending), those this filter admits, in the
+  // same order: the answer admit() gives one by one, in one virtual call per request (the
+  // scheduler filters every GPU at every decision, thousands on a cluster). An override must
+  // keep the order: the scheduler reads a server's GPUs as one run of the list.
   virtual void retain(std::span<const Candidate> cands, const PlacementRequest& r, std::vector<int>& positions) const;
 };
 

@@ -70,7 +70,12 @@ void Engine::watch(long tick) {
     watched_.push_back(g);
     // Steady at or above the cap: with nothing changing it never falls below (crossing() would
     // say nullopt); a change re-asks from reshare().
-    if (tick >= w.steady_from) continue;
+    if (tick >= w.steady_from) {
+      if (cfg_.audit && crossing(g, tick))
+        throw std::logic_error(fmt::format("simulator: GPU {} was skipped as steady at tick {} but its window falls under the cap at {}",
+                                           g, tick, *crossing(g, tick)));
+      continue;
+    }
     if (auto c = crossing(g, tick); c && (!first || *c < *first)) first = c;
   }
   if (first) push_wake(*first);
