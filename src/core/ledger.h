@@ -62,8 +62,7 @@ class Ledger {
   }
   // total − max(reserved, observed used), never below zero: available() from a view's reserved.
   static MiB available(const GpuSnapshot& g, MiB reserved) {
-    const MiB held = reserved > g.used_mib ? reserved : g.used_mib;
-    return g.total_mib > held ? g.total_mib - held : 0;
+    return std::max<MiB>(g.total_mib - std::max(reserved, g.used_mib), 0);
   }
   std::optional<Entry> entry(JobId job, int gpu) const;
   std::vector<int> gpus_of(JobId job) const;

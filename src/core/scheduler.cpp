@@ -4,7 +4,6 @@
 #include <cassert>
 #include <map>
 #include <numeric>
-#include <unordered_map>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -19,8 +18,8 @@ namespace {
 struct Round {
   std::vector<Candidate> cands;
   std::vector<MiB> usable_totals;  // total memory of each healthy, undrained GPU
-  // Whether each server's GPUs come as one run in the snapshot list (a cluster's do); then a
-  // multi-GPU job's per-server choice walks runs instead of building a map of servers.
+  // Whether each server's GPUs come as one run in the snapshot list (a cluster's do); otherwise a
+  // multi-GPU job's candidates are sorted by server before its per-server choice.
   bool nodes_grouped = true;
   MiB largest_usable_total = 0;
   int usable_count = 0;
@@ -209,45 +208,32 @@ Decision Scheduler::decide(const SchedulerInput& in, SchedulerState& state) cons
       // (found per server with nth_element: linear in the candidates, no global sort). Positions
       // are unique, so the winner does not depend on the order servers are looked at.
       const auto k = static_cast<std::ptrdiff_t>(job.gpus);
+      // `ranked` is in snapshot order; where a server's GPUs are not listed together, a stable sort
+      // by server makes each server's candidates one run of it (keeping their order).
+      const auto node_of = [&](const std::pair<double, int>& e) { return round.cands[static_cast<size_t>(e.second)].gpu->node; };
+      if (!round.nodes_grouped)
+        std::stable_sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) { return node_of(a) < node_of(b); });
       bool found = false;
-      if (round.nodes_grouped) {
-        // `ranked` is in snapshot order, so each server's candidates are one run of it.
-        const auto node_of = [&](size_t i) { return round.cands[static_cast<size_t>(ranked[i].second)].gpu->node; };
-        size_t best_from = 0, best_to = 0;
-        for (size_t from = 0; from < ranked.size();) {
-          size_t to = from + 1;
-          while (to < ranked.size() && node_of(to) == node_of(from)) ++to;
-          if (static_cast<std::ptrdiff_t>(to - from) >= k) {
-            const auto first = ranked.begin() + static_cast<std::ptrdiff_t>(from);
-            std::nth_element(first, first + (k - 1), ranked.begin() + static_cast<std::ptrdiff_t>(to), better);
-            if (!found || better(first[k - 1], ranked[best_from + static_cast<size_t>(k - 1)])) {
-              best_from = from;
-              best_to = to;
-            }
-            found = true;
+      size_t best_from = 0, best_to = 0;
+      for (size_t from = 0; from < ranked.size();) {
+        size_t to = from + 1;
+        while (to < ranked.size() && node_of(ranked[to]) == node_of(ranked[from])) ++to;
+        if (static_cast<std::ptrdiff_t>(to - from) >= k) {
+          const auto first = ranked.begin() + static_cast<std::ptrdiff_t>(from);
+          std::nth_element(first, first + (k - 1), ranked.begin() + static_cast<std::ptrdiff_t>(to), better);
+          if (!found || better(first[k - 1], ranked[best_from + static_cast<size_t>(k - 1)])) {
+            best_from = from;
+            best_to = to;
           }
-          from = to;
+          found = true;
         }
-        if (found) {
-          const auto first = ranked.begin() + static_cast<std::ptrdiff_t>(best_from);
-          std::partial_sort(first, first + k, ranked.begin() + static_cast<std::ptrdiff_t>(best_to), better);
-          // To the front (std::copy may shift left over itself, not onto its own source).
-          if (best_from != 0) std::copy(first, first + k, ranked.begin());
-        }
-      } else {
-        std::unordered_map<int, std::vector<std::pair<double, int>>> by_node;
-        for (const auto& r : ranked) by_node[round.cands[static_cast<size_t>(r.second)].gpu->node].push_back(r);
-        std::vector<std::pair<double, int>>* best = nullptr;
-        for (auto& [node, on] : by_node) {
-          if (static_cast<std::ptrdiff_t>(on.size()) < k) continue;
-          std::nth_element(on.begin(), on.begin() + (k - 1), on.end(), better);
-          if (!best || better(on[static_cast<size_t>(k - 1)], (*best)[static_cast<size_t>(k - 1)])) best = &on;
-        }
-        found = best != nullptr;
-        if (found) {
-          std::partial_sort(best->begin(), best->begin() + k, best->end(), better);
-          std::copy(best->begin(), best->begin() + k, ranked.begin());
-        }
+        from = to;
+      }
+      if (found) {
+        const auto first = ranked.begin() + static_cast<std::ptrdiff_t>(best_from);
+        std::partial_sort(first, first + k, ranked.begin() + static_cast<std::ptrdiff_t>(best_to), better);
+        // To the front (std::copy may shift left over itself, not onto its own source).
+        if (best_from != 0) std::copy(first, first + k, ranked.begin());
       }
       if (!found) {
         if (quiet) return false;

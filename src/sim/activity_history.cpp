@@ -32,9 +32,8 @@ double ActivityHistory::integral(Seconds t) const {
 }
 
 double ActivityHistory::window_average(long tick, int window) const {
-  const Point& last = points_.back();
   // Steady for the whole window: exactly the level (also keeps idle GPUs cheap).
-  if (last.t <= static_cast<Seconds>(tick - window)) return last.level;
+  if (tick >= steady_from(window)) return points_.back().level;
   const double v = (integral(static_cast<Seconds>(tick)) - integral(static_cast<Seconds>(tick - window))) / window;
   return std::clamp(v, 0.0, 1.0);
 }

@@ -5,6 +5,7 @@
 // that second) and the scheduler sees the mean of the last `window` samples, which is exactly
 //     W(k) = (I(k) − I(k − window)) / window,   I(t) = ∫₀ᵗ activity.
 // Computing W from the history is equivalent to sampling every second, without the ticks.
+#include <cmath>
 #include <deque>
 #include <optional>
 
@@ -22,6 +23,9 @@ class ActivityHistory {
   double integral(Seconds t) const;
   // Mean of the `window` one-second samples ending at tick k.
   double window_average(long tick, int window) const;
+  // The first tick from which the window average is the current level (no change for a whole
+  // window before it): the last change t ≤ tick − window, i.e. tick ≥ ⌈t⌉ + window.
+  long steady_from(int window) const { return static_cast<long>(std::ceil(points_.back().t)) + window; }
   // First tick > after_tick whose window average is < cap, assuming the current level holds
   // from now on; nullopt if that never happens.
   std::optional<long> first_tick_below(long after_tick, double cap, int window) const;

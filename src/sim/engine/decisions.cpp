@@ -71,9 +71,10 @@ void Engine::watch(long tick) {
     // Steady at or above the cap: with nothing changing it never falls below (crossing() would
     // say nullopt); a change re-asks from reshare().
     if (tick >= w.steady_from) {
-      if (cfg_.audit && crossing(g, tick))
-        throw std::logic_error(fmt::format("simulator: GPU {} was skipped as steady at tick {} but its window falls under the cap at {}",
-                                           g, tick, *crossing(g, tick)));
+      if (cfg_.audit)
+        if (const auto c = crossing(g, tick))
+          throw std::logic_error(fmt::format("simulator: GPU {} was skipped as steady at tick {} but its window falls under the cap at {}",
+                                             g, tick, *c));
       continue;
     }
     if (auto c = crossing(g, tick); c && (!first || *c < *first)) first = c;

@@ -31,8 +31,7 @@ void Engine::reshare(const std::vector<int>& gs) {
       ++r.hist_version;
       WindowRt& w = window_[static_cast<size_t>(g)];
       w.level = r.hist.level();
-      // window_average's steady case, last change t: t ≤ tick − window, i.e. tick ≥ ⌈t⌉ + window.
-      w.steady_from = static_cast<long>(std::ceil(r.hist.last_change())) + cfg_.smact_window_s;
+      w.steady_from = r.hist.steady_from(cfg_.smact_window_s);
       if (w.watched && queued() > 0) {
         // Its window now moves differently: when does it fall under the cap?
         if (auto c = crossing(g, static_cast<long>(std::floor(now_)))) push_wake(*c);
