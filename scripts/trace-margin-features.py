@@ -3,10 +3,13 @@
 GPUMemNet CNN goal (median |error| <= 8 %, <= 5 % of rows under) where one constant margin cannot?
 (docs/ESTIMATION.md, "A margin per network from its trace"). Fits a linear quantile regression of
 log(measured / replay) on trace features over the train split, for each quantile TAU, and scores
-it on the held-out test split (rows no fit saw). Needs numpy (Debian: python3-numpy, which
+it on the held-out test split (rows no fit saw). `--nearest K` adds a margin with no fitted weights:
+each network's tau-quantile of the same log ratio over its K nearest train networks (`--select`
+chooses K and the features on the train rows alone, leave-one-out). Needs numpy (Debian: python3-numpy, which
 python3-torch brings).
 
     /usr/bin/python3 scripts/trace-margin-features.py [TRACE_DIR] [--colo build/colo] [--taus 0.9,0.95]
+        [--nearest 10,20,40 [--nearest-features in,out,channels,convs,peak] [--select]]
 
 TRACE_DIR holds the probe's traces of data/gpumemnet/cnn.csv (scripts/trace-calibrate.sh writes
 them; or `python3 -m colo_probe.gpumemnet --csv data/gpumemnet/cnn.csv --kind cnn --out-dir DIR`).
@@ -26,6 +29,8 @@ import script_errors  # scripts/script_errors.py: one-line errors, never a trace
 FEATURES = ("constant", "largest conv input / peak", "largest conv output / peak",
             "forward conv outputs / peak", "largest conv weight / peak", "cuDNN batch norm",
             "most channels", "strided conv", "convolutions", "peak MiB")
+# --nearest-features names the columns of FEATURES after the constant.
+SHORT = ("in", "out", "outputs", "weight", "bn", "channels", "strided", "convs", "peak")
 
 
 def trace_features(path):
@@ -91,6 +96,21 @@ def quantile_fit(np, x, y, tau, rounds=200):
     return w
 
 
+def nearest_margins(np, x_fit, y_fit, x_query, k, taus, leave_one_out=False):
+    """{tau: log margin of each query row}: the tau-quantile of log(measured / replay) over the k
+    fitted rows nearest to it (features scaled by the fitted rows' spread). It never extrapolates:
+    a network outside the fitted rows' range gets the margins of the nearest ones. With
+    leave_one_out the query rows are the fitted rows and each is left out of its own neighbours."""
+    mean, sd = x_fit.mean(axis=0), x_fit.std(axis=0)
+    sd = np.where(sd > 0, sd, 1.0)
+    a, b = (x_fit - mean) / sd, (x_query - mean) / sd
+    dist = (b * b).sum(1)[:, None] - 2 * b @ a.T + (a * a).sum(1)[None, :]
+    if leave_one_out:
+        np.fill_diagonal(dist, np.inf)
+    near = y_fit[np.argsort(dist, axis=1, kind="stable")[:, :k]]
+    return {tau: np.quantile(near, tau, axis=1) for tau in taus}
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     head, _, rest = __doc__.partition("\n\n")
@@ -105,6 +125,14 @@ def main():
                     help="hold each scored row's features to the range of the rows its fit saw (no extrapolation)")
     ap.add_argument("--taus", default="0.85,0.9,0.93,0.95,0.97",
                     help="quantiles to fit, each in (0, 1) (default 0.85,0.9,0.93,0.95,0.97)")
+    ap.add_argument("--nearest", default="", metavar="K,...",
+                    help="also score the nearest-networks margin (each row's tau-quantile over its K nearest train "
+                         "rows) for each K, 1..200; its train columns are leave-one-out")
+    ap.add_argument("--nearest-features", default="in,out,channels,convs,peak", metavar="NAMES",
+                    help=f"the features it measures nearness by, of {','.join(SHORT)} (default in,out,channels,convs,peak)")
+    ap.add_argument("--select", action="store_true",
+                    help="with --nearest: instead, rank every set of up to five features by its leave-one-out train "
+                         "median |error| among those with at most 5 %% of the train rows under (no test or carma row used)")
     a = ap.parse_args()
     taus = []
     for t in a.taus.split(","):
@@ -117,6 +145,16 @@ def main():
         taus.append(v)
     if not 0 <= a.bootstrap <= 100:
         ap.error(f"--bootstrap {a.bootstrap}: expected 0..100")
+    ks = script_errors.int_list("trace-margin-features", "--nearest", a.nearest) if a.nearest else []
+    if any(not 1 <= k <= 200 for k in ks):
+        ap.error(f"--nearest {a.nearest}: each K must be 1..200")
+    near_cols = []
+    for n in script_errors.name_list("trace-margin-features", "--nearest-features", a.nearest_features):
+        if n not in SHORT:
+            ap.error(f"--nearest-features: '{n}' is not one of {','.join(SHORT)}")
+        near_cols.append(1 + SHORT.index(n))
+    if a.select and not ks:
+        ap.error("--select ranks nearest-networks margins: give --nearest K,...")
     try:
         import numpy as np
     except ImportError:
@@ -196,13 +234,14 @@ def main():
     xs, _, cs, _ = data["test"]
     xc, _, cc, cid = carma
     big = [cid.index(rid) for rid in ("resnet3", "vgg3", "Inception3") if rid in cid]
-    print(f"GPUMemNet CNN rows: {len(yt)} train, {len(xs)} test; carma CNN rows: {len(xc)}; the replay with the "
-          f"profile's workspaces, its margin fitted per quantile TAU; {a.bootstrap} bootstrap refits of the train rows")
-    print(f"{'margin':<9} {'tau':>4}  {'train med/under':>15}  {'test med/under/>5%':>19}  {'carma med/>5% under':>19}"
-          f"  {'bootstrap: carma med, resnet3, vgg3, Inception3 (min..max %)':>60}")
+    if not a.select:
+        print(f"GPUMemNet CNN rows: {len(yt)} train, {len(xs)} test; carma CNN rows: {len(xc)}; the replay with the "
+              f"profile's workspaces, its margin fitted per quantile TAU; {a.bootstrap} bootstrap refits of the train rows")
+        print(f"{'margin':<9} {'tau':>4}  {'train med/under':>15}  {'test med/under/>5%':>19}  {'carma med/>5% under':>19}"
+              f"  {'bootstrap: carma med, resnet3, vgg3, Inception3 (min..max %)':>60}")
     rng = np.random.default_rng(1)
     draws = [rng.integers(0, len(yt), len(yt)) for _ in range(a.bootstrap)]
-    for name, cols in (("constant", [0]), ("features", list(range(len(FEATURES))))):
+    for name, cols in (() if a.select else (("constant", [0]), ("features", list(range(len(FEATURES)))))):
         for tau in taus:
             w = fit(xt[:, cols], yt, tau)
             et, es, ec = errors(xt[:, cols], ct, w), errors(xs[:, cols], cs, w), errors(xc[:, cols], cc, w)
@@ -215,7 +254,59 @@ def main():
             print(f"{name:<9} {tau:>4.2f}  {100 * np.median(np.abs(et)):>5.1f} / {100 * np.mean(et < 0):>4.1f} %"
                   f"  {100 * np.median(np.abs(es)):>5.1f} / {100 * np.mean(es < 0):>4.1f} % / {int(np.sum(es < -0.05)):>3}"
                   f"  {100 * np.median(np.abs(ec)):>8.1f} % / {int(np.sum(ec < -0.05)):>3}  {rng_text:>60}")
+    yk = ~np.isnan(yt)
+    xn, yn, cn = xt[yk], yt[yk], ct[yk]  # rows with a measured need beside the context: the neighbours
+    for k in ks:
+        if k > len(yn) - 1:
+            sys.exit(f"trace-margin-features: --nearest {k}: only {len(yn)} train rows with a measurement")
+
+    def near_errors(rows, c, cols, k, fit_rows=None):
+        xf, yf = (xn, yn) if fit_rows is None else (xn[fit_rows], yn[fit_rows])
+        m = nearest_margins(np, xf[:, cols], yf, rows[:, cols], k, taus)
+        return {tau: (c[:, 1] + c[:, 0] * np.exp(v)) / c[:, 2] - 1 for tau, v in m.items()}
+
+    if a.select:
+        import itertools
+        found = []
+        for size in range(1, 6):
+            for cols in itertools.combinations(range(1, len(FEATURES)), size):
+                for k in ks:
+                    loo = nearest_margins(np, xn[:, list(cols)], yn, xn[:, list(cols)], k, taus, leave_one_out=True)
+                    for tau, v in loo.items():
+                        e = (cn[:, 1] + cn[:, 0] * np.exp(v)) / cn[:, 2] - 1
+                        if np.mean(e < 0) <= 0.05:
+                            found.append((float(np.median(np.abs(e))), float(np.mean(e < 0)), cols, k, tau))
+        found.sort(key=lambda f: f[0])
+        print(f"nearest-networks margins with <= 5 % of the {len(yn)} train rows under (leave-one-out), best first:")
+        for med, under, cols, k, tau in found[:10]:
+            print(f"  {','.join(SHORT[c - 1] for c in cols):<36} K {k:>3}  tau {tau:.2f}  train {100 * med:.1f} / {100 * under:.1f} %")
+        if not found:
+            print("  none")
+        return
+    for k in ks:
+        loo = nearest_margins(np, xn[:, near_cols], yn, xn[:, near_cols], k, taus, leave_one_out=True)
+        es, ec = near_errors(xs, cs, near_cols, k), near_errors(xc, cc, near_cols, k)
+        boot = [near_errors(xc, cc, near_cols, k, fit_rows=rng.integers(0, len(yn), len(yn)))
+                for _ in range(a.bootstrap)]
+        for tau in taus:
+            el = (cn[:, 1] + cn[:, 0] * np.exp(loo[tau])) / cn[:, 2] - 1
+            spread = [[100 * float(np.median(np.abs(b[tau])))] + [100 * float(b[tau][i]) for i in big] for b in boot]
+            rng_text = ", ".join(f"{min(v):+.0f}..{max(v):+.0f}" if j else f"{min(v):.1f}..{max(v):.1f}"
+                                 for j, v in enumerate(zip(*spread))) if spread else "-"
+            name = f"nearest{k}"
+            print(f"{name:<9} {tau:>4.2f}  {100 * np.median(np.abs(el)):>5.1f} / {100 * np.mean(el < 0):>4.1f} %"
+                  f"  {100 * np.median(np.abs(es[tau])):>5.1f} / {100 * np.mean(es[tau] < 0):>4.1f} % / "
+                  f"{int(np.sum(es[tau] < -0.05)):>3}  {100 * np.median(np.abs(ec[tau])):>8.1f} % / "
+                  f"{int(np.sum(ec[tau] < -0.05)):>3}  {rng_text:>60}")
     print("features: " + ", ".join(FEATURES) + " (logs of the ratios and counts)")
+    if ks:
+        print(f"nearest K: the tau-quantile over the K nearest train rows by {a.nearest_features} (train columns "
+              "leave-one-out); carma rows, each signed % (estimate - measured) / measured:")
+        for k in ks:
+            ec = near_errors(xc, cc, near_cols, k)
+            for tau in taus:
+                print(f"  nearest{k} {tau:.2f}: " + ", ".join(f"{rid} {100 * float(ec[tau][i]):+.1f}"
+                                                             for i, rid in enumerate(cid)))
 
 if __name__ == "__main__":
     script_errors.run(main, "trace-margin-features")

@@ -64,7 +64,7 @@ class TraceMarginFeatures(ScriptTest):
                 if arg("--split") not in ("all", j["split"]):
                     continue
                 context = 1771
-                rows.append({"id": j["filename"], "measured_mib": math.ceil(context + 1.2 * j["peak"]),
+                rows.append({"id": j["filename"], "measured_mib": math.ceil(context + j.get("ratio", 1.2) * j["peak"]),
                              "estimate_mib": math.ceil(context + j["peak"] * (1 + margin))})
             print(json.dumps({"rows": rows}))
         """)
@@ -86,6 +86,46 @@ class TraceMarginFeatures(ScriptTest):
             # (within the MiB rounding of the measurements) everywhere.
             self.assertEqual((row[2], row[6], row[11], row[12], row[15]), ("0.0", "0.0", "0", "0.0", "0"), r.stdout)
 
+    @unittest.skipUnless(HAVE_NUMPY, "needs numpy (python3-numpy)")
+    def test_nearest_networks_find_the_one_margin_and_select_reads_train_rows_only(self):
+        r = self.run_script(self.gmn, "--colo", self.colo, "--carma", self.carma, "--taus", "0.9",
+                            "--bootstrap", "2", "--nearest", "3,13", "--nearest-features", "convs,peak")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = [line.split() for line in r.stdout.splitlines() if line.startswith("nearest")]
+        self.assertEqual([row[:2] for row in rows[:2]], [["nearest3", "0.90"], ["nearest13", "0.90"]], r.stdout)
+        for row in rows[:2]:
+            # Leave-one-out train, test and carma: every neighbour's margin is the one margin.
+            self.assertEqual((row[2], row[4], row[6], row[8], row[11], row[12], row[15]),
+                             ("0.0", "0.0", "0.0", "0.0", "0", "0.0", "0"), r.stdout)
+        self.assertIn("nearest3 0.90: resnet3 +0.0", r.stdout)
+        # 13 neighbours of a row left out of 14: K 14 would need a 15th.
+        self.assertOneLineError(self.run_script(self.gmn, "--colo", self.colo, "--carma", self.carma, "--nearest", "14"),
+                                "--nearest 14: only 14 train rows with a measurement")
+        r = self.run_script(self.gmn, "--colo", self.colo, "--carma", self.carma, "--taus", "0.5,0.9", "--nearest", "2",
+                            "--select")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("test med", r.stdout)  # no held-out score in a selection
+        best = [line.split() for line in r.stdout.splitlines() if line.startswith("  ")]
+        self.assertEqual(len(best), 10, r.stdout)
+        self.assertTrue(all(line[-5:] == ["train", "0.0", "/", "0.0", "%"] for line in best), r.stdout)
+
+    @unittest.skipUnless(HAVE_NUMPY, "needs numpy (python3-numpy)")
+    def test_a_train_row_is_never_its_own_nearest_network(self):
+        # Train rows alternate between needing 1.1 and 1.3 times their peak; along the peak each row's
+        # nearest other row is of the other kind, so K 1 leave-one-out misses every one by ~8 %
+        # (a row counted as its own neighbour would score 0.0).
+        index = os.path.join(self.gmn, "index.jsonl")
+        lines = [json.loads(line) for line in open(index)]
+        for j in lines:
+            if j["split"] == "train":
+                j["ratio"] = 1.1 if j["peak"] // 100 % 2 else 1.3
+        self.write(os.path.join("gmn", "index.jsonl"), "".join(json.dumps(j) + "\n" for j in lines))
+        r = self.run_script(self.gmn, "--colo", self.colo, "--carma", self.carma, "--taus", "0.5", "--bootstrap", "0",
+                            "--nearest", "1", "--nearest-features", "peak")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        row = next(line.split() for line in r.stdout.splitlines() if line.startswith("nearest1 "))
+        self.assertGreater(float(row[2]), 5.0, r.stdout)
+
     def test_bad_inputs_are_one_line_errors(self):
         r = self.run_script(self.gmn, "--colo", self.colo, "--taus", "0.5,1.5")
         self.assertEqual(r.returncode, 2, r.stderr)  # argparse's usage error
@@ -93,6 +133,12 @@ class TraceMarginFeatures(ScriptTest):
         r = self.run_script(self.gmn, "--colo", self.colo, "--bootstrap", "101")
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("--bootstrap 101: expected 0..100", r.stderr)
+        for args, want in ((["--nearest", "0"], "--nearest 0: each K must be 1..200"),
+                           (["--nearest", "5", "--nearest-features", "peak,size"], "--nearest-features: 'size' is not one of"),
+                           (["--select"], "--select ranks nearest-networks margins: give --nearest K,...")):
+            r = self.run_script(self.gmn, "--colo", self.colo, *args)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(want, r.stderr)
         if HAVE_NUMPY:
             self.assertOneLineError(self.run_script(self.gmn, "--colo", os.path.join(self.dir, "none")),
                                     "--colo %s: no such program" % os.path.join(self.dir, "none"))
