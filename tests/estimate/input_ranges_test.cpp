@@ -25,6 +25,7 @@ namespace colo::estimate {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -165,6 +166,17 @@ TEST(CalibrationProfileFile, UnknownRepeatedAndMistypedFieldsAreRefusedWithTheir
   EXPECT_EQ(err("{\n  \"gpu_total_mib\": 40960,\n  \"context_mib\": 40960\n}\n"),
             "G.json:3: field 'context_mib' (40960 MiB) leaves nothing of the GPU's 40960 MiB (gpu_total_mib)");
   EXPECT_EQ(err("{\n  \"context_mib\": 1\n}\n"), "G.json: missing field 'gpu_total_mib'");
+  // A number past a double is no JSON the parser reads either (fuzz/regressions/calibration_profile:
+  // it escaped as nlohmann's out_of_range and ended the process).
+  EXPECT_THAT(err("{\n  \"gpu_total_mib\": 4091e30860\n}\n"),
+              AllOf(StartsWith("G.json:1: not a usable profile ("), HasSubstr("number overflow parsing '4091e30860'")));
+}
+
+TEST(GpuMemNetModelFile, ANumberPastADoubleIsACorruptFile) {
+  const std::string path = (scratch("gpumemnet-model") / "m.json").string();
+  std::ofstream(path) << "{\"capacity_mib\": 1e400}\n";
+  EXPECT_EQ(error_of_call([&] { GpuMemNetModel::load(path); }),
+            path + ": corrupt GPUMemNet model file: a number in it is out of range");
 }
 
 TEST(Summaries, AnAttentionTotalBelowItsChildrenIsNamedWithItsLine) {

@@ -77,6 +77,9 @@ CalibrationProfile CalibrationProfile::from_json(const std::string& text, const 
       (void)again;
     } catch (const nlohmann::json::parse_error& e) {
       throw UserError(source + ":1: not valid JSON (" + std::string(e.what()) + ")");
+    } catch (const nlohmann::json::exception& e) {
+      // out_of_range 406: a number past a double (4e30860) is no profile value either.
+      throw UserError(source + ":1: not a usable profile (" + one_line(e.what()) + ")");
     }
     throw UserError(source + ":1: not valid JSON (a NUL byte)");
   }

@@ -146,6 +146,9 @@ GpuMemNetModel GpuMemNetModel::load(const std::string& path) {
     j = nlohmann::json::parse(in);
   } catch (const nlohmann::json::parse_error& e) {
     throw UserError(fmt::format("{}: corrupt GPUMemNet model file (byte {}): not valid JSON", path, e.byte));
+  } catch (const nlohmann::json::exception&) {
+    // out_of_range 406: a number past a double (1e400) is no weight either.
+    throw UserError(fmt::format("{}: corrupt GPUMemNet model file: a number in it is out of range", path));
   }
   return from_json(j, path);
 }
