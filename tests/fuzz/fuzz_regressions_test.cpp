@@ -54,7 +54,8 @@ void replay_tree(const std::string& tree, std::size_t* count) {
 TEST(FuzzRegressions, EveryTargetIsRegistered) {
   for (const char* t : {"torchsummary", "module_repr", "keras", "load_summary", "gpumemnet_row", "dataset",
                         "sim_csv", "job_file", "rad_file", "api_request", "probe_trace", "conv_workspace_table",
-                        "policy_file", "daemon_config", "sim_model", "calibration_profile"})
+                        "policy_file", "daemon_config", "sim_model", "calibration_profile", "gpumemnet_model",
+                        "activity_model"})
     EXPECT_TRUE(colo::fuzz::registry().count(t)) << t;
 }
 
