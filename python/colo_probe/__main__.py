@@ -16,9 +16,12 @@ input_shape) receives (e.g. `--input 512`: sequence length 512; None when not gi
 
 Exit status: 0 trace written; 2 bad arguments or model spec; 1 the probe failed (message on one line)."""
 import argparse
+import atexit
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 from .errors import exit_status, reason
@@ -36,6 +39,22 @@ def _check_out(path):
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
         _fail(2, f"--out {path}: {parent} is not a writable directory")
+
+
+def _private_tmpdir():
+    """Points the probe's temporary files at a directory of its own, removed when it ends: PyTorch
+    makes one at import (torch.distributed.nn's template directory) that only its finalizer
+    removes, and script mode ends with os._exit, so each --script probe left a /tmp/tmpXXXX of the
+    submitting user behind (and whatever the script's own tempfile use left). A probe killed at its
+    timeout still leaves its directory. None when no directory can be made (the usual /tmp then)."""
+    try:
+        d = tempfile.mkdtemp(prefix="colo-probe-")
+    except OSError:
+        return None
+    os.environ["TMPDIR"] = d  # the script's child processes (data loader workers, stand-in ranks)
+    tempfile.tempdir = d
+    atexit.register(shutil.rmtree, d, True)
+    return d
 
 
 def _fail(code, msg):
@@ -130,6 +149,7 @@ def main_script(argv, t0):
     _check_out(opts.out)
     if opts.steps > 8:
         _fail(2, "--steps above 8 records nothing new (the steady state is reached at step 2)")
+    tmp = _private_tmpdir()
     try:
         import torch
     except ImportError as e:
@@ -167,6 +187,8 @@ def main_script(argv, t0):
     # are not run on (the probe's process group is reaped by the caller).
     sys.stdout.flush()
     sys.stderr.flush()
+    if tmp:
+        shutil.rmtree(tmp, ignore_errors=True)  # os._exit runs no atexit handler
     os._exit(0)
 
 
@@ -177,6 +199,7 @@ def main(argv=None):
         return main_script(argv, t0)
     args = parse(argv)
     _check_out(args.out)
+    _private_tmpdir()
     try:
         import torch
     except ImportError as e:

@@ -29,7 +29,7 @@ def _read(path):
         return f.read()
 
 
-def run_probe(script_text, script_args=(), probe_args=(), name="train.py"):
+def run_probe(script_text, script_args=(), probe_args=(), name="train.py", env=None):
     """(exit status, trace text or None, stderr, the script's directory)."""
     d = tempfile.mkdtemp(prefix="colo-script-")
     _DIRS.append(d)
@@ -37,7 +37,7 @@ def run_probe(script_text, script_args=(), probe_args=(), name="train.py"):
     with open(path, "w") as f:
         f.write(textwrap.dedent(script_text))
     out = os.path.join(d, "out.trace")
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(PYTHON_DIR), CUDA_VISIBLE_DEVICES="")
+    env = dict(env or os.environ, PYTHONPATH=os.path.abspath(PYTHON_DIR), CUDA_VISIBLE_DEVICES="")
     p = subprocess.run([sys.executable, "-m", "colo_probe", "--out", out, *probe_args, "--script", path, *script_args],
                        capture_output=True, text=True, env=env, cwd=d, timeout=600)
     text = _read(out) if os.path.exists(out) and p.returncode == 0 else None
@@ -77,6 +77,29 @@ RESNET_SCRIPT = """
 
 
 class Script(unittest.TestCase):
+    def test_the_probe_leaves_no_temporary_files(self):
+        # PyTorch's import makes a temporary directory only its finalizer removes, and script mode
+        # ends with os._exit: each probe left one in TMPDIR (so colod's probes, one per submitted job).
+        tmp = tempfile.mkdtemp(prefix="colo-tmpdir-")
+        _DIRS.append(tmp)
+        script = "import tempfile\nopen(tempfile.mkstemp(suffix='.cache')[1], 'w').write('x')\n" + textwrap.dedent(RESNET_SCRIPT)
+        env = dict(os.environ, TMPDIR=tmp)
+        rc, text, err, _ = run_probe(script, ["--batch-size", "2"], env=env)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(os.listdir(tmp), [])
+        # And the model form (a normal exit): a file whose build fails, the probe's failure path too.
+        d = tempfile.mkdtemp(prefix="colo-model-")
+        _DIRS.append(d)
+        with open(os.path.join(d, "m.py"), "w") as f:
+            f.write("import torch\ndef build():\n    return torch.nn.Linear(4, 2)\ndef broken():\n    raise ValueError('no')\n")
+        for fn, want in (("build", 0), ("broken", 1)):
+            p = subprocess.run([sys.executable, "-m", "colo_probe", "--model", os.path.join(d, "m.py") + ":" + fn,
+                                "--input", "4", "--batch", "2", "--out", os.path.join(d, "out.trace")],
+                               capture_output=True, text=True, env=dict(env, PYTHONPATH=os.path.abspath(PYTHON_DIR),
+                                                                        CUDA_VISIBLE_DEVICES=""), timeout=600)
+            self.assertEqual(p.returncode, want, p.stderr)
+            self.assertEqual(os.listdir(tmp), [], fn)
+
     def test_an_endless_loop_is_stopped_after_two_steps_and_matches_the_model_probe(self):
         rc, text, err, _ = run_probe(RESNET_SCRIPT, ["--batch-size", "16"])
         self.assertEqual(rc, 0, err)
