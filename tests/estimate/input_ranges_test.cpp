@@ -85,8 +85,18 @@ std::string with_field(const std::string& header, const std::string& row, const 
   return join_csv(fields);
 }
 
+// One directory per test process, removed when it exits (each run left one in /tmp before).
+struct ScratchRoot {
+  fs::path path = fs::temp_directory_path() / ("colo-input-ranges-" + std::to_string(::getpid()));
+  ~ScratchRoot() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
 fs::path scratch(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("colo-input-ranges-" + std::to_string(::getpid())) / name;
+  static const ScratchRoot root;
+  const fs::path d = root.path / name;
   fs::create_directories(d);
   return d;
 }
