@@ -222,10 +222,14 @@ def main():
     xt, yt, ct, _ = data["train"]
     low, high = xt.min(axis=0), xt.max(axis=0)  # --clamp: the train rows' range of each feature
 
+    def rel_errors(c, log_margin):
+        """(estimate - measured) / measured of rows (peak, context, measured) at these log margins."""
+        return (c[:, 1] + c[:, 0] * np.exp(log_margin)) / c[:, 2] - 1
+
     def errors(x, c, w):
         if a.clamp:
             x = np.clip(x, low[:x.shape[1]], high[:x.shape[1]]) if x.shape[1] > 1 else x
-        return (c[:, 1] + c[:, 0] * np.exp(x @ w)) / c[:, 2] - 1  # (estimate - measured) / measured
+        return rel_errors(c, x @ w)
 
     def fit(x, y, tau):
         keep = ~np.isnan(y)
@@ -263,7 +267,7 @@ def main():
     def near_errors(rows, c, cols, k, fit_rows=None):
         xf, yf = (xn, yn) if fit_rows is None else (xn[fit_rows], yn[fit_rows])
         m = nearest_margins(np, xf[:, cols], yf, rows[:, cols], k, taus)
-        return {tau: (c[:, 1] + c[:, 0] * np.exp(v)) / c[:, 2] - 1 for tau, v in m.items()}
+        return {tau: rel_errors(c, v) for tau, v in m.items()}
 
     if a.select:
         import itertools
@@ -273,7 +277,7 @@ def main():
                 for k in ks:
                     loo = nearest_margins(np, xn[:, list(cols)], yn, xn[:, list(cols)], k, taus, leave_one_out=True)
                     for tau, v in loo.items():
-                        e = (cn[:, 1] + cn[:, 0] * np.exp(v)) / cn[:, 2] - 1
+                        e = rel_errors(cn, v)
                         if np.mean(e < 0) <= 0.05:
                             found.append((float(np.median(np.abs(e))), float(np.mean(e < 0)), cols, k, tau))
         found.sort(key=lambda f: f[0])
@@ -289,7 +293,7 @@ def main():
         boot = [near_errors(xc, cc, near_cols, k, fit_rows=rng.integers(0, len(yn), len(yn)))
                 for _ in range(a.bootstrap)]
         for tau in taus:
-            el = (cn[:, 1] + cn[:, 0] * np.exp(loo[tau])) / cn[:, 2] - 1
+            el = rel_errors(cn, loo[tau])
             spread = [[100 * float(np.median(np.abs(b[tau])))] + [100 * float(b[tau][i]) for i in big] for b in boot]
             rng_text = ", ".join(f"{min(v):+.0f}..{max(v):+.0f}" if j else f"{min(v):.1f}..{max(v):.1f}"
                                  for j, v in enumerate(zip(*spread))) if spread else "-"
