@@ -6,7 +6,7 @@
 
 namespace {
 
-void parse(const std::uint8_t* data, std::size_t size) {
+void parse_activity_model(const std::uint8_t* data, std::size_t size) {
   using namespace colo::estimate;
   const ActivityModels m = load_activity_models(colo::fuzz::scratch_file(colo::fuzz::as_text(data, size), "smact.json"));
   GpuMemNetInputs in;
@@ -27,6 +27,6 @@ void parse(const std::uint8_t* data, std::size_t size) {
 }  // namespace
 
 COLO_FUZZ_TARGET(activity_model) {
-  COLO_FUZZ_EXPECT_USER_ERROR("activity_model", parse(data, size));
+  COLO_FUZZ_EXPECT_USER_ERROR("activity_model", parse_activity_model(data, size));
   return 0;
 }

@@ -10,7 +10,7 @@
 
 namespace {
 
-void parse(const std::uint8_t* data, std::size_t size) {
+void parse_calibration_profile(const std::uint8_t* data, std::size_t size) {
   using colo::estimate::CalibrationProfile;
   const std::string once = CalibrationProfile::from_json(std::string(colo::fuzz::as_text(data, size)), "fuzz.json").to_json();
   const std::string twice = CalibrationProfile::from_json(once, "written.json").to_json();
@@ -24,6 +24,6 @@ void parse(const std::uint8_t* data, std::size_t size) {
 }  // namespace
 
 COLO_FUZZ_TARGET(calibration_profile) {
-  COLO_FUZZ_EXPECT_USER_ERROR("calibration_profile", parse(data, size));
+  COLO_FUZZ_EXPECT_USER_ERROR("calibration_profile", parse_calibration_profile(data, size));
   return 0;
 }

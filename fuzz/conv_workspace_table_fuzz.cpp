@@ -11,7 +11,7 @@
 
 namespace {
 
-void parse(const std::uint8_t* data, std::size_t size) {
+void parse_conv_workspace_table(const std::uint8_t* data, std::size_t size) {
   using namespace colo::estimate;
   auto t = std::make_shared<const ConvWorkspaceTable>(ConvWorkspaceTable::parse(colo::fuzz::as_text(data, size), "fuzz.tsv"));
   (void)t->find("f:1x1x1x1:1x1x1x1:s1x1:p0x0:d1x1:g1:t0:float32:b0");
@@ -27,6 +27,6 @@ void parse(const std::uint8_t* data, std::size_t size) {
 }  // namespace
 
 COLO_FUZZ_TARGET(conv_workspace_table) {
-  COLO_FUZZ_EXPECT_USER_ERROR("conv_workspace_table", parse(data, size));
+  COLO_FUZZ_EXPECT_USER_ERROR("conv_workspace_table", parse_conv_workspace_table(data, size));
   return 0;
 }

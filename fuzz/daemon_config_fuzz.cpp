@@ -6,7 +6,7 @@
 
 namespace {
 
-void parse(const std::uint8_t* data, std::size_t size) {
+void parse_daemon_config(const std::uint8_t* data, std::size_t size) {
   const std::string path = colo::fuzz::scratch_file(colo::fuzz::as_text(data, size), "colod.toml");
   const colo::daemon::DaemonConfig cfg = colo::daemon::load_config(path);
   (void)colo::daemon::adds_progress_problem(cfg);
@@ -15,6 +15,6 @@ void parse(const std::uint8_t* data, std::size_t size) {
 }  // namespace
 
 COLO_FUZZ_TARGET(daemon_config) {
-  COLO_FUZZ_EXPECT_USER_ERROR("daemon_config", parse(data, size));
+  COLO_FUZZ_EXPECT_USER_ERROR("daemon_config", parse_daemon_config(data, size));
   return 0;
 }

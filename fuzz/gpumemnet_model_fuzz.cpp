@@ -6,7 +6,7 @@
 
 namespace {
 
-void parse(const std::uint8_t* data, std::size_t size) {
+void parse_gpumemnet_model(const std::uint8_t* data, std::size_t size) {
   using namespace colo::estimate;
   const GpuMemNetModel m = GpuMemNetModel::load(colo::fuzz::scratch_file(colo::fuzz::as_text(data, size), "model.json"));
   GpuMemNetInputs in;
@@ -24,6 +24,6 @@ void parse(const std::uint8_t* data, std::size_t size) {
 }  // namespace
 
 COLO_FUZZ_TARGET(gpumemnet_model) {
-  COLO_FUZZ_EXPECT_USER_ERROR("gpumemnet_model", parse(data, size));
+  COLO_FUZZ_EXPECT_USER_ERROR("gpumemnet_model", parse_gpumemnet_model(data, size));
   return 0;
 }

@@ -6,7 +6,7 @@
 
 namespace {
 
-void parse(const std::uint8_t* data, std::size_t size) {
+void parse_policy_file(const std::uint8_t* data, std::size_t size) {
   const std::string path = colo::fuzz::scratch_file(colo::fuzz::as_text(data, size), "policies.toml");
   const auto site = colo::daemon::load_policy_file(path);
   colo::Conditions c;
@@ -21,6 +21,6 @@ void parse(const std::uint8_t* data, std::size_t size) {
 }  // namespace
 
 COLO_FUZZ_TARGET(policy_file) {
-  COLO_FUZZ_EXPECT_USER_ERROR("policy_file", parse(data, size));
+  COLO_FUZZ_EXPECT_USER_ERROR("policy_file", parse_policy_file(data, size));
   return 0;
 }

@@ -10,7 +10,7 @@
 
 namespace {
 
-void parse(const std::uint8_t* data, std::size_t size) {
+void parse_sim_model(const std::uint8_t* data, std::size_t size) {
   using colo::sim::load_sim_model;
   using colo::sim::write_sim_model;
   const colo::sim::SimModel m = load_sim_model(colo::fuzz::scratch_file(colo::fuzz::as_text(data, size), "model.toml"));
@@ -26,6 +26,6 @@ void parse(const std::uint8_t* data, std::size_t size) {
 }  // namespace
 
 COLO_FUZZ_TARGET(sim_model) {
-  COLO_FUZZ_EXPECT_USER_ERROR("sim_model", parse(data, size));
+  COLO_FUZZ_EXPECT_USER_ERROR("sim_model", parse_sim_model(data, size));
   return 0;
 }
