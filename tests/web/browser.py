@@ -1,8 +1,11 @@
 """Headless Chromium for the dashboard and report tests (Debian's chromium, chromium-driver and
 python3-selenium; run with /usr/bin/python3). Every wait here is a WebDriverWait on state the page
 shows (document.body.dataset.ready, a row, a chart's data); its timeout only bounds a failure."""
+import atexit
 import os
 import re
+import shutil
+import tempfile
 
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException, WebDriverException
@@ -39,7 +42,11 @@ def chromium(width=1280, height=800):
               f"--window-size={width},{height}", "--lang=en-US", "--no-first-run", "--disable-extensions"):
         opts.add_argument(a)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    # Chromium leaves its singleton directory (org.chromium.Chromium.XXXXXX) in TMPDIR even after
+    # quit(): one per test class in /tmp on every run. This one goes when the tests' process ends.
+    tmp = tempfile.mkdtemp(prefix="colo-chromium-")
+    atexit.register(shutil.rmtree, tmp, True)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER, env=dict(os.environ, TMPDIR=tmp)), options=opts)
     try:
         # --window-size is the window's; make the page's viewport width × height.
         dw, dh = driver.execute_script("return [window.outerWidth - window.innerWidth, window.outerHeight - window.innerHeight]")
