@@ -20,6 +20,7 @@
 #              or the connection closed without any response)
 #   crash      exit >= 128 (a signal), a sanitizer report (AddressSanitizer, LeakSanitizer,
 #              "runtime error:") in the output or in colod's log, a timeout, colod dying,
+#              an "internal error" (an exception other than colo's UserError reached main),
 #              or HTTP 5xx other than 501/505 (which RFC 9110 prescribes for an unsupported
 #              Transfer-Encoding / HTTP version: with a one-line JSON error they count as clear)
 #   silent     exit 0 (API: HTTP 2xx): the bad input was accepted
@@ -127,6 +128,9 @@ classify() {
   elif ((lines > 1)); then
     verdict=multi detail="exit $rc, $lines stderr lines"
     msg="$msg // last line: $(grep -a -v '^[[:space:]]*$' "$err" | tail -1)"
+  elif grep -aqiE "internal error" <<<"$msg"; then
+    # An exception that is not colo's UserError reached main: a path nobody wrote an error for.
+    verdict=crash detail="internal error (exit $rc)"
   else
     verdict=clear detail="exit $rc"
   fi
