@@ -31,7 +31,6 @@ class ActivityHistory {
   std::optional<long> first_tick_below(long after_tick, double cap, int window) const;
   // Drops change points no window ending at or after `tick` can need.
   void forget_before(long tick, int window);
-  Seconds last_change() const { return points_.back().t; }
 
  private:
   struct Point {
