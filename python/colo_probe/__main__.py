@@ -41,20 +41,74 @@ def _check_out(path):
         _fail(2, f"--out {path}: {parent} is not a writable directory")
 
 
+# A probe's own temporary directory is `colo-probe-XXXX` in the usual one, holding `.lock`, which
+# the probe (and whatever it forks: data loader workers) keeps locked while it runs. It is made as
+# `colo-probing-XXXX` and renamed once locked, so a directory under the final name without a held
+# lock is one whose probe is gone.
+_PREFIX, _MAKING, _LOCK = "colo-probe-", "colo-probing-", ".lock"
+
+
+def _remove_stale_tmpdirs(base):
+    """Removes the directories of this user's probes that ended without removing their own: killed
+    at colod's deadline (SIGKILL: no handler runs), or with the machine. The next probe of the
+    same user does it, as that user; a directory whose lock is held (a running probe, here or in
+    another PID namespace sharing the directory) is left alone."""
+    import fcntl
+    import stat
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(_PREFIX):
+            continue
+        path = os.path.join(base, name)
+        try:
+            st = os.lstat(path)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+                continue
+            fd = os.open(os.path.join(path, _LOCK), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        os.close(fd)
+
+
 def _private_tmpdir():
     """Points the probe's temporary files at a directory of its own, removed when it ends: PyTorch
     makes one at import (torch.distributed.nn's template directory) that only its finalizer
     removes, and script mode ends with os._exit, so each --script probe left a /tmp/tmpXXXX of the
-    submitting user behind (and whatever the script's own tempfile use left). A probe killed at its
-    timeout still leaves its directory. None when no directory can be made (the usual /tmp then)."""
+    submitting user behind (and whatever the script's own tempfile use left). Those of earlier
+    probes that were killed go first (_remove_stale_tmpdirs). None when no directory can be made
+    (the usual one then)."""
+    import fcntl
+    base = tempfile.gettempdir()
+    _remove_stale_tmpdirs(base)
     try:
-        d = tempfile.mkdtemp(prefix="colo-probe-")
+        making = tempfile.mkdtemp(prefix=_MAKING, dir=base)
     except OSError:
         return None
+    try:
+        fd = os.open(os.path.join(making, _LOCK), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        d = os.path.join(base, _PREFIX + os.path.basename(making)[len(_MAKING):])
+        os.rename(making, d)  # an existing non-empty directory of that name makes this fail
+    except OSError:
+        shutil.rmtree(making, ignore_errors=True)
+        return None
+    _LOCK_FD.append(fd)  # held to the end; the descriptor closing with the process releases it
     os.environ["TMPDIR"] = d  # the script's child processes (data loader workers, stand-in ranks)
     tempfile.tempdir = d
     atexit.register(shutil.rmtree, d, True)
     return d
+
+
+_LOCK_FD = []
 
 
 def _fail(code, msg):

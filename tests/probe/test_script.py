@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import unittest
 
 import torch
@@ -99,6 +100,60 @@ class Script(unittest.TestCase):
                                                                         CUDA_VISIBLE_DEVICES=""), timeout=600)
             self.assertEqual(p.returncode, want, p.stderr)
             self.assertEqual(os.listdir(tmp), [], fn)
+
+    def test_a_killed_probes_directory_is_removed_by_the_next_probe_and_a_running_ones_is_not(self):
+        # colod kills a probe past its deadline with SIGKILL: no handler runs, its TMPDIR stays.
+        import fcntl
+        import signal
+        tmp = tempfile.mkdtemp(prefix="colo-tmpdir-")
+        _DIRS.append(tmp)
+        d = tempfile.mkdtemp(prefix="colo-model-")
+        _DIRS.append(d)
+        ready = os.path.join(d, "ready")
+        with open(os.path.join(d, "m.py"), "w") as f:
+            f.write("import sys, torch\n"
+                    "def stuck():\n"
+                    f"    open({ready!r}, 'w').close()\n"
+                    "    sys.stdin.read()  # until killed: nothing is ever written\n"
+                    "def build():\n"
+                    "    return torch.nn.Linear(4, 2)\n")
+        env = dict(os.environ, TMPDIR=tmp, PYTHONPATH=os.path.abspath(PYTHON_DIR), CUDA_VISIBLE_DEVICES="")
+
+        def probe(fn):
+            return [sys.executable, "-m", "colo_probe", "--model", os.path.join(d, "m.py") + ":" + fn,
+                    "--input", "4", "--batch", "2", "--out", os.path.join(d, fn + ".trace")]
+
+        p = subprocess.Popen(probe("stuck"), stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                             start_new_session=True)
+        try:
+            while not os.path.exists(ready):  # the model is being built: its TMPDIR exists
+                if p.poll() is not None:
+                    self.fail(p.stderr.read())
+                time.sleep(0.05)
+        finally:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            p.stdin.close()
+            p.stderr.close()
+        killed = [n for n in os.listdir(tmp) if n.startswith("colo-probe-")]
+        self.assertEqual(len(killed), 1, os.listdir(tmp))
+        # What the next probe must leave alone: a running probe's directory (its lock held, here
+        # by this process), one that is not a probe's (no lock file), a link, and their targets.
+        live = os.path.join(tmp, "colo-probe-running")
+        os.mkdir(live)
+        held = os.open(os.path.join(live, ".lock"), os.O_WRONLY | os.O_CREAT, 0o600)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        os.mkdir(os.path.join(tmp, "colo-probe-nolock"))
+        target = tempfile.mkdtemp(prefix="colo-target-", dir=d)
+        open(os.path.join(target, ".lock"), "w").close()
+        os.symlink(target, os.path.join(tmp, "colo-probe-link"))
+        try:
+            r = subprocess.run(probe("build"), capture_output=True, text=True, env=env, timeout=600)
+        finally:
+            os.close(held)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(os.listdir(tmp)), ["colo-probe-link", "colo-probe-nolock", "colo-probe-running"])
+        self.assertEqual(os.listdir(target), [".lock"])
 
     def test_an_endless_loop_is_stopped_after_two_steps_and_matches_the_model_probe(self):
         rc, text, err, _ = run_probe(RESNET_SCRIPT, ["--batch-size", "16"])
