@@ -128,8 +128,9 @@ def main():
     ap.add_argument("--nearest", default="", metavar="K,...",
                     help="also score the nearest-networks margin (each row's tau-quantile over its K nearest train "
                          "rows) for each K, 1..200; its train columns are leave-one-out")
-    ap.add_argument("--nearest-features", default="in,out,channels,convs,peak", metavar="NAMES",
-                    help=f"the features it measures nearness by, of {','.join(SHORT)} (default in,out,channels,convs,peak)")
+    ap.add_argument("--nearest-features", default=None, metavar="NAMES",
+                    help=f"the features it measures nearness by, of {','.join(SHORT)} (default in,out,channels,convs,peak; "
+                         "not with --select, which chooses them)")
     ap.add_argument("--select", action="store_true",
                     help="with --nearest: instead, rank every set of up to five features by its leave-one-out train "
                          "median |error| among those with at most 5 %% of the train rows under (no test or carma row used)")
@@ -148,6 +149,10 @@ def main():
     ks = script_errors.int_list("trace-margin-features", "--nearest", a.nearest) if a.nearest else []
     if any(not 1 <= k <= 200 for k in ks):
         ap.error(f"--nearest {a.nearest}: each K must be 1..200")
+    if a.select and a.nearest_features is not None:
+        ap.error("--select chooses the features itself: --nearest-features would be ignored")
+    if a.nearest_features is None:
+        a.nearest_features = "in,out,channels,convs,peak"
     near_cols = []
     for n in script_errors.name_list("trace-margin-features", "--nearest-features", a.nearest_features):
         if n not in SHORT:

@@ -135,7 +135,9 @@ class TraceMarginFeatures(ScriptTest):
         self.assertIn("--bootstrap 101: expected 0..100", r.stderr)
         for args, want in ((["--nearest", "0"], "--nearest 0: each K must be 1..200"),
                            (["--nearest", "5", "--nearest-features", "peak,size"], "--nearest-features: 'size' is not one of"),
-                           (["--select"], "--select ranks nearest-networks margins: give --nearest K,...")):
+                           (["--select"], "--select ranks nearest-networks margins: give --nearest K,..."),
+                           (["--nearest", "5", "--select", "--nearest-features", "peak"],
+                            "--select chooses the features itself: --nearest-features would be ignored")):
             r = self.run_script(self.gmn, "--colo", self.colo, *args)
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn(want, r.stderr)
