@@ -5,6 +5,7 @@ pkgs=(g++ cmake ninja-build pkg-config
       nlohmann-json3-dev libfmt-dev libcli11-dev libtomlplusplus-dev libeigen3-dev libsqlite3-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       coinor-libclp-dev                   # COIN-OR Clp: the linear programme of the simulator's packing bound
+      zlib1g-dev                          # CoinUtils links -lz but its -dev package does not pull it in
       help2man                            # the package's manual pages, from colo's and colod's --help
       clang-14 libclang-rt-14-dev   # libFuzzer for scripts/fuzz.sh (ctest's fuzz_smoke)
       python3-torch python3-torchvision   # the CPU-only probe (python/colo_probe) and its tests
