@@ -272,8 +272,12 @@ void Daemon::recover_at_start() {
       continue;
     }
     adopt(a);
-    const Liveness lv =
-        process_liveness(static_cast<pid_t>(*a.shim_pid), static_cast<std::uint64_t>(a.shim_start.value_or(0)));
+    // After a reboot the recorded pid (and even its start time) may name any process of this boot.
+    const bool earlier_boot = launched_this_boot(a.dir) == false;
+    live_[a.id].earlier_boot = earlier_boot;
+    const Liveness lv = earlier_boot ? Liveness::Gone
+                                     : process_liveness(static_cast<pid_t>(*a.shim_pid),
+                                                        static_cast<std::uint64_t>(a.shim_start.value_or(0)));
     std::optional<ShimExit> ex;
     bool unreadable = false;
     if (lv == Liveness::Gone) {
@@ -351,8 +355,10 @@ void Daemon::check_attempts() {
       live_.erase(id);
       continue;
     }
-    const Liveness lv =
-        process_liveness(static_cast<pid_t>(*a.shim_pid), static_cast<std::uint64_t>(a.shim_start.value_or(0)));
+    const Liveness lv = it->second.earlier_boot
+                            ? Liveness::Gone
+                            : process_liveness(static_cast<pid_t>(*a.shim_pid),
+                                               static_cast<std::uint64_t>(a.shim_start.value_or(0)));
     if (lv == Liveness::Unknown) {
       unsure(it->second, "cannot read /proc for its shim");
       continue;
@@ -562,9 +568,12 @@ void Daemon::mark_lost(std::int64_t attempt_id) {
   }
   // The shim is gone: whatever is left of the job's session must go too before the job may
   // run anywhere else (never two copies at once) — and what the job detached from its session
-  // (setsid) is still in the attempt's cgroup, where the host gave it one.
-  if (a.shim_pid) {
-    kill_session(static_cast<pid_t>(*a.shim_pid));
+  // (setsid) is still in the attempt's cgroup, where the host gave it one. Not after a reboot
+  // (nothing of the attempt survived it; the number may be anyone's session now), nor when the
+  // shim's pid now names another process (its session emptied and the number was reused).
+  if (a.shim_pid && !it->second.earlier_boot) {
+    const auto sid = static_cast<pid_t>(*a.shim_pid);
+    if (session_still_led_by(sid, static_cast<std::uint64_t>(a.shim_start.value_or(0)))) kill_session(sid);
     if (const auto cg = shim_cgroup(a.dir, fmt::format("colo-job-{}-{}-{}", a.job_id, a.n, *a.shim_pid))) {
       if (!kill_cgroup(*cg, 5)) {
         unsure(it->second, "processes in " + *cg + " survive SIGKILL; the job is not run again until they are gone");
@@ -774,6 +783,7 @@ void Daemon::launch(const Placement& p) {
   try {
     fs::create_directories(a.dir);
     ::chmod(a.dir.c_str(), 0700);
+    write_launch_boot(a.dir);
     ShimSpec spec;
     spec.argv = j.argv;
     spec.env = job_environment(j, a);
@@ -969,6 +979,7 @@ void Daemon::start_probe(const JobRow& j) {
     who.uid = j.uid;
     who.gid = j.gid;
     who.user = j.user;
+    who.umask = j.umask;
     if (passwd* pw = getpwuid(static_cast<uid_t>(j.uid))) {
       who.user = pw->pw_name;
       who.home = pw->pw_dir;

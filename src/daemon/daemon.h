@@ -66,6 +66,9 @@ class Daemon {
     double smact_sum = 0;
     int smact_samples = 0;
     bool crowded = false;
+    // Launched before the machine last booted (found so at recovery): none of it runs, and its
+    // recorded shim pid is never looked at or signalled.
+    bool earlier_boot = false;
   };
 
   double now() const;

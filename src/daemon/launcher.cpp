@@ -46,8 +46,17 @@ ShimProcess spawn_shim(const std::string& shim_exe, const std::string& dir) {
   ShimProcess p;
   p.pid = pid;
   p.go_fd = fds[1];
-  auto st = read_proc_stat(pid);
-  p.start_ticks = st ? st->start_ticks : 0;
+  // The start time is what names this shim for good (pids are reused): without it colod could
+  // neither tell the shim alive later nor be sure a session is its. No "go" then: the shim sees
+  // EOF and exits without running anything (the reaper collects it), and the launch fails.
+  int err = 0;
+  const auto st = read_proc_stat(pid, &err);
+  if (!st) {
+    ::close(p.go_fd);
+    throw std::runtime_error("spawn shim: cannot read /proc/" + std::to_string(pid) + "/stat: " +
+                             (err ? std::strerror(err) : "unparsable"));
+  }
+  p.start_ticks = st->start_ticks;
   return p;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <dirent.h>
 #include <fcntl.h>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -110,6 +111,29 @@ std::vector<pid_t> descendants_of(pid_t root) {
     if (p == root && (out.empty() || out.back() != pid)) out.push_back(pid);
   }
   return out;
+}
+
+bool session_still_led_by(pid_t sid, std::uint64_t start_ticks) {
+  const auto st = read_proc_stat(sid);
+  return !st || st->start_ticks == start_ticks;
+}
+
+std::string boot_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  if (!in || !std::getline(in, id)) return {};
+  return id;
+}
+
+std::optional<double> boot_time() {
+  std::ifstream in("/proc/stat");
+  std::string key;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream l(line);
+    double t = 0;
+    if (l >> key >> t && key == "btime") return t;
+  }
+  return std::nullopt;
 }
 
 int kill_session(pid_t sid) {

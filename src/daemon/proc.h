@@ -9,6 +9,7 @@
 // asks again later. Declaring a running job lost on a failed read would run it twice.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <sys/types.h>
 #include <vector>
 
@@ -38,5 +39,16 @@ std::vector<pid_t> processes_in_session(pid_t sid);
 std::vector<pid_t> descendants_of(pid_t root);
 // SIGKILLs every process of the session except the caller; returns how many were signalled.
 int kill_session(pid_t sid);
+// Whether session `sid`, led by the process that started at `start_ticks`, can still be that
+// one's: the kernel keeps a session's number from any new process while a member remains, so
+// it is, unless pid `sid` now names another process (the session emptied and the number went
+// to a newcomer, whose session then is not the one meant). Same boot only: see boot_id().
+bool session_still_led_by(pid_t sid, std::uint64_t start_ticks);
+
+// This boot's identity (/proc/sys/kernel/random/boot_id); "" when it cannot be read. Pids and
+// start times mean nothing across a reboot: a recorded pid may name any process of the new boot.
+std::string boot_id();
+// When this boot began (btime of /proc/stat, wall-clock seconds); nullopt when unreadable.
+std::optional<double> boot_time();
 
 }  // namespace colo::daemon

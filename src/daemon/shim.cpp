@@ -216,6 +216,25 @@ void write_shim_spec(const std::string& dir, const ShimSpec& s) {
   write_atomic(dir, "spec.json", j.dump() + "\n");
 }
 
+void write_launch_boot(const std::string& dir) {
+  const std::string id = boot_id();
+  if (id.empty()) throw std::runtime_error("cannot read /proc/sys/kernel/random/boot_id");
+  write_atomic(dir, "boot", id + "\n");
+}
+
+std::optional<bool> launched_this_boot(const std::string& dir) {
+  std::ifstream in(dir + "/boot");
+  if (std::string recorded; in && std::getline(in, recorded)) {
+    const std::string now = boot_id();
+    if (now.empty()) return std::nullopt;
+    return recorded == now;
+  }
+  struct stat st {};
+  const auto booted = boot_time();
+  if (::stat((dir + "/spec.json").c_str(), &st) != 0 || !booted) return std::nullopt;
+  return static_cast<double>(st.st_mtim.tv_sec) >= *booted;
+}
+
 std::optional<ShimExit> read_shim_exit(const std::string& dir) {
   const std::string path = dir + "/exit.json";
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

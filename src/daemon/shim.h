@@ -58,6 +58,13 @@ struct ShimExitUnreadable : std::runtime_error {
 };
 
 void write_shim_spec(const std::string& dir, const ShimSpec& spec);
+// Records the boot the attempt is launched in (its "boot" file), before its shim is spawned.
+void write_launch_boot(const std::string& dir);
+// Whether the attempt was launched in this boot: false after a reboot (nothing of it can run,
+// and its recorded shim pid may name any process now). An attempt without the record (an older
+// colod's) is judged by its spec.json's time against this boot's start; nullopt when neither
+// can be read.
+std::optional<bool> launched_this_boot(const std::string& dir);
 // nullopt while the shim has not finished (no exit.json yet). Throws ShimExitUnreadable when
 // the file cannot be read now, another exception when it is corrupt.
 std::optional<ShimExit> read_shim_exit(const std::string& dir);

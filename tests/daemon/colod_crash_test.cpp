@@ -8,6 +8,10 @@
 //
 // The same campaign runs bigger from scripts/crash-campaign.sh (COLO_CRASH_JOBS, COLO_CRASH_KILLS,
 // COLO_CRASH_SEED); the suite runs a bounded smoke version.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -23,6 +27,8 @@
 
 #include "daemon/client/api_client.h"
 #include "daemon/client/job_request.h"
+#include "daemon/proc.h"
+#include "daemon/store.h"
 #include "daemon_harness.h"
 
 namespace colo::daemon::testing {
@@ -351,6 +357,98 @@ INSTANTIATE_TEST_SUITE_P(Points, LaunchWindow,
                            for (char& c : n)
                              if (c == '-') c = '_';
                            return n;
+                         });
+
+// A lost attempt's recorded shim pid is signalled only while it can still be that shim's: after
+// a reboot (told by the attempt's boot record, or for an older colod's attempt by its spec.json's
+// time) it may name any process of the new boot, even with the same start time; and in the same
+// boot a pid whose start time differs was reused once the session emptied. In each case the
+// process now holding the number (a stand-in, leading its own session) must survive the
+// recovery, and the job must run again.
+enum class Stale { OtherBootRecord, OlderColodBeforeBoot, PidReused };
+class LostShimPid : public ::testing::TestWithParam<Stale> {};
+
+TEST_P(LostShimPid, RecoveryNeverSignalsTheProcessThatNowHasTheNumber) {
+  TempDir dir;
+  const std::string p = dir.path() + "/", gate = p + "gate";
+  ColodProcess d(dir.path(), "1x40GiB");
+  const std::uint64_t id =
+      d.submit({"--mem", "1GiB", "--", "/bin/sh", "-c",
+                "echo $PPID > " + p + "shim-$COLO_ATTEMPT.tmp; mv " + p + "shim-$COLO_ATTEMPT.tmp " + p +
+                    "shim-$COLO_ATTEMPT; " + fifo_gate(gate)});
+  pid_t shim = 0;
+  ASSERT_TRUE(wait_until([&] { return std::ifstream(p + "shim-1") >> shim && shim > 0; }, 60s, 20ms));
+  ASSERT_TRUE(wait_until([&] { return show_job(d, id).at("state") == "running"; }, 60s));
+  // The machine goes down: colod, the shim and the job with it.
+  d.kill9();
+  kill_session(shim);
+  ASSERT_TRUE(wait_until([&] { return processes_in_session(shim).empty(); }, 30s, 20ms));
+
+  // The stand-in: a session leader of its own, alive throughout.
+  const pid_t other = ::fork();
+  ASSERT_GE(other, 0);
+  if (other == 0) {
+    ::setsid();
+    const int null = ::open("/dev/null", O_RDWR);  // holds none of the test's pipes
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::execl("/usr/bin/tail", "tail", "-f", "/dev/null", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } reap_other{other};
+  std::optional<ProcStat> other_stat;
+  ASSERT_TRUE(wait_until([&] { return (other_stat = read_proc_stat(other)) && other_stat->session == other; }, 30s, 5ms));
+  {
+    Store store(dir.path() + "/colo.db");
+    auto open = store.open_attempts();
+    ASSERT_EQ(open.size(), 1u);
+    AttemptRow a = open[0];
+    a.shim_pid = other;
+    switch (GetParam()) {
+      case Stale::OtherBootRecord:  // even its start time matches: only the boot tells
+        a.shim_start = static_cast<std::int64_t>(other_stat->start_ticks);
+        std::ofstream(a.dir + "/boot") << "00000000-0000-4000-8000-000000000000\n";
+        break;
+      case Stale::OlderColodBeforeBoot: {
+        a.shim_start = static_cast<std::int64_t>(other_stat->start_ticks);
+        ASSERT_TRUE(fs::remove(a.dir + "/boot"));
+        const timespec long_ago[2] = {{1000, 0}, {1000, 0}};
+        ASSERT_EQ(::utimensat(AT_FDCWD, (a.dir + "/spec.json").c_str(), long_ago, 0), 0);
+        break;
+      }
+      case Stale::PidReused:
+        a.shim_start = static_cast<std::int64_t>(other_stat->start_ticks) + 1;
+        break;
+    }
+    store.update_attempt(a);
+  }
+  d.start();
+  // Attempt 2 runs (it publishes its shim): attempt 1 was found lost, not re-adopted.
+  pid_t shim2 = 0;
+  ASSERT_TRUE(wait_until([&] { return std::ifstream(p + "shim-2") >> shim2 && shim2 > 0; }, 60s, 20ms)) << d.log();
+  EXPECT_EQ(process_liveness(other, other_stat->start_ticks), Liveness::Alive) << d.log();
+  open_gate(gate);
+  const json j = d.wait_terminal(id);
+  EXPECT_EQ(j.at("state"), "done") << j.dump(2);
+  ASSERT_EQ(j.at("attempts").size(), 2u) << j.dump(2);
+  EXPECT_EQ(j.at("attempts")[0].at("outcome"), "lost") << j.dump(2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, LostShimPid,
+                         ::testing::Values(Stale::OtherBootRecord, Stale::OlderColodBeforeBoot, Stale::PidReused),
+                         [](const ::testing::TestParamInfo<Stale>& i) {
+                           switch (i.param) {
+                             case Stale::OtherBootRecord: return std::string("OtherBootRecord");
+                             case Stale::OlderColodBeforeBoot: return std::string("OlderColodBeforeBoot");
+                             case Stale::PidReused: return std::string("PidReused");
+                           }
+                           return std::string();
                          });
 
 }  // namespace

@@ -189,6 +189,31 @@ for step in range(3):
   EXPECT_NE(show.out.find("probe      script train.py [trace]: done"), std::string::npos) << show.out;
 }
 
+// Files the probed script makes get the submitter's umask, as the job's own do — not colod's 077
+// (a data set it downloads into a shared directory would be readable by its owner alone).
+TEST(ColodProbe, ProbeScriptMakesFilesWithTheSubmittersUmask) {
+  if (const std::string why = cannot_probe_as_nobody(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const std::string work = write_models(dir.path() + "/models", dir.path());
+  ::chmod(work.c_str(), 0777);  // nobody writes into it
+  // Under the probe torch.cuda answers as the target GPU would; the job itself runs on the CPU.
+  std::ofstream(work + "/train.py")
+      << "import torch\nopen('made-by-probe' if torch.cuda.is_available() else 'made-by-job', 'w').close()\n"
+      << mlp_training_script("os", "64");
+  ::chmod((work + "/train.py").c_str(), 0644);
+  ColodProcess d(dir.path(), "1x40GiB");
+  const mode_t before = ::umask(027);  // `colo submit` sends its caller's
+  const auto [id, j] = submit_probed_as_nobody(d, {"submit", "--workdir", work, "--probe-script", "--", "python3", "train.py"});
+  ::umask(before);
+  ASSERT_FALSE(j.is_null());
+  struct stat probe_file {}, job_file {};
+  ASSERT_EQ(::stat((work + "/made-by-probe").c_str(), &probe_file), 0) << j.dump(2);
+  ASSERT_EQ(::stat((work + "/made-by-job").c_str(), &job_file), 0) << j.dump(2);
+  EXPECT_EQ(job_file.st_mode & 0777, 0640u);
+  EXPECT_EQ(probe_file.st_mode & 0777, 0640u);
+  EXPECT_EQ(probe_file.st_uid, 65534u);
+}
+
 // --probe-script under the job's own Python: colod looks the interpreter the command names up in the
 // job's PATH and passes its PYTHONPATH, as the job's own start would, so the probe sees the job's
 // packages (a virtual environment's). estimator.probe_python = PATH overrides that.

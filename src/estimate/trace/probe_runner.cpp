@@ -409,12 +409,25 @@ int spawn_probe(const ProbeRequest& req, const ProbeLimits& limits, const ProbeS
     if (how.err_fd < 0) ::dup2(devnull, 2);
   }
   if (how.out_fd >= 0 && ::dup2(how.out_fd, 3) != 3) child_fail("dup2");
-  ::close_range(how.out_fd >= 0 ? 4 : 3, ~0u, 0);  // none of the caller's descriptors leak in
+  // None of the caller's descriptors leak in; where close_range is refused (a kernel before
+  // 5.9, a seccomp filter), one close per possible descriptor.
+  const int first_free = how.out_fd >= 0 ? 4 : 3;
+  if (::close_range(static_cast<unsigned>(first_free), ~0u, 0) != 0) {
+    rlimit nofile{};
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) != 0 || nofile.rlim_max == RLIM_INFINITY) child_fail("close_range");
+    for (rlim_t fd = static_cast<rlim_t>(first_free); fd < nofile.rlim_max; ++fd) ::close(static_cast<int>(fd));
+  }
+  // No core file of this copy of the caller (every job's argv and environment) before the identity
+  // change; and not dumpable by the user until exec whatever fs.suid_dumpable says.
+  rlimit core{0, 0};
+  ::setrlimit(RLIMIT_CORE, &core);
   if (who) {
     if (::setgroups(groups.size(), groups.data()) != 0 && ::geteuid() == 0) child_fail("setgroups");
     if (::setgid(static_cast<gid_t>(who->gid)) != 0) child_fail("setgid");
     if (::setuid(static_cast<uid_t>(who->uid)) != 0) child_fail("setuid");
     if (who->uid != 0 && ::setuid(0) == 0) child_fail("could not drop root");
+    ::prctl(PR_SET_DUMPABLE, 0);  // exec of the interpreter makes it dumpable again, as the user's
+    ::umask(static_cast<mode_t>(who->umask & 0777));
     if (!join_own_session_keyring()) child_fail("keyctl(JOIN_SESSION_KEYRING)");
     // After the identity change (which clears it): die with colod.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -422,8 +435,6 @@ int spawn_probe(const ProbeRequest& req, const ProbeLimits& limits, const ProbeS
   }
   rlimit as{limits.address_space_bytes, limits.address_space_bytes};
   ::setrlimit(RLIMIT_AS, &as);
-  rlimit core{0, 0};
-  ::setrlimit(RLIMIT_CORE, &core);
   if (!limits.workdir.empty() && ::chdir(limits.workdir.c_str()) != 0) child_fail("cannot enter the working directory");
   for (const std::string& path : cmd.interpreter_paths) ::execve(path.c_str(), argv.data(), envp.data());
   child_fail(cannot_run.c_str());

@@ -71,6 +71,7 @@ struct ProbeLimits {
 struct ProbeIdentity {
   std::int64_t uid = -1, gid = -1;
   std::string user, home;
+  int umask = 022;  // the submitter's file-creation mask (colod's own is 077): files the script makes
   // The environment the job's command will get (colod: Daemon::job_base_environment), so that the
   // probe finds the interpreter and modules the job would (PATH, PYTHONPATH) and the script reads
   // its own settings (PL_TRAINER_*, TORCH_HOME, WANDB_MODE, ...). The probe's own entries replace
