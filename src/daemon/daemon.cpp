@@ -992,7 +992,9 @@ void Daemon::start_probe(const JobRow& j) {
     settings.address_space_bytes = static_cast<std::uint64_t>(cfg_.probe_memory_mib) << 20;
     if (cfg_.probe_python != "job") settings.interpreter = cfg_.probe_python;
     std::filesystem::create_directories(job_dir(j.id));
-    probes_[j.id] = std::make_unique<JobProbe>(req, who, j.workdir, job_dir(j.id), settings, mono());
+    probes_[j.id] = std::make_unique<JobProbe>(req, who, j.workdir, job_dir(j.id),
+                                               fmt::format("colo-probe-{}-{}-{}", j.id, row->runs, ::getpid()), settings,
+                                               mono());
     store_.event(j.id, now(), "probe", fmt::format("started as {} (uid {}), {}", j.user, j.uid, row->request.dump()));
     log(fmt::format("colod: job {}: probing {} as uid {}", j.id, req.model, j.uid));
   } catch (const std::exception& e) {

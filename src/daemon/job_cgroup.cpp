@@ -87,14 +87,6 @@ std::optional<std::string> create_job_cgroup(const std::string& name, std::strin
   return path;
 }
 
-bool join_cgroup(const char* cgroup_procs_path) {
-  const int fd = ::open(cgroup_procs_path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool ok = ::write(fd, "0", 1) == 1;
-  ::close(fd);
-  return ok;
-}
-
 bool kill_cgroup(const std::string& path, double limit_s) {
   const bool has_kill = ::access((path + "/cgroup.kill").c_str(), W_OK) == 0;
   const double give_up = mono() + limit_s;

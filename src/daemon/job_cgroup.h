@@ -10,15 +10,14 @@
 #include <optional>
 #include <string>
 
+#include "common/join_cgroup.h"  // the forked child joins its leaf before exec
+
 namespace colo::daemon {
 
 // Creates the leaf `name` (e.g. "colo-job-12-1-4711": job, attempt, shim pid); nullopt with
 // `why` when the host does not allow it or the name exists already (never joins another's).
 std::optional<std::string> create_job_cgroup(const std::string& name, std::string* why);
 
-// Moves the calling process into the cgroup at `path`. Async-signal-safe (open/write/close only),
-// for the forked child before exec. False on failure.
-bool join_cgroup(const char* cgroup_procs_path);
 
 // Kills every process in the cgroup (cgroup.kill where the kernel has it, else SIGKILL to each
 // pid listed in cgroup.procs) and waits until it is empty or `limit_s` passed. True when empty.

@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "daemon/job_cgroup.h"
 #include "core/one_line.h"
 
 namespace colo::daemon {
@@ -54,14 +56,38 @@ std::string read_fd(int fd, off_t max, bool tail) {
   return out;
 }
 
+// The leaf a probe's run recorded (colod's own file, in the job's root-owned directory); only a
+// probe leaf under the cgroup2 mount is taken.
+std::optional<std::string> recorded_cgroup(const std::string& record) {
+  std::ifstream in(record);
+  std::string path;
+  if (!in || !std::getline(in, path)) return std::nullopt;
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos || path.rfind("/sys/fs/cgroup/", 0) != 0 || path.find("/../") != std::string::npos ||
+      path.compare(slash + 1, 11, "colo-probe-") != 0)
+    return std::nullopt;
+  return path;
+}
+
 }  // namespace
 
 JobProbe::JobProbe(const estimate::ProbeRequest& req, const estimate::ProbeIdentity& who, const std::string& workdir,
-                   const std::string& dir, const ProbeSettings& settings, double now_mono)
+                   const std::string& dir, const std::string& cgroup_name, const ProbeSettings& settings,
+                   double now_mono)
     : req_(req), settings_(settings), started_(now_mono) {
+  // An earlier run's leaf (colod was killed while it ran): what escaped its process group then.
+  record_ = dir + "/probe.cgroup";
+  if (const auto old = recorded_cgroup(record_)) {
+    kill_cgroup(*old, 1);
+    remove_cgroup(*old);
+  }
+  ::unlink(record_.c_str());
   out_fd_ = open_owned(dir + "/probe.trace", who);
   try {
     err_fd_ = open_owned(dir + "/probe.err", who);
+    cgroup_ = create_job_cgroup(cgroup_name, nullptr);
+    // Recorded before the probe starts: a colod killed from here on finds the leaf again.
+    if (cgroup_ && !(std::ofstream(record_) << *cgroup_ << "\n")) drop_cgroup();
     estimate::ProbeLimits limits;
     limits.timeout_seconds = settings.timeout_seconds;
     limits.address_space_bytes = settings.address_space_bytes;
@@ -71,22 +97,36 @@ JobProbe::JobProbe(const estimate::ProbeRequest& req, const estimate::ProbeIdent
     how.err_fd = err_fd_;
     how.out_fd = out_fd_;
     how.interpreter = settings.interpreter;
+    if (cgroup_) how.cgroup_procs = *cgroup_ + "/cgroup.procs";
     pid_ = estimate::spawn_probe(req, limits, how);
   } catch (...) {
     ::close(out_fd_);
     if (err_fd_ >= 0) ::close(err_fd_);
+    drop_cgroup();
     throw;
   }
 }
 
 JobProbe::~JobProbe() {
   if (!reaped_) kill();  // the daemon's reaper collects it
+  drop_cgroup();
   ::close(out_fd_);
   ::close(err_fd_);
 }
 
 void JobProbe::kill() {
   if (pid_ > 0) ::kill(-pid_, SIGKILL);
+  if (cgroup_) kill_cgroup(*cgroup_, 0);  // one pass: the event loop does not wait here
+}
+
+void JobProbe::drop_cgroup() {
+  if (!cgroup_) return;
+  // SIGKILLed processes leave the cgroup as they exit: a moment, unless one is stuck in the
+  // kernel (then the leaf stays, recorded in probe.cgroup for the next run to retry).
+  if (kill_cgroup(*cgroup_, 1) && remove_cgroup(*cgroup_)) {
+    cgroup_.reset();
+    ::unlink(record_.c_str());
+  }
 }
 
 bool JobProbe::kill_if_expired(double now_mono) {
@@ -99,6 +139,7 @@ bool JobProbe::kill_if_expired(double now_mono) {
 JobProbe::Outcome JobProbe::finish(int wait_status, double now_mono) {
   reaped_ = true;
   ::kill(-pid_, SIGKILL);  // whatever the probe left behind in its group
+  drop_cgroup();           // and outside it
   Outcome o;
   o.seconds = now_mono - started_;
   estimate::ProbeLimits limits;

@@ -2,7 +2,8 @@
 // One probe colod runs for a job submitted with `colo submit --probe` (the job waits in the
 // estimating state). The probe runs the user's model code, so it runs as the submitter, in the
 // job's working directory, with a clean environment, a wall-clock deadline and an address-space
-// limit, and dies with colod (a restarted colod starts it again). Its trace and stderr go to
+// limit, and dies with colod (a restarted colod starts it again); where the host allows, in a
+// cgroup leaf of its own, so that what it starts dies with it even outside its process group. Its trace and stderr go to
 // files in the job's directory that colod created and holds open: the probe is handed
 // descriptors, and colod reads back through them, never through a path the user could swap.
 #include <optional>
@@ -23,8 +24,11 @@ class JobProbe {
  public:
   // Starts the probe. Throws colo::UserError when it cannot be started (no Python, no package,
   // the files cannot be created).
+  // `cgroup_name`: the probe's cgroup leaf where the host allows one (as a job's: job_cgroup.h),
+  // recorded in dir/probe.cgroup; the leaf an earlier run recorded there (colod was killed
+  // meanwhile) is emptied and removed first.
   JobProbe(const estimate::ProbeRequest& req, const estimate::ProbeIdentity& who, const std::string& workdir,
-           const std::string& dir, const ProbeSettings& settings, double now_mono);
+           const std::string& dir, const std::string& cgroup_name, const ProbeSettings& settings, double now_mono);
   ~JobProbe();
   JobProbe(const JobProbe&) = delete;
   JobProbe& operator=(const JobProbe&) = delete;
@@ -47,6 +51,9 @@ class JobProbe {
   ProbeSettings settings_;
   int pid_ = -1;
   int out_fd_ = -1, err_fd_ = -1;
+  std::optional<std::string> cgroup_;  // the leaf, where there is one
+  std::string record_;                 // dir/probe.cgroup: the leaf's path while it exists
+  void drop_cgroup();                  // kills what is left in it and removes it
   double started_ = 0;
   bool timed_out_ = false, reaped_ = false;
 };

@@ -214,14 +214,6 @@ TEST(ColodIsolation, JobsInheritOnlyStdio) {
   EXPECT_EQ(fds, (std::set<std::string>{"0", "1", "2"}));
 }
 
-// Why this host gives no job a cgroup leaf ("" when it does): made and removed once to find out.
-std::string no_cgroups_here() {
-  std::string why;
-  const auto probe = create_job_cgroup("colo-test-probe-" + std::to_string(getpid()), &why);
-  if (!probe) return why.empty() ? "unknown" : why;
-  remove_cgroup(*probe);
-  return {};
-}
 
 // Where the host has a writable cgroup2 hierarchy (root on a cgroup2 or hybrid host), every
 // attempt runs in its own leaf, accounted and removed with it.

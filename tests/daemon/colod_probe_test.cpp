@@ -48,6 +48,16 @@ def hang():
         f.write(str(os.getpid()))
     signal.pause()  # blocks until colod kills it: no duration is assumed
 
+def escape_and_hang():
+    # A child that leaves the probe's process group (as a data loader or a launcher might).
+    if os.fork() == 0:
+        os.setsid()
+        with open(os.path.join(MARK, "escaped.pid.tmp"), "w") as f:
+            f.write(str(os.getpid()))
+        os.rename(os.path.join(MARK, "escaped.pid.tmp"), os.path.join(MARK, "escaped.pid"))
+        signal.pause()
+    signal.pause()
+
 def hang_once():
     # The first probe hangs (colod is killed meanwhile); the one a restarted colod starts builds.
     first = os.path.join(MARK, "first.pid")
@@ -380,6 +390,55 @@ TEST(ColodProbe, CancellingAnEstimatingJobKillsItsProbe) {
   EXPECT_EQ(j.at("attempt_count"), 0);
   EXPECT_TRUE(wait_until([&] { return process_gone(probe); }, 30s)) << "the cancelled job's probe is still running";
   EXPECT_TRUE(wait_until([&] { return d.colo_json({"show", std::to_string(id), "--json"}).at("probe").at("status") == "cancelled"; }, 30s));
+}
+
+// What a probe starts outside its process group (setsid) is in the probe's cgroup leaf, where the
+// host gives one, and dies with the probe.
+TEST(ColodProbe, WhatAProbeDetachedDiesWithIt) {
+  if (const std::string why = no_cgroups_here(); !why.empty()) GTEST_SKIP() << "no writable cgroup2 hierarchy here: " << why;
+  TempDir dir;
+  const std::string models = write_models(dir.path() + "/models", dir.path());
+  ColodProcess d(dir.path(), "1x40GiB");
+  const std::uint64_t id = d.submit({"--workdir", models, "--probe", "models.py:escape_and_hang", "--batch", "8",
+                                     "--input", "64", "--", "/bin/true"});
+  const std::string escaped_file = dir.path() + "/escaped.pid";
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(escaped_file); }, 120s));
+  const pid_t escaped = std::stoi(read_file(escaped_file));
+  const std::string record = dir.path() + "/jobs/" + std::to_string(id) + "/probe.cgroup";
+  const std::string leaf = read_file(record);
+  EXPECT_NE(leaf.find("/colo-probe-" + std::to_string(id) + "-1-"), std::string::npos) << leaf;
+  ASSERT_EQ(d.colo({"cancel", std::to_string(id)}).rc, 0);
+  EXPECT_EQ(d.wait_terminal(id, 60s).at("state"), "cancelled");
+  EXPECT_TRUE(wait_until([&] { return process_gone(escaped); }, 30s)) << "the probe's detached child still runs";
+  if (!process_gone(escaped)) ::kill(escaped, SIGKILL);
+  EXPECT_TRUE(wait_until([&] { return !std::filesystem::exists(record); }, 30s)) << "the leaf is removed with the probe";
+  EXPECT_FALSE(std::filesystem::exists(leaf.substr(0, leaf.find('\n'))));
+}
+
+// colod killed (-9) while a probe runs: the probe dies with it, but what it detached lives on in
+// its leaf — until the restarted colod, before it probes the job again, empties the leaf the
+// killed run recorded.
+TEST(ColodProbe, AKilledColodsProbeLeafIsEmptiedBeforeTheProbeRunsAgain) {
+  if (const std::string why = no_cgroups_here(); !why.empty()) GTEST_SKIP() << "no writable cgroup2 hierarchy here: " << why;
+  TempDir dir;
+  const std::string models = write_models(dir.path() + "/models", dir.path());
+  ColodProcess d(dir.path(), "1x40GiB");
+  const std::uint64_t id = d.submit({"--workdir", models, "--probe", "models.py:escape_and_hang", "--batch", "8",
+                                     "--input", "64", "--", "/bin/true"});
+  const std::string escaped_file = dir.path() + "/escaped.pid";
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(escaped_file); }, 120s));
+  const pid_t first = std::stoi(read_file(escaped_file));
+  std::filesystem::remove(escaped_file);
+  d.kill9();
+  EXPECT_FALSE(process_gone(first)) << "detached from the probe, it outlives colod";
+  d.start();
+  EXPECT_TRUE(wait_until([&] { return process_gone(first); }, 60s)) << "the killed run's leaf was not emptied";
+  if (!process_gone(first)) ::kill(first, SIGKILL);
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(escaped_file); }, 120s)) << "the probe runs again";
+  const pid_t second = std::stoi(read_file(escaped_file));
+  ASSERT_EQ(d.colo({"cancel", std::to_string(id)}).rc, 0);
+  EXPECT_TRUE(wait_until([&] { return process_gone(second); }, 30s));
+  if (!process_gone(second)) ::kill(second, SIGKILL);
 }
 
 TEST(ColodProbe, KilledDaemonTakesItsProbeAlongAndTheRestartedOneProbesAgain) {

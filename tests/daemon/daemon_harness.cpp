@@ -1,5 +1,7 @@
 #include "daemon_harness.h"
 
+#include "daemon/job_cgroup.h"
+
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -229,6 +231,14 @@ std::string read_file(const std::string& path) {
 
 std::string http_post(const std::string& path, const std::string& body) {
   return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+std::string no_cgroups_here() {
+  std::string why;
+  const auto probe = create_job_cgroup("colo-test-probe-" + std::to_string(getpid()), &why);
+  if (!probe) return why.empty() ? "unknown" : why;
+  remove_cgroup(*probe);
+  return {};
 }
 
 }  // namespace colo::daemon::testing

@@ -79,6 +79,10 @@ void open_gate(const std::string& path);
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds step = std::chrono::milliseconds(100));
 
+// Why this host gives no job (or probe) a cgroup leaf ("" when it does): made and removed once to
+// find out.
+std::string no_cgroups_here();
+
 // `colo show ID --json`.
 nlohmann::json show_job(const ColodProcess& d, std::uint64_t id);
 // Whether a job's `colo show --json` lists an event of this kind.

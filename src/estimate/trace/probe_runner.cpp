@@ -1,4 +1,5 @@
 #include "estimate/trace/probe_runner.h"
+#include "common/join_cgroup.h"
 #include "common/resource_path.h"
 #include "common/session_keyring.h"
 
@@ -401,6 +402,7 @@ int spawn_probe(const ProbeRequest& req, const ProbeLimits& limits, const ProbeS
   if (pid < 0) throw UserError(fmt::format("probe: fork: {}", std::strerror(errno)));
   if (pid > 0) return pid;
   ::setpgid(0, 0);
+  if (!how.cgroup_procs.empty() && !join_cgroup(how.cgroup_procs.c_str())) child_fail("cannot join the probe's cgroup");
   if (how.err_fd >= 0) ::dup2(how.err_fd, 2);
   const int devnull = ::open("/dev/null", O_RDWR);
   if (devnull >= 0) {

@@ -88,6 +88,9 @@ struct ProbeSpawn {
   int out_fd = -1;                          // >= 0: the trace goes to this descriptor (as /dev/fd/3)
   std::string out_path;                     // when out_fd < 0: the trace file
   std::string interpreter;                  // the Python to run, whatever the request names ("" = see ProbeRequest::python)
+  // A cgroup's cgroup.procs the probe joins first ("" = none): what it starts, even a process that
+  // leaves its process group (setsid), is then in that cgroup and dies with it.
+  std::string cgroup_procs;
 };
 int spawn_probe(const ProbeRequest& req, const ProbeLimits& limits, const ProbeSpawn& how);
 
