@@ -392,18 +392,31 @@ TEST(ColodProbe, CancellingAnEstimatingJobKillsItsProbe) {
   EXPECT_TRUE(wait_until([&] { return d.colo_json({"show", std::to_string(id), "--json"}).at("probe").at("status") == "cancelled"; }, 30s));
 }
 
+// A job whose probe (models.py:escape_and_hang) detaches a child from its process group and hangs.
+std::uint64_t submit_escaping_probe(const ColodProcess& d, const std::string& models) {
+  return d.submit({"--workdir", models, "--probe", "models.py:escape_and_hang", "--batch", "8", "--input", "64", "--",
+                   "/bin/true"});
+}
+
+// The pid the probe's detached child published in `mark` (write_models' MARK), once it has; the
+// file is removed so that a later probe's child publishes anew. 0 when none came.
+pid_t take_escaped_pid(const std::string& mark) {
+  const std::string file = mark + "/escaped.pid";
+  if (!wait_until([&] { return std::filesystem::exists(file); }, 120s)) return 0;
+  const pid_t pid = std::stoi(read_file(file));
+  std::filesystem::remove(file);
+  return pid;
+}
+
 // What a probe starts outside its process group (setsid) is in the probe's cgroup leaf, where the
 // host gives one, and dies with the probe.
 TEST(ColodProbe, WhatAProbeDetachedDiesWithIt) {
   if (const std::string why = no_cgroups_here(); !why.empty()) GTEST_SKIP() << "no writable cgroup2 hierarchy here: " << why;
   TempDir dir;
-  const std::string models = write_models(dir.path() + "/models", dir.path());
   ColodProcess d(dir.path(), "1x40GiB");
-  const std::uint64_t id = d.submit({"--workdir", models, "--probe", "models.py:escape_and_hang", "--batch", "8",
-                                     "--input", "64", "--", "/bin/true"});
-  const std::string escaped_file = dir.path() + "/escaped.pid";
-  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(escaped_file); }, 120s));
-  const pid_t escaped = std::stoi(read_file(escaped_file));
+  const std::uint64_t id = submit_escaping_probe(d, write_models(dir.path() + "/models", dir.path()));
+  const pid_t escaped = take_escaped_pid(dir.path());
+  ASSERT_GT(escaped, 0);
   const std::string record = dir.path() + "/jobs/" + std::to_string(id) + "/probe.cgroup";
   const std::string leaf = read_file(record);
   EXPECT_NE(leaf.find("/colo-probe-" + std::to_string(id) + "-1-"), std::string::npos) << leaf;
@@ -421,21 +434,17 @@ TEST(ColodProbe, WhatAProbeDetachedDiesWithIt) {
 TEST(ColodProbe, AKilledColodsProbeLeafIsEmptiedBeforeTheProbeRunsAgain) {
   if (const std::string why = no_cgroups_here(); !why.empty()) GTEST_SKIP() << "no writable cgroup2 hierarchy here: " << why;
   TempDir dir;
-  const std::string models = write_models(dir.path() + "/models", dir.path());
   ColodProcess d(dir.path(), "1x40GiB");
-  const std::uint64_t id = d.submit({"--workdir", models, "--probe", "models.py:escape_and_hang", "--batch", "8",
-                                     "--input", "64", "--", "/bin/true"});
-  const std::string escaped_file = dir.path() + "/escaped.pid";
-  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(escaped_file); }, 120s));
-  const pid_t first = std::stoi(read_file(escaped_file));
-  std::filesystem::remove(escaped_file);
+  const std::uint64_t id = submit_escaping_probe(d, write_models(dir.path() + "/models", dir.path()));
+  const pid_t first = take_escaped_pid(dir.path());
+  ASSERT_GT(first, 0);
   d.kill9();
   EXPECT_FALSE(process_gone(first)) << "detached from the probe, it outlives colod";
   d.start();
   EXPECT_TRUE(wait_until([&] { return process_gone(first); }, 60s)) << "the killed run's leaf was not emptied";
   if (!process_gone(first)) ::kill(first, SIGKILL);
-  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(escaped_file); }, 120s)) << "the probe runs again";
-  const pid_t second = std::stoi(read_file(escaped_file));
+  const pid_t second = take_escaped_pid(dir.path());
+  ASSERT_GT(second, 0) << "the probe runs again";
   ASSERT_EQ(d.colo({"cancel", std::to_string(id)}).rc, 0);
   EXPECT_TRUE(wait_until([&] { return process_gone(second); }, 30s));
   if (!process_gone(second)) ::kill(second, SIGKILL);
