@@ -182,9 +182,10 @@ void Daemon::start_web_listener() {
 void Daemon::secure_state_dir() {
   fs::create_directories(cfg_.jobs_dir());
   const std::string sock = cfg_.socket_path();
-  // Time slots: jobs read their checkpoint request file in <state_dir>/checkpoint.
-  const bool others_enter =
-      sock.rfind(cfg_.state_dir + "/", 0) == 0 || !cfg_.fake_gpus.empty() || cfg_.slots.enabled();
+  // Time slots: jobs read their checkpoint request file in <state_dir>/checkpoint; MPS: jobs reach
+  // their server's pipes in <state_dir>/mps unless mps_root puts them elsewhere.
+  const bool others_enter = sock.rfind(cfg_.state_dir + "/", 0) == 0 || !cfg_.fake_gpus.empty() ||
+                            cfg_.slots.enabled() || (cfg_.sharing == Sharing::Mps && cfg_.mps_root.empty());
   if (cfg_.slots.enabled()) checkpoint_requests_.prepare();
   ::chmod(cfg_.state_dir.c_str(), others_enter ? 0711 : 0700);
   ::chmod(cfg_.jobs_dir().c_str(), 0700);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -116,6 +117,10 @@ void MpsDaemon::start() {
     std::filesystem::create_directories(d, ec);
     if (ec) throw GpuError(label, call, "cannot create " + d + ": " + ec.message());
   }
+  // Every user's jobs are this server's clients: they must reach the pipes (colod's umask is
+  // 077, which would keep them out and leave each job a plain CUDA client without a word).
+  for (const std::string& d : {opts_.root_dir, opts_.root_dir + "/" + uuid_, pipe_dir_, log_dir_})
+    ::chmod(d.c_str(), 0755);
   auto env = make_env({{"CUDA_VISIBLE_DEVICES", uuid_},
                        {"CUDA_MPS_PIPE_DIRECTORY", pipe_dir_},
                        {"CUDA_MPS_LOG_DIRECTORY", log_dir_}});

@@ -1,6 +1,7 @@
 // colod driven by a TOML config: loose recovery, MPS client environment, and a GPU that starts
 // failing (marked unhealthy and drained while the daemon keeps running).
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -83,6 +84,27 @@ TEST(ColodConfig, MpsSharingPointsJobsAtTheirGpusMpsServer) {
   EXPECT_NE(all.find("-d CUDA_VISIBLE_DEVICES=" + colo::gpu::fake_gpu_uuid(0)), std::string::npos) << all;
   EXPECT_NE(all.find("-d CUDA_VISIBLE_DEVICES=" + colo::gpu::fake_gpu_uuid(1)), std::string::npos) << all;
   EXPECT_NE(all.find(" CUDA_VISIBLE_DEVICES=" + colo::gpu::fake_gpu_uuid(0) + "\n"), std::string::npos) << all;  // quit
+}
+
+// Every user's job is a client of its GPU's MPS server: a job of another user reaches the pipe
+// directory (colod's own umask, 077, made it root's alone: the job then ran as a plain CUDA
+// client, silently).
+TEST(ColodConfig, MpsPipesAreReachableByEveryUsersJobs) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as a second user";
+  TempDir dir;
+  const std::string control = write_file(dir.path() + "/fake-mps-control", "#!/bin/sh\ncat > /dev/null\nexit 0\n");
+  ::chmod(control.c_str(), 0755);
+  const std::string cfg = write_file(dir.path() + "/colod.toml", "[sharing]\nmode = \"mps\"\nmps_control = \"" + control + "\"\n");
+  ColodProcess d(dir.path(), "1x40GiB", {"--config", cfg});
+  const RunResult sub = d.colo({"submit", "--mem", "1GiB", "--workdir", "/", "--", "/bin/sh", "-c",
+                                "cd \"$CUDA_MPS_PIPE_DIRECTORY\" && ls > /dev/null && echo reached $CUDA_MPS_PIPE_DIRECTORY"},
+                               65534);
+  ASSERT_EQ(sub.rc, 0) << sub.err;
+  const std::uint64_t id = std::stoull(sub.out);
+  const json j = d.wait_terminal(id);
+  EXPECT_EQ(j.at("state"), "done") << j.dump(2) << d.colo({"logs", std::to_string(id)}).out;
+  const std::string uuid = j.at("gpus")[0].at("uuid");
+  EXPECT_EQ(d.colo({"logs", std::to_string(id)}).out, "reached " + dir.path() + "/mps/" + uuid + "/pipe\n");
 }
 
 TEST(ColodConfig, FailingGpuIsDrainedAndTheDaemonKeepsRunning) {
