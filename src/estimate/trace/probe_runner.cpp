@@ -412,11 +412,13 @@ int spawn_probe(const ProbeRequest& req, const ProbeLimits& limits, const ProbeS
   }
   if (how.out_fd >= 0 && ::dup2(how.out_fd, 3) != 3) child_fail("dup2");
   // None of the caller's descriptors leak in; where close_range is refused (a kernel before
-  // 5.9, a seccomp filter), one close per possible descriptor.
+  // 5.9, a seccomp filter), one close per possible descriptor — up to a million; past that the
+  // probe is refused rather than left holding what it cannot close.
   const int first_free = how.out_fd >= 0 ? 4 : 3;
   if (::close_range(static_cast<unsigned>(first_free), ~0u, 0) != 0) {
     rlimit nofile{};
-    if (::getrlimit(RLIMIT_NOFILE, &nofile) != 0 || nofile.rlim_max == RLIM_INFINITY) child_fail("close_range");
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) != 0 || nofile.rlim_max > (rlim_t{1} << 20))
+      child_fail("close_range refused, and too many possible descriptors to close one by one");
     for (rlim_t fd = static_cast<rlim_t>(first_free); fd < nofile.rlim_max; ++fd) ::close(static_cast<int>(fd));
   }
   // No core file of this copy of the caller (every job's argv and environment) before the identity
