@@ -37,13 +37,14 @@ mount -t proc proc "$dir/proc"
 mount --rbind /sys "$dir/sys" && mount --make-rslave "$dir/sys"
 mount --rbind /dev "$dir/dev" && mount --make-rslave "$dir/dev"
 cp /etc/resolv.conf "$dir/etc/resolv.conf"
-git clone -q "$repo" "$dir/root/colo"
-if [ "$which" = 2 ] && [ -d "$repo/../shared" ]; then cp -a "$repo/../shared" "$dir/root/shared"; fi
+# In /srv, which every user can traverse: command 2's daemon tests run the build as nobody.
+git clone -q "$repo" "$dir/srv/colo"
+if [ "$which" = 2 ] && [ -d "$repo/../shared" ]; then cp -a "$repo/../shared" "$dir/srv/shared"; fi
 echo "fresh-debian-check: in the chroot, from the clone ($(git -C "$repo" rev-parse --short HEAD)): $cmd"
 start=$SECONDS
 set +e
 chroot "$dir" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  LANG=C.UTF-8 CI="${CI:-}" bash -c "cd /root/colo && $cmd"
+  LANG=C.UTF-8 CI="${CI:-}" bash -c "cd /srv/colo && $cmd"
 rc=$?
 set -e
 echo "fresh-debian-check: README command $which exited $rc after $((SECONDS - start)) s"
