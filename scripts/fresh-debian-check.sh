@@ -37,6 +37,8 @@ mount -t proc proc "$dir/proc"
 mount --rbind /sys "$dir/sys" && mount --make-rslave "$dir/sys"
 mount --rbind /dev "$dir/dev" && mount --make-rslave "$dir/dev"
 cp /etc/resolv.conf "$dir/etc/resolv.conf"
+# What any installed system has and minbase lacks: "localhost" (chromedriver, the web tests).
+[ -e "$dir/etc/hosts" ] || printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' > "$dir/etc/hosts"
 # In /srv, which every user can traverse: command 2's daemon tests run the build as nobody.
 git clone -q "$repo" "$dir/srv/colo"
 if [ "$which" = 2 ] && [ -d "$repo/../shared" ]; then cp -a "$repo/../shared" "$dir/srv/shared"; fi

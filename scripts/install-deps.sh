@@ -7,6 +7,7 @@ pkgs=(g++ cmake ninja-build pkg-config
       coinor-libclp-dev                   # COIN-OR Clp: the linear programme of the simulator's packing bound
       zlib1g-dev                          # CoinUtils links -lz but its -dev package does not pull it in
       help2man                            # the package's manual pages, from colo's and colod's --help
+      file dpkg-dev                       # CPack's .deb: its shared-library dependencies (file, dpkg-shlibdeps)
       clang-14 libclang-rt-14-dev   # libFuzzer for scripts/fuzz.sh (ctest's fuzz_smoke)
       python3-torch python3-torchvision   # the CPU-only probe (python/colo_probe) and its tests
       prometheus curl                     # promtool + a real server scraping colod's /metrics (tests)
