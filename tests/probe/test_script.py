@@ -9,7 +9,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 import unittest
 
 import torch
@@ -109,11 +108,11 @@ class Script(unittest.TestCase):
         _DIRS.append(tmp)
         d = tempfile.mkdtemp(prefix="colo-model-")
         _DIRS.append(d)
-        ready = os.path.join(d, "ready")
         with open(os.path.join(d, "m.py"), "w") as f:
             f.write("import sys, torch\n"
                     "def stuck():\n"
-                    f"    open({ready!r}, 'w').close()\n"
+                    "    sys.stderr.write('colo-test-ready\\n')\n"
+                    "    sys.stderr.flush()\n"
                     "    sys.stdin.read()  # until killed: nothing is ever written\n"
                     "def build():\n"
                     "    return torch.nn.Linear(4, 2)\n")
@@ -126,10 +125,14 @@ class Script(unittest.TestCase):
         p = subprocess.Popen(probe("stuck"), stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                              start_new_session=True)
         try:
-            while not os.path.exists(ready):  # the model is being built: its TMPDIR exists
-                if p.poll() is not None:
-                    self.fail(p.stderr.read())
-                time.sleep(0.05)
+            # The model is being built (its TMPDIR exists) once it says so; EOF: the probe ended.
+            seen = []
+            for line in iter(p.stderr.readline, b""):
+                seen.append(line)
+                if line == b"colo-test-ready\n":
+                    break
+            else:
+                self.fail(b"".join(seen).decode())
         finally:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
