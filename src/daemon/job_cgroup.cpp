@@ -114,6 +114,14 @@ CgroupUsage read_cgroup_usage(const std::string& path) {
   return u;
 }
 
+std::optional<std::string> read_cgroup_record(const std::string& file) {
+  std::ifstream in(file);
+  std::string path;
+  if (!in || !std::getline(in, path)) return std::nullopt;
+  if (path.rfind("/sys/fs/cgroup/", 0) != 0 || path.find("/../") != std::string::npos) return std::nullopt;
+  return path;
+}
+
 bool remove_cgroup(const std::string& path) { return ::rmdir(path.c_str()) == 0; }
 
 }  // namespace colo::daemon

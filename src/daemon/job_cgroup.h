@@ -29,6 +29,10 @@ struct CgroupUsage {
 };
 CgroupUsage read_cgroup_usage(const std::string& path);
 
+// The cgroup path recorded in `file` (by colod or a shim, for a later colod to find the leaf
+// again), when it is one: under /sys/fs/cgroup, no "..". Callers check the leaf's name.
+std::optional<std::string> read_cgroup_record(const std::string& file);
+
 // rmdir; the cgroup must be empty.
 bool remove_cgroup(const std::string& path);
 

@@ -56,16 +56,11 @@ std::string read_fd(int fd, off_t max, bool tail) {
   return out;
 }
 
-// The leaf a probe's run recorded (colod's own file, in the job's root-owned directory); only a
-// probe leaf under the cgroup2 mount is taken.
-std::optional<std::string> recorded_cgroup(const std::string& record) {
-  std::ifstream in(record);
-  std::string path;
-  if (!in || !std::getline(in, path)) return std::nullopt;
-  const auto slash = path.rfind('/');
-  if (slash == std::string::npos || path.rfind("/sys/fs/cgroup/", 0) != 0 || path.find("/../") != std::string::npos ||
-      path.compare(slash + 1, 11, "colo-probe-") != 0)
-    return std::nullopt;
+// The leaf a probe's run recorded (colod's own file, in the job's root-owned directory): only a
+// probe's leaf is taken.
+std::optional<std::string> recorded_probe_cgroup(const std::string& record) {
+  auto path = read_cgroup_record(record);
+  if (!path || path->compare(path->rfind('/') + 1, 11, "colo-probe-") != 0) return std::nullopt;
   return path;
 }
 
@@ -77,7 +72,7 @@ JobProbe::JobProbe(const estimate::ProbeRequest& req, const estimate::ProbeIdent
     : req_(req), settings_(settings), started_(now_mono) {
   // An earlier run's leaf (colod was killed while it ran): what escaped its process group then.
   record_ = dir + "/probe.cgroup";
-  if (const auto old = recorded_cgroup(record_)) {
+  if (const auto old = recorded_probe_cgroup(record_)) {
     kill_cgroup(*old, 1);
     remove_cgroup(*old);
   }

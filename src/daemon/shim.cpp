@@ -283,13 +283,8 @@ std::optional<double> shim_started_at(const std::string& dir) {
 }
 
 std::optional<std::string> shim_cgroup(const std::string& dir, const std::string& expected_name) {
-  std::ifstream in(dir + "/cgroup");
-  std::string path;
-  if (!in || !std::getline(in, path)) return std::nullopt;
-  const auto slash = path.rfind('/');
-  if (path.empty() || path[0] != '/' || slash == std::string::npos || path.substr(slash + 1) != expected_name ||
-      path.find("/../") != std::string::npos || path.rfind("/sys/fs/cgroup", 0) != 0)
-    return std::nullopt;
+  auto path = read_cgroup_record(dir + "/cgroup");
+  if (!path || path->substr(path->rfind('/') + 1) != expected_name) return std::nullopt;
   return path;
 }
 
