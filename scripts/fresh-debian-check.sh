@@ -39,14 +39,15 @@ mount --rbind /dev "$dir/dev" && mount --make-rslave "$dir/dev"
 cp /etc/resolv.conf "$dir/etc/resolv.conf"
 # What any installed system has and minbase lacks: "localhost" (chromedriver, the web tests).
 [ -e "$dir/etc/hosts" ] || printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' > "$dir/etc/hosts"
-# In /srv, which every user can traverse: command 2's daemon tests run the build as nobody.
-git clone -q "$repo" "$dir/srv/colo"
-if [ "$which" = 2 ] && [ -d "$repo/../shared" ]; then cp -a "$repo/../shared" "$dir/srv/shared"; fi
+# In root's home, as a new user most likely clones it: 0700, which command 2's tests, whose jobs
+# run as nobody, must cope with (scripts/test.sh).
+git clone -q "$repo" "$dir/root/colo"
+if [ "$which" = 2 ] && [ -d "$repo/../shared" ]; then cp -a "$repo/../shared" "$dir/root/shared"; fi
 echo "fresh-debian-check: in the chroot, from the clone ($(git -C "$repo" rev-parse --short HEAD)): $cmd"
 start=$SECONDS
 set +e
 chroot "$dir" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  LANG=C.UTF-8 CI="${CI:-}" bash -c "cd /srv/colo && $cmd"
+  LANG=C.UTF-8 CI="${CI:-}" bash -c "cd /root/colo && $cmd"
 rc=$?
 set -e
 echo "fresh-debian-check: README command $which exited $rc after $((SECONDS - start)) s"
