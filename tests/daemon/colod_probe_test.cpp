@@ -358,6 +358,36 @@ TEST(ColodProbe, FailingProbeFallsBackToTheSubmittedMemoryWithItsReason) {
   EXPECT_TRUE(has_event(j, "probe-failed"));
 }
 
+// A probe package the submitter cannot read (colod run from a build under /root, probing for
+// another user) is named in the probe's failure, not left as Python's bare "No module named".
+TEST(ColodProbe, AProbePackageTheSubmitterCannotReadIsNamedInTheFailure) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to submit as another user";
+  TempDir dir;
+  const std::string models = write_models(dir.path() + "/models", dir.path());
+  const std::string hidden = dir.path() + "/private";
+  std::filesystem::create_directories(hidden);
+  ::chmod(hidden.c_str(), 0700);
+  std::filesystem::copy(estimate::probe_package_dir() + "/colo_probe", hidden + "/colo_probe",
+                        std::filesystem::copy_options::recursive);
+  ColodProcess d(dir.path(), "1x40GiB");
+  d.stop();
+  d.set_env({{"COLO_PROBE_PATH", hidden}});
+  d.start();
+  const RunResult sub = d.colo({"submit", "--workdir", models, "--probe", "models.py:not_root", "--batch", "8",
+                                "--input", "64", "--mem", "2GiB", "--", "/bin/true"},
+                               65534);
+  ASSERT_EQ(sub.rc, 0) << sub.err;
+  const json j = d.wait_terminal(std::stoull(sub.out), 120s);
+  EXPECT_EQ(j.at("state"), "done") << j.dump(2);
+  EXPECT_EQ(j.at("need_source"), "user");
+  EXPECT_EQ(j.at("probe").at("status"), "failed");
+  EXPECT_NE(j.at("need_explanation").get<std::string>().find(
+                "No module named colo_probe (the probe package in " + hidden +
+                " must be readable by the user the probe runs as)"),
+            std::string::npos)
+      << j.dump(2);
+}
+
 TEST(ColodProbe, ProbePastItsDeadlineIsKilledAndTheNeedStaysUnknown) {
   TempDir dir;
   const std::string models = write_models(dir.path() + "/models", dir.path());

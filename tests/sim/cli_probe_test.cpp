@@ -404,6 +404,12 @@ TEST(CliProbe, BadProbeRequestsGetOneLineErrors) {
   r = run_colo_args("estimate --trace /nonexistent.trace --estimator trace");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("/nonexistent.trace"), std::string::npos) << r.out;
+  // A package path named by hand that holds no package: said so before Python runs.
+  ::setenv("COLO_PROBE_PATH", "/nonexistent/colo", 1);
+  r = run_colo_args("estimate --probe torchvision:resnet18 --batch 8 --estimator trace");
+  ::unsetenv("COLO_PROBE_PATH");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "colo: error: $COLO_PROBE_PATH (/nonexistent/colo) holds no colo_probe package (colo_probe/__main__.py)\n");
   r = run_colo_args("estimate --probe torchvision:list_models --batch 8 --estimator trace");
   EXPECT_EQ(r.out, "colo: error: probe of torchvision:list_models failed: torchvision has no model 'list_models'\n");
   // A model file that ends the process: said so, not "empty trace" of a deleted temporary file.

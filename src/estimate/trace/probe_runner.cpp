@@ -290,7 +290,12 @@ std::string probe_python() {
 }
 
 std::string probe_package_dir() {
-  if (const char* p = std::getenv("COLO_PROBE_PATH"); p && *p) return p;
+  if (const char* p = std::getenv("COLO_PROBE_PATH"); p && *p) {
+    // Named by hand: a typo would otherwise surface as Python's "No module named colo_probe".
+    if (std::error_code ec; !fs::exists(fs::path(p) / "colo_probe" / "__main__.py", ec))
+      throw UserError(fmt::format("$COLO_PROBE_PATH ({}) holds no colo_probe package (colo_probe/__main__.py)", one_line(p)));
+    return p;
+  }
   const std::string main_py = resource_path(nullptr, "python", "colo_probe/__main__.py");
   if (fs::exists(main_py)) return fs::path(main_py).parent_path().parent_path().string();
   throw UserError("the colo_probe package is not installed (looked in $COLO_PROBE_PATH, " +
@@ -453,6 +458,17 @@ std::string probe_failure(const ProbeRequest& req, int status, const std::string
   if (why.empty()) why = fmt::format("exit status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   if (why.find("MemoryError") != std::string::npos || why.find("std::bad_alloc") != std::string::npos)
     why += fmt::format(" (the probe's address-space limit is {} GiB)", limits.address_space_bytes >> 30);
+  // The package exists (probe_package_dir checked, as colod): the user the probe runs as cannot
+  // read it, e.g. a build under /root probing for another user.
+  if (why.find("No module named colo_probe") != std::string::npos) {
+    std::string dir;
+    try {
+      dir = probe_package_dir();
+    } catch (const UserError&) {
+    }
+    why += fmt::format(" (the probe package{} must be readable by the user the probe runs as)",
+                       dir.empty() ? "" : " in " + dir);
+  }
   return fmt::format("probe of {} failed: {}", one_line(req.subject()), one_line(why));
 }
 
