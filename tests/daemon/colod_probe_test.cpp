@@ -104,9 +104,6 @@ int processes_in(const std::string& dir) {
   return n;
 }
 
-// Why colod cannot probe as nobody here ("" = it can): submitting as another user needs root, and
-// the submitter must be able to read the probe package (installed: /usr/share/colo/python; a
-// checkout under a private home directory is not readable by nobody).
 // A training script of an MLP as wide as `hidden` (a Python expression over `imports`) says, on the
 // GPU where there is one: colod probes it, then the job runs it for real on the CPU.
 std::string mlp_training_script(const std::string& imports, const std::string& hidden) {
@@ -121,6 +118,9 @@ for step in range(3):
 )";
 }
 
+// Why colod cannot probe as nobody here ("" = it can): submitting as another user needs root, and
+// the submitter must be able to read the probe package (installed: /usr/share/colo/python; a
+// checkout under a private home directory only through scripts/test.sh's bind mount).
 std::string cannot_probe_as_nobody() {
   if (::geteuid() != 0) return "needs root to submit as another user";
   const std::string pkg = estimate::probe_package_dir() + "/colo_probe/__main__.py";
