@@ -19,7 +19,7 @@ esac
 repo=$(cd "$(dirname "$0")/.." && pwd)
 command -v debootstrap > /dev/null || apt-get install -y -qq debootstrap > /dev/null
 if [ -e "$dir" ]; then
-  if grep -q " $dir/" /proc/mounts; then
+  if grep -qE " $dir(/| )" /proc/mounts; then
     echo "fresh-debian-check: $dir still has mounts (umount -R them first)" >&2
     exit 2
   fi
@@ -29,9 +29,13 @@ echo "fresh-debian-check: debootstrap bookworm (minbase) into $dir"
 debootstrap --variant=minbase bookworm "$dir" http://deb.debian.org/debian > "$dir.debootstrap.log" 2>&1 ||
   { tail -n 5 "$dir.debootstrap.log" >&2; exit 1; }
 cleanup() {
-  for m in dev sys proc; do umount -R "$dir/$m" 2>/dev/null || umount -lR "$dir/$m" 2>/dev/null || true; done
+  umount -R "$dir" 2>/dev/null || umount -lR "$dir" 2>/dev/null || true
 }
 trap cleanup EXIT
+# The chroot's root a mount point of its own, as on any installed system: scripts/test.sh makes
+# a private mount namespace, which needs "/" to be one. Private: nothing mounted under it
+# propagates back to the host.
+mount --bind "$dir" "$dir" && mount --make-private "$dir"
 mount -t proc proc "$dir/proc"
 # Slaves: an unmount under the chroot must never propagate back to the host's /dev or /sys.
 mount --rbind /sys "$dir/sys" && mount --make-rslave "$dir/sys"

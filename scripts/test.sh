@@ -10,11 +10,15 @@ cd "$(dirname "$0")/.."
 view=/run/colo-test/colo
 nobody_can() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@" 2>/dev/null; }
 if [ "$(id -u)" = 0 ] && [ "$PWD" != "$view" ] && ! nobody_can test -x "$PWD"; then
-  echo "test.sh: user nobody cannot reach $PWD; the tests see it as $view (a private bind mount)"
-  mkdir -p "$view"
-  chmod 0755 /run/colo-test
-  exec unshare --mount --propagation private bash -c 'mount --bind "$1" "$2" && cd "$2" && exec bash scripts/test.sh' \
-    test.sh "$PWD" "$view"
+  if why=$(unshare --mount --propagation private true 2>&1); then
+    echo "test.sh: user nobody cannot reach $PWD; the tests see it as $view (a private bind mount)"
+    mkdir -p "$view"
+    chmod 0755 /run/colo-test
+    exec unshare --mount --propagation private bash -c 'mount --bind "$1" "$2" && cd "$2" && exec bash scripts/test.sh' \
+      test.sh "$PWD" "$view"
+  fi
+  echo "test.sh: warning: user nobody cannot reach $PWD, and no private mount namespace can be made here" \
+    "(${why:-unshare failed}): the tests whose jobs run as nobody will fail; clone where every user can reach" >&2
 fi
 if [ "$(id -u)" = 0 ] && ! nobody_can test -r python/colo_probe/__main__.py; then
   echo "test.sh: user nobody cannot read this clone's files (cloned under umask $(umask)?): the daemon" \

@@ -936,11 +936,13 @@ void Daemon::run_probes() {
   for (auto it = probes_.begin(); it != probes_.end();) {
     JobProbe& p = *it->second;
     const JobId id = it->first;
-    if (auto r = reaped_.find(p.pid()); r != reaped_.end()) {
-      JobProbe::Outcome o = p.finish(r->second, m);
+    if (auto r = p.reaped() ? reaped_.end() : reaped_.find(p.pid()); r != reaped_.end()) {
+      p.finish(r->second, m, probe_estimator(id));
       reaped_.erase(r);
+    }
+    if (auto o = p.outcome()) {
       it = probes_.erase(it);
-      probe_done(id, std::move(o));
+      probe_done(id, std::move(*o));
       probes_pending_ = true;
       continue;
     }
@@ -957,6 +959,23 @@ void Daemon::run_probes() {
     }
     start_probe(j);
   }
+}
+
+JobProbe::Estimator Daemon::probe_estimator(JobId id) {
+  const auto row = store_.probe(id);
+  if (!row)
+    return [](const estimate::ProbeTrace&) -> estimate::Estimate {
+      throw UserError("no probe request stored for the job");
+    };
+  // Copies: it runs on the probe's own thread.
+  return [request = row->request, estimator = row->estimator, gpu = cfg_.probe_gpu](const estimate::ProbeTrace& trace) {
+    const auto req = estimate::ProbeRequest::from_json(request, "stored probe request");
+    estimate::EstimateRequest er;
+    er.gpu = gpu;
+    er.batch = req.batch;
+    er.trace = &trace;
+    return estimate::make_estimator(estimator)->estimate(er);
+  };
 }
 
 void Daemon::start_probe(const JobRow& j) {
@@ -1015,20 +1034,8 @@ void Daemon::probe_done(JobId id, JobProbe::Outcome o) {
     return;
   }
   JobRow j = *jr;
-  std::string failure = o.failure;
-  std::optional<estimate::Estimate> est;
-  if (o.trace && row) {
-    try {
-      const auto req = estimate::ProbeRequest::from_json(row->request, "stored probe request");
-      estimate::EstimateRequest er;
-      er.gpu = cfg_.probe_gpu;
-      er.batch = req.batch;
-      er.trace = &*o.trace;
-      est = estimate::make_estimator(row->estimator)->estimate(er);
-    } catch (const std::exception& e) {
-      failure = fmt::format("estimating from the probe's trace failed: {}", e.what());
-    }
-  }
+  const std::string& failure = o.failure;
+  const std::optional<estimate::Estimate>& est = o.estimate;
   const double t = now();
   Txn txn(store_.db());
   if (row) {

@@ -81,6 +81,7 @@ class Daemon {
   void run_probes();
   void start_probe(const JobRow& j);
   void probe_done(JobId id, JobProbe::Outcome o);
+  JobProbe::Estimator probe_estimator(JobId id);  // the job's trace estimate, runnable off the loop
   void finalize(std::int64_t attempt_id, const ShimExit& ex);
   void mark_lost(std::int64_t attempt_id);
   std::optional<MiB> crashed_alone_on(const AttemptRow& a, double crash_time);

@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -20,8 +22,9 @@ namespace colo::daemon {
 
 namespace {
 
-// A trace of two iterations of a very large model is a few MiB; anything past this is refused.
-constexpr off_t kMaxTraceFileBytes = off_t{256} << 20;
+// A trace of two iterations of a large model is under 1 MiB (GPT-2 XL's: 0.4 MiB); one of
+// 64 MiB takes about 3 s and 300 MiB of memory to read and replay; anything past it is refused.
+constexpr off_t kMaxTraceFileBytes = off_t{64} << 20;
 
 int open_owned(const std::string& path, const estimate::ProbeIdentity& who) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -104,6 +107,7 @@ JobProbe::JobProbe(const estimate::ProbeRequest& req, const estimate::ProbeIdent
 
 JobProbe::~JobProbe() {
   if (!reaped_) kill();  // the daemon's reaper collects it
+  if (work_.valid()) work_.wait();  // it reads through out_fd_
   drop_cgroup();
   ::close(out_fd_);
   ::close(err_fd_);
@@ -125,13 +129,14 @@ void JobProbe::drop_cgroup() {
 }
 
 bool JobProbe::kill_if_expired(double now_mono) {
-  if (timed_out_ || now_mono - started_ < settings_.timeout_seconds) return false;
+  // Once reaped, its pid (and group) may be another process's.
+  if (reaped_ || timed_out_ || now_mono - started_ < settings_.timeout_seconds) return false;
   timed_out_ = true;
   kill();
   return true;
 }
 
-JobProbe::Outcome JobProbe::finish(int wait_status, double now_mono) {
+void JobProbe::finish(int wait_status, double now_mono, Estimator estimator) {
   reaped_ = true;
   ::kill(-pid_, SIGKILL);  // whatever the probe left behind in its group
   drop_cgroup();           // and outside it
@@ -139,20 +144,36 @@ JobProbe::Outcome JobProbe::finish(int wait_status, double now_mono) {
   o.seconds = now_mono - started_;
   estimate::ProbeLimits limits;
   limits.address_space_bytes = settings_.address_space_bytes;
-  if (timed_out_) {
+  if (timed_out_)
     o.failure = fmt::format("probe of {} timed out after {:.0f} s", one_line(req_.subject()), settings_.timeout_seconds);
+  else
+    o.failure = estimate::probe_failure(req_, wait_status, read_fd(err_fd_, 64 << 10, true), limits);
+  if (!o.failure.empty()) {
+    ready_ = std::move(o);
+    return;
+  }
+  work_ = std::async(std::launch::async, [this, o, estimator = std::move(estimator)]() mutable {
+    std::optional<estimate::ProbeTrace> trace;
+    try {
+      trace = estimate::parse_probe_trace(read_fd(out_fd_, kMaxTraceFileBytes, false), "probe trace");
+      trace->source = "probe " + req_.subject();
+    } catch (const std::exception& e) {  // UserError, or no memory for it
+      o.failure = fmt::format("probe of {} wrote no usable trace: {}", one_line(req_.subject()), one_line(e.what()));
+      return o;
+    }
+    try {
+      o.estimate = estimator(*trace);
+    } catch (const std::exception& e) {
+      o.failure = fmt::format("estimating from the probe's trace failed: {}", one_line(e.what()));
+    }
     return o;
-  }
-  o.failure = estimate::probe_failure(req_, wait_status, read_fd(err_fd_, 64 << 10, true), limits);
-  if (!o.failure.empty()) return o;
-  try {
-    auto trace = estimate::parse_probe_trace(read_fd(out_fd_, kMaxTraceFileBytes, false), "probe trace");
-    trace.source = "probe " + req_.subject();
-    o.trace = std::move(trace);
-  } catch (const UserError& e) {
-    o.failure = fmt::format("probe of {} wrote no usable trace: {}", one_line(req_.subject()), one_line(e.what()));
-  }
-  return o;
+  });
+}
+
+std::optional<JobProbe::Outcome> JobProbe::outcome() {
+  if (ready_) return std::exchange(ready_, std::nullopt);
+  if (work_.valid() && work_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) return work_.get();
+  return std::nullopt;
 }
 
 }  // namespace colo::daemon

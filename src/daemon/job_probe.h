@@ -6,9 +6,14 @@
 // cgroup leaf of its own, so that what it starts dies with it even outside its process group. Its trace and stderr go to
 // files in the job's directory that colod created and holds open: the probe is handed
 // descriptors, and colod reads back through them, never through a path the user could swap.
+// Reading and estimating the trace (up to 64 MiB: seconds, and hundreds of MiB parsed) run on a
+// thread of their own, so colod's event loop answers and schedules meanwhile.
+#include <functional>
+#include <future>
 #include <optional>
 #include <string>
 
+#include "estimate/estimator.h"
 #include "estimate/trace/probe_runner.h"
 #include "estimate/trace/probe_trace.h"
 
@@ -34,17 +39,22 @@ class JobProbe {
   JobProbe& operator=(const JobProbe&) = delete;
 
   int pid() const { return pid_; }
+  bool reaped() const { return reaped_; }  // finish() was called: pid() may be another process's now
   // Past the deadline: the probe's process group is killed (the exit is collected as usual).
   bool kill_if_expired(double now_mono);
   void kill();
 
   struct Outcome {
-    std::optional<estimate::ProbeTrace> trace;  // set when the probe succeeded
-    std::string failure;                         // one line, when it did not
+    std::optional<estimate::Estimate> estimate;  // set when the probe succeeded and its trace was estimated
+    std::string failure;                          // one line, when not
     double seconds = 0;
   };
-  // The probe exited with `wait_status`: its trace, or why there is none.
-  Outcome finish(int wait_status, double now_mono);
+  // What the job's trace is estimated with (it may throw); called on finish()'s thread.
+  using Estimator = std::function<estimate::Estimate(const estimate::ProbeTrace&)>;
+  // The probe exited with `wait_status`: starts reading and estimating its trace.
+  void finish(int wait_status, double now_mono, Estimator estimator);
+  // finish()'s outcome once it is there (once); nullopt before.
+  std::optional<Outcome> outcome();
 
  private:
   estimate::ProbeRequest req_;
@@ -56,6 +66,8 @@ class JobProbe {
   void drop_cgroup();                  // kills what is left in it and removes it
   double started_ = 0;
   bool timed_out_ = false, reaped_ = false;
+  std::optional<Outcome> ready_;  // finish() decided without reading the trace
+  std::future<Outcome> work_;     // else: reading and estimating it
 };
 
 }  // namespace colo::daemon

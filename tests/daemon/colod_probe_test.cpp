@@ -118,17 +118,6 @@ for step in range(3):
 )";
 }
 
-// Why colod cannot probe as nobody here ("" = it can): submitting as another user needs root, and
-// the submitter must be able to read the probe package (installed: /usr/share/colo/python; a
-// checkout under a private home directory only through scripts/test.sh's bind mount).
-std::string cannot_probe_as_nobody() {
-  if (::geteuid() != 0) return "needs root to submit as another user";
-  const std::string pkg = estimate::probe_package_dir() + "/colo_probe/__main__.py";
-  if (run_process({"/usr/bin/test", "-r", pkg}, 65534, 65534).rc != 0)
-    return pkg + " is not readable by nobody (uid 65534)";
-  return "";
-}
-
 TEST(ColodProbe, ProbeRunsAsTheSubmitterAndTheJobPlansWithItsTraceEstimate) {
   if (const std::string why = cannot_probe_as_nobody(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir;

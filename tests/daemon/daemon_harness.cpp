@@ -1,6 +1,7 @@
 #include "daemon_harness.h"
 
 #include "daemon/job_cgroup.h"
+#include "estimate/trace/probe_runner.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -231,6 +232,14 @@ std::string read_file(const std::string& path) {
 
 std::string http_post(const std::string& path, const std::string& body) {
   return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+std::string cannot_probe_as_nobody() {
+  if (::geteuid() != 0) return "needs root to submit as another user";
+  const std::string pkg = estimate::probe_package_dir() + "/colo_probe/__main__.py";
+  if (run_process({"/usr/bin/test", "-r", pkg}, 65534, 65534).rc != 0)
+    return pkg + " is not readable by nobody (uid 65534)";
+  return "";
 }
 
 std::string no_cgroups_here() {

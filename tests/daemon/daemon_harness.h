@@ -83,6 +83,11 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
 // find out.
 std::string no_cgroups_here();
 
+// Why a probe cannot run as nobody here ("" = it can): submitting as another user needs root, and
+// the submitter must be able to read the probe package (installed: /usr/share/colo/python; a
+// checkout under a private home directory only through scripts/test.sh's bind mount).
+std::string cannot_probe_as_nobody();
+
 // `colo show ID --json`.
 nlohmann::json show_job(const ColodProcess& d, std::uint64_t id);
 // Whether a job's `colo show --json` lists an event of this kind.

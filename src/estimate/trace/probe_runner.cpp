@@ -408,14 +408,21 @@ int spawn_probe(const ProbeRequest& req, const ProbeLimits& limits, const ProbeS
   if (pid > 0) return pid;
   ::setpgid(0, 0);
   if (!how.cgroup_procs.empty() && !join_cgroup(how.cgroup_procs.c_str())) child_fail("cannot join the probe's cgroup");
-  if (how.err_fd >= 0) ::dup2(how.err_fd, 2);
+  // The descriptors handed in may sit anywhere, even at 2 or 3 (a caller with few open): copied
+  // above those first, so that placing one cannot overwrite the other, and so that each dup2 is
+  // onto another number (which clears close-on-exec; a dup2 onto itself keeps it, and the trace
+  // would be closed at exec).
+  const int err_copy = how.err_fd >= 0 ? ::fcntl(how.err_fd, F_DUPFD_CLOEXEC, 10) : -1;
+  const int out_copy = how.out_fd >= 0 ? ::fcntl(how.out_fd, F_DUPFD_CLOEXEC, 10) : -1;
+  if ((how.err_fd >= 0 && err_copy < 0) || (how.out_fd >= 0 && out_copy < 0)) child_fail("fcntl(F_DUPFD)");
+  if (err_copy >= 0 && ::dup2(err_copy, 2) != 2) child_fail("dup2");
   const int devnull = ::open("/dev/null", O_RDWR);
   if (devnull >= 0) {
     ::dup2(devnull, 0);
     ::dup2(devnull, 1);
-    if (how.err_fd < 0) ::dup2(devnull, 2);
+    if (err_copy < 0) ::dup2(devnull, 2);
   }
-  if (how.out_fd >= 0 && ::dup2(how.out_fd, 3) != 3) child_fail("dup2");
+  if (out_copy >= 0 && ::dup2(out_copy, 3) != 3) child_fail("dup2");
   // None of the caller's descriptors leak in; where close_range is refused (a kernel before
   // 5.9, a seccomp filter), one close per possible descriptor — up to a million; past that the
   // probe is refused rather than left holding what it cannot close.
