@@ -326,7 +326,7 @@ void Daemon::check_attempts() {
   int status = 0;
   for (pid_t p; (p = waitpid(-1, &status, WNOHANG)) > 0;) {
     for (const auto& [id, probe] : probes_)
-      if (probe->pid() == p) reaped_[p] = status;
+      if (!probe->reaped() && probe->pid() == p) reaped_[p] = status;  // a reaped one's pid is free
   }
   std::vector<std::int64_t> ids;
   for (const auto& [id, l] : live_) ids.push_back(id);

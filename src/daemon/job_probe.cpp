@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <system_error>
 #include <utility>
 
 #include <fmt/format.h>
@@ -114,6 +115,7 @@ JobProbe::~JobProbe() {
 }
 
 void JobProbe::kill() {
+  if (reaped_) return;  // its pid (and group) may be another process's now; its leaf is dropped
   if (pid_ > 0) ::kill(-pid_, SIGKILL);
   if (cgroup_) kill_cgroup(*cgroup_, 0);  // one pass: the event loop does not wait here
 }
@@ -152,7 +154,7 @@ void JobProbe::finish(int wait_status, double now_mono, Estimator estimator) {
     ready_ = std::move(o);
     return;
   }
-  work_ = std::async(std::launch::async, [this, o, estimator = std::move(estimator)]() mutable {
+  auto work = [this, o, estimator = std::move(estimator)]() mutable {
     std::optional<estimate::ProbeTrace> trace;
     try {
       trace = estimate::parse_probe_trace(read_fd(out_fd_, kMaxTraceFileBytes, false), "probe trace");
@@ -167,7 +169,12 @@ void JobProbe::finish(int wait_status, double now_mono, Estimator estimator) {
       o.failure = fmt::format("estimating from the probe's trace failed: {}", one_line(e.what()));
     }
     return o;
-  });
+  };
+  try {
+    work_ = std::async(std::launch::async, work);
+  } catch (const std::system_error&) {  // no thread to be had: on the caller's, then
+    ready_ = work();
+  }
 }
 
 std::optional<JobProbe::Outcome> JobProbe::outcome() {

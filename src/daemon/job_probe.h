@@ -42,7 +42,7 @@ class JobProbe {
   bool reaped() const { return reaped_; }  // finish() was called: pid() may be another process's now
   // Past the deadline: the probe's process group is killed (the exit is collected as usual).
   bool kill_if_expired(double now_mono);
-  void kill();
+  void kill();  // nothing once reaped (finish()): its pid may be another process's by then
 
   struct Outcome {
     std::optional<estimate::Estimate> estimate;  // set when the probe succeeded and its trace was estimated
