@@ -8,22 +8,24 @@ cd "$(dirname "$0")/.."
 # then seen through a bind mount at a path every user can traverse, in a mount namespace of the
 # tests' own: the mount goes with them, and nothing on the host changes (no permission on /root).
 view=/run/colo-test/colo
-nobody_can() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@" 2>/dev/null; }
-if [ "$(id -u)" = 0 ] && [ "$PWD" != "$view" ] && ! nobody_can test -x "$PWD"; then
-  if why=$(unshare --mount --propagation private true 2>&1); then
-    echo "test.sh: user nobody cannot reach $PWD; the tests see it as $view (a private bind mount)"
+if [ "$(id -u)" = 0 ] && command -v setpriv > /dev/null; then
+  nobody_can() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@" 2>/dev/null; }
+  if [ "$PWD" != "$view" ] && ! nobody_can test -x "$PWD"; then
     mkdir -p "$view"
     chmod 0755 /run/colo-test
-    exec unshare --mount --propagation private bash -c 'mount --bind "$1" "$2" && cd "$2" && exec bash scripts/test.sh' \
-      test.sh "$PWD" "$view"
+    # Tried first as the run will do it (a namespace, then the mount), to fall back if either is refused.
+    if why=$(unshare --mount --propagation private mount --bind "$PWD" "$view" 2>&1); then
+      echo "test.sh: user nobody cannot reach $PWD; the tests see it as $view (a private bind mount)"
+      exec unshare --mount --propagation private bash -c 'mount --bind "$1" "$2" && cd "$2" && exec bash scripts/test.sh' \
+        test.sh "$PWD" "$view"
+    fi
+    echo "test.sh: warning: user nobody cannot reach $PWD, and no private bind mount can be made here" \
+      "(${why:-unshare failed}): the tests whose jobs run as nobody will fail; clone where every user can reach" >&2
+  elif ! nobody_can test -r python/colo_probe/__main__.py; then
+    echo "test.sh: user nobody cannot read this clone's files (cloned under umask $(umask)?): the daemon" \
+      "tests run its jobs as nobody; clone with umask 022" >&2
+    exit 2
   fi
-  echo "test.sh: warning: user nobody cannot reach $PWD, and no private mount namespace can be made here" \
-    "(${why:-unshare failed}): the tests whose jobs run as nobody will fail; clone where every user can reach" >&2
-fi
-if [ "$(id -u)" = 0 ] && ! nobody_can test -r python/colo_probe/__main__.py; then
-  echo "test.sh: user nobody cannot read this clone's files (cloned under umask $(umask)?): the daemon" \
-    "tests run its jobs as nobody; clone with umask 022" >&2
-  exit 2
 fi
 
 bash scripts/install-deps.sh
@@ -31,7 +33,8 @@ jobs=$(nproc)
 # A build tree configured from another path (the clone moved, or was first tested from where
 # nobody could reach it) cannot be reused by CMake: configure it anew.
 if [ -f build-test/CMakeCache.txt ] &&
-  ! grep -qxF "CMAKE_CACHEFILE_DIR:INTERNAL=$PWD/build-test" build-test/CMakeCache.txt; then
+  ! grep -qxF "CMAKE_CACHEFILE_DIR:INTERNAL=$PWD/build-test" build-test/CMakeCache.txt &&
+  ! grep -qxF "CMAKE_CACHEFILE_DIR:INTERNAL=$(pwd -P)/build-test" build-test/CMakeCache.txt; then
   echo "test.sh: build-test was configured from another path; configuring it anew"
   rm -rf build-test
 fi

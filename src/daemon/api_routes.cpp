@@ -131,7 +131,10 @@ json Daemon::job_json(const JobRow& j, bool detail) {
                           : w != waiting_.end() ? w->second
                                                 : std::string("not yet considered by the scheduler");
   } else if (j.state == JobState::Estimating) {
-    o["waiting_reason"] = probes_.count(j.id) ? "estimating: the probe is running" : "estimating: waiting for a probe slot";
+    const auto p = probes_.find(j.id);
+    o["waiting_reason"] = p == probes_.end()     ? "estimating: waiting for a probe slot"
+                          : p->second->reaped() ? "estimating: reading the probe's trace"
+                                                : "estimating: the probe is running";
   } else {
     o["waiting_reason"] = nullptr;
   }

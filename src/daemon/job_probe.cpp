@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
-#include <system_error>
 #include <utility>
 
 #include <fmt/format.h>
@@ -170,17 +169,25 @@ void JobProbe::finish(int wait_status, double now_mono, Estimator estimator) {
     }
     return o;
   };
+  seconds_ = o.seconds;
   try {
     work_ = std::async(std::launch::async, work);
-  } catch (const std::system_error&) {  // no thread to be had: on the caller's, then
+  } catch (...) {  // no thread to be had: on the caller's, then
     ready_ = work();
   }
 }
 
 std::optional<JobProbe::Outcome> JobProbe::outcome() {
   if (ready_) return std::exchange(ready_, std::nullopt);
-  if (work_.valid() && work_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) return work_.get();
-  return std::nullopt;
+  if (!work_.valid() || work_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return std::nullopt;
+  try {
+    return work_.get();
+  } catch (...) {  // what even the worker's own handlers could not turn into a reason (no memory)
+    Outcome o;
+    o.failure = fmt::format("probe of {}: reading its trace failed", one_line(req_.subject()));
+    o.seconds = seconds_;
+    return o;
+  }
 }
 
 }  // namespace colo::daemon

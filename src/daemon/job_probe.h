@@ -66,6 +66,7 @@ class JobProbe {
   void drop_cgroup();                  // kills what is left in it and removes it
   double started_ = 0;
   bool timed_out_ = false, reaped_ = false;
+  double seconds_ = 0;            // the probe's run, for finish()'s outcome
   std::optional<Outcome> ready_;  // finish() decided without reading the trace
   std::future<Outcome> work_;     // else: reading and estimating it
 };

@@ -42,6 +42,11 @@ TEST(JobProbeThread, TheTraceIsEstimatedOffTheCallersThread) {
   who.home = "/";
   const std::string jobdir = dir.path() + "/job";
   std::filesystem::create_directories(jobdir);
+  // What the estimator uses, declared before the probe: its destructor waits for the estimator.
+  std::promise<void> go;
+  std::shared_future<void> gate = go.get_future().share();
+  std::atomic<bool> gave_up{false};
+  std::atomic<std::size_t> records{0};
   JobProbe probe(req, who, work, jobdir, "colo-probe-jobprobe-test-" + std::to_string(::getpid()), ProbeSettings{}, 0);
   int status = 0;
   ASSERT_EQ(::waitpid(probe.pid(), &status, 0), probe.pid());
@@ -49,10 +54,6 @@ TEST(JobProbeThread, TheTraceIsEstimatedOffTheCallersThread) {
 
   // The estimator waits until the test lets it go: had finish() run it on the caller's thread,
   // finish() would return only when the wait gave up, with the outcome already there.
-  std::promise<void> go;
-  std::shared_future<void> gate = go.get_future().share();
-  std::atomic<bool> gave_up{false};
-  std::atomic<std::size_t> records{0};
   probe.finish(status, 1.0, [&](const estimate::ProbeTrace& t) {
     records = t.records.size();
     if (gate.wait_for(30s) != std::future_status::ready) gave_up = true;
