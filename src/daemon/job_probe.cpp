@@ -22,8 +22,8 @@ namespace colo::daemon {
 
 namespace {
 
-// A trace of two iterations of a large model is under 1 MiB (GPT-2 XL's: 0.4 MiB); one of
-// 64 MiB takes about 3 s and 300 MiB of memory to read and replay; anything past it is refused.
+// A trace of two iterations of a large model is under 1 MiB (GPT-2 XL's at batch 2: 0.4 MiB,
+// docs/DAEMON.md); one near this cap takes seconds to read and replay; past it, refused.
 constexpr off_t kMaxTraceFileBytes = off_t{64} << 20;
 
 int open_owned(const std::string& path, const estimate::ProbeIdentity& who) {
