@@ -371,8 +371,8 @@ TEST(ColodProbe, AProbePackageTheSubmitterCannotReadIsNamedInTheFailure) {
   EXPECT_EQ(j.at("need_source"), "user");
   EXPECT_EQ(j.at("probe").at("status"), "failed");
   EXPECT_NE(j.at("need_explanation").get<std::string>().find(
-                "No module named colo_probe (the probe package in " + hidden +
-                " must be readable by the user the probe runs as)"),
+                "cannot start the probe: the probe package in " + hidden +
+                " is not readable by the user the probe runs as (nobody)"),
             std::string::npos)
       << j.dump(2);
 }

@@ -294,7 +294,12 @@ std::string probe_package_dir() {
     // Named by hand: a typo would otherwise surface as Python's "No module named colo_probe".
     if (std::error_code ec; !fs::exists(fs::path(p) / "colo_probe" / "__main__.py", ec))
       throw UserError(fmt::format("$COLO_PROBE_PATH ({}) holds no colo_probe package (colo_probe/__main__.py)", one_line(p)));
-    return p;
+    // Absolute: the probe starts in the job's working directory.
+    std::error_code ec;
+    const fs::path absolute = fs::absolute(p, ec);
+    std::string dir = (ec ? fs::path(p) : absolute).lexically_normal().string();
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    return dir;
   }
   const std::string main_py = resource_path(nullptr, "python", "colo_probe/__main__.py");
   if (fs::exists(main_py)) return fs::path(main_py).parent_path().parent_path().string();
@@ -371,7 +376,7 @@ ProbeCommand probe_command(const ProbeRequest& req, const std::string& out_path,
 }
 
 [[noreturn]] void child_fail(const char* what) {
-  char msg[512] = "colo_probe: error: cannot start the probe: ";
+  char msg[5120] = "colo_probe: error: cannot start the probe: ";  // room for a path of PATH_MAX
   std::strncat(msg, what, sizeof msg - std::strlen(msg) - 2);
   std::strncat(msg, "\n", sizeof msg - std::strlen(msg) - 1);
   [[maybe_unused]] auto n = ::write(2, msg, std::strlen(msg));
@@ -402,6 +407,14 @@ int spawn_probe(const ProbeRequest& req, const ProbeLimits& limits, const ProbeS
     groups.resize(static_cast<std::size_t>(std::max(n, 0)));
     if (groups.empty()) groups.push_back(static_cast<gid_t>(who->gid));
   }
+  // What Python's import needs of the package (listing and entering both directories, reading the
+  // entry point), checked as the user the probe runs as: otherwise the failure would read as
+  // "No module named colo_probe", naming neither the directory nor the cause.
+  const std::string package = probe_package_dir();
+  const std::string package_module = package + "/colo_probe", package_main = package_module + "/__main__.py";
+  const std::string unreadable =
+      fmt::format("the probe package in {} is not readable by the user the probe runs as{}", one_line(package),
+                  who ? " (" + one_line(who->user) + ")" : std::string());
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw UserError(fmt::format("probe: fork: {}", std::strerror(errno)));
@@ -449,6 +462,9 @@ int spawn_probe(const ProbeRequest& req, const ProbeLimits& limits, const ProbeS
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(125);
   }
+  if (::access(package.c_str(), R_OK | X_OK) != 0 || ::access(package_module.c_str(), R_OK | X_OK) != 0 ||
+      ::access(package_main.c_str(), R_OK) != 0)
+    child_fail(unreadable.c_str());
   rlimit as{limits.address_space_bytes, limits.address_space_bytes};
   ::setrlimit(RLIMIT_AS, &as);
   if (!limits.workdir.empty() && ::chdir(limits.workdir.c_str()) != 0) child_fail("cannot enter the working directory");
@@ -465,17 +481,6 @@ std::string probe_failure(const ProbeRequest& req, int status, const std::string
   if (why.empty()) why = fmt::format("exit status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   if (why.find("MemoryError") != std::string::npos || why.find("std::bad_alloc") != std::string::npos)
     why += fmt::format(" (the probe's address-space limit is {} GiB)", limits.address_space_bytes >> 30);
-  // The package exists (probe_package_dir checked, as colod): the user the probe runs as cannot
-  // read it, e.g. a build under /root probing for another user.
-  if (why.find("No module named colo_probe") != std::string::npos) {
-    std::string dir;
-    try {
-      dir = probe_package_dir();
-    } catch (const UserError&) {
-    }
-    why += fmt::format(" (the probe package{} must be readable by the user the probe runs as)",
-                       dir.empty() ? "" : " in " + dir);
-  }
   return fmt::format("probe of {} failed: {}", one_line(req.subject()), one_line(why));
 }
 
