@@ -66,6 +66,10 @@ struct DaemonConfig {
   // [jobs]
   Seconds cancel_grace = 10.0;  // SIGTERM, then SIGKILL after this
   std::size_t max_request_bytes = 1024 * 1024;
+  // What each attempt's stdout and stderr may write to its log file; past it the last 1 MiB is
+  // kept (daemon/log_relay.h). 0 = no limit. Assumption: generous for a training log, small
+  // beside the disk colod's state directory shares with everything else.
+  MiB max_log_mib = 1024;
 
   std::string socket_path() const { return socket.empty() ? state_dir + "/colo.sock" : socket; }
   std::string db_path() const { return state_dir + "/colo.db"; }

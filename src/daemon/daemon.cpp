@@ -798,6 +798,7 @@ void Daemon::launch(const Placement& p) {
     spec.stderr_path = log_path(j.id, "stderr");
     spec.grace_s = cfg_.cancel_grace;
     spec.umask = j.umask;
+    spec.max_log_bytes = static_cast<std::uint64_t>(cfg_.max_log_mib) * kBytesPerMiB;
     spec.cgroup_name = fmt::format("colo-job-{}-{}", j.id, a.n);
     if (a.slot_protocol) {
       spec.checkpoint_signal = cfg_.checkpoint_signal;

@@ -1,5 +1,6 @@
 #include "daemon/shim.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -15,14 +16,17 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/session_keyring.h"
 #include "daemon/job_cgroup.h"
+#include "daemon/log_relay.h"
 #include "daemon/proc.h"
 
 extern char** environ;
@@ -32,6 +36,9 @@ namespace colo::daemon {
 using nlohmann::json;
 
 namespace {
+
+// What an attempt's log keeps of its output past jobs.max_log (at most the cap itself).
+constexpr std::uint64_t kLogTailBytes = std::uint64_t{1} << 20;
 
 // colod raises its own soft descriptor limit to the hard one (colod_main.cpp) and leaves the
 // original in kJobNofileEnv: the job gets the limit it would have had, not colod's headroom.
@@ -111,6 +118,7 @@ ShimSpec spec_from_json(const json& j) {
   s.cgroup_name = j.value("cgroup_name", std::string());
   s.checkpoint_signal = j.value("checkpoint_signal", 0);
   s.umask = j.value("umask", 022);  // a spec written before colod sent the mask
+  s.max_log_bytes = j.value("max_log_bytes", std::uint64_t{0});
   return s;
 }
 
@@ -193,6 +201,23 @@ void kill_every_descendant(double limit_s) {
   _exit(127);
 }
 
+// Reads what the job's pipe holds now (a bounded amount, so signals are not kept waiting) into
+// its relay; at end of file (every writer gone) closes the pipe and sets `fd` to -1.
+void relay_available(int& fd, LogRelay& relay) {
+  char buf[65536];
+  for (int rounds = 0; fd >= 0 && rounds < 16; ++rounds) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      relay.take(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    ::close(fd);  // end of file, or an error no later read would mend
+    fd = -1;
+  }
+}
+
 }  // namespace
 
 bool reap_exited(pid_t child, int& status) {
@@ -212,7 +237,8 @@ void write_shim_spec(const std::string& dir, const ShimSpec& s) {
   for (const auto& [k, v] : s.env) env.push_back({k, v});
   json j{{"argv", s.argv}, {"env", env}, {"workdir", s.workdir}, {"user", s.user}, {"uid", s.uid},
          {"gid", s.gid}, {"stdout", s.stdout_path}, {"stderr", s.stderr_path}, {"grace_s", s.grace_s},
-         {"cgroup_name", s.cgroup_name}, {"checkpoint_signal", s.checkpoint_signal}, {"umask", s.umask}};
+         {"cgroup_name", s.cgroup_name}, {"checkpoint_signal", s.checkpoint_signal}, {"umask", s.umask},
+         {"max_log_bytes", s.max_log_bytes}};
   write_atomic(dir, "spec.json", j.dump() + "\n");
 }
 
@@ -380,13 +406,25 @@ int shim_main(const std::string& dir) {
   }
   ::fchmod(out_fd, 0600);  // a log made by an older colod (0640) is tightened too
   ::fchmod(err_fd, 0600);
-  int report[2];
-  if (pipe2(report, O_CLOEXEC) != 0) {
+  // The job writes into pipes the shim relays to the files (log_relay.h): bounded per attempt.
+  int report[2], out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+  if (pipe2(report, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
     ex.error = std::string("pipe: ") + std::strerror(errno);
     ex.exit_code = 127;
     ex.end_time = wall_now();
     return finish(ex);
   }
+  ::fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
+  ::fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
+  const std::string cap_text = fmt::format("jobs.max_log = {} MiB", spec.max_log_bytes >> 20);
+  const std::size_t tail = static_cast<std::size_t>(std::min<std::uint64_t>(spec.max_log_bytes, kLogTailBytes));
+  LogRelay out_relay(out_fd, spec.max_log_bytes, tail, "stdout", cap_text);
+  LogRelay err_relay(err_fd, spec.max_log_bytes, tail, "stderr", cap_text);
+  struct Stream {
+    int fd;
+    LogRelay* relay;
+  };
+  Stream streams[2] = {{out_pipe[0], &out_relay}, {err_pipe[0], &err_relay}};
   std::string cgroup, cgroup_procs;
   if (!spec.cgroup_name.empty()) {
     std::string why;
@@ -404,11 +442,11 @@ int shim_main(const std::string& dir) {
   const pid_t child = fork();
   if (child == 0) {
     ::close(report[0]);
-    exec_job(spec, out_fd, err_fd, report[1], cgroup_procs.c_str());
+    exec_job(spec, out_pipe[1], err_pipe[1], report[1], cgroup_procs.c_str());
   }
   ::close(report[1]);
-  ::close(out_fd);
-  ::close(err_fd);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
   if (child < 0) {
     ex.error = std::string("fork: ") + std::strerror(errno);
     ex.exit_code = 127;
@@ -426,23 +464,34 @@ int shim_main(const std::string& dir) {
     if (!msg.empty()) ex.error = msg;
   }
 
-  // 3. Wait, forwarding a cancel.
+  // 3. Wait, forwarding a cancel and relaying the output. The signals stay blocked; a signalfd
+  // only wakes the poll (sigtimedwait takes them), so none waits behind a quiet job.
+  const int sig_fd = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
   std::optional<double> kill_at;
   int status = 0;
   for (;;) {
     if (reap_exited(child, status)) break;
-    timespec wait{0, 200 * 1000 * 1000};
-    const int sig = sigtimedwait(&set, nullptr, &wait);
-    if (sig == SIGUSR1 && spec.checkpoint_signal > 0) ::kill(-child, spec.checkpoint_signal);
-    if ((sig == SIGTERM || sig == SIGINT) && !kill_at) {
-      ::kill(-child, SIGTERM);
-      kill_at = mono_now() + spec.grace_s;
+    pollfd fds[3];
+    nfds_t nfds = 0;
+    if (sig_fd >= 0) fds[nfds++] = {sig_fd, POLLIN, 0};
+    for (const Stream& st : streams)
+      if (st.fd >= 0) fds[nfds++] = {st.fd, POLLIN, 0};
+    ::poll(fds, nfds, 200);
+    for (Stream& st : streams) relay_available(st.fd, *st.relay);
+    timespec zero{0, 0};
+    for (int sig; (sig = sigtimedwait(&set, nullptr, &zero)) > 0;) {
+      if (sig == SIGUSR1 && spec.checkpoint_signal > 0) ::kill(-child, spec.checkpoint_signal);
+      if ((sig == SIGTERM || sig == SIGINT) && !kill_at) {
+        ::kill(-child, SIGTERM);
+        kill_at = mono_now() + spec.grace_s;
+      }
     }
     if (kill_at && mono_now() >= *kill_at) {
       ::kill(-child, SIGKILL);
       kill_at = mono_now() + 3600;  // once
     }
   }
+  if (sig_fd >= 0) ::close(sig_fd);
   if (WIFEXITED(status)) ex.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) ex.signal = WTERMSIG(status);
 
@@ -453,6 +502,28 @@ int shim_main(const std::string& dir) {
   if (!cgroup.empty() && !kill_cgroup(cgroup, 30))
     std::fprintf(stderr, "colo-shim: processes in %s survive SIGKILL\n", cgroup.c_str());
   kill_every_descendant(30);
+  // What is still in the pipes: every writer is dead now (one that survived SIGKILL could hold a
+  // pipe open, hence the bound), then the kept tails.
+  const double drain_until = mono_now() + 5;
+  for (;;) {
+    pollfd fds[2];
+    nfds_t nfds = 0;
+    for (const Stream& st : streams)
+      if (st.fd >= 0) fds[nfds++] = {st.fd, POLLIN, 0};
+    const double left = drain_until - mono_now();
+    if (nfds == 0 || left <= 0) break;
+    ::poll(fds, nfds, static_cast<int>(left * 1000) + 1);
+    for (Stream& st : streams) relay_available(st.fd, *st.relay);
+  }
+  for (Stream& st : streams) {
+    if (st.fd >= 0) {
+      std::fprintf(stderr, "colo-shim: a process of the job still holds its output open: what it writes is lost\n");
+      ::close(st.fd);
+    }
+    st.relay->finish();
+  }
+  ::close(out_fd);
+  ::close(err_fd);
   if (!cgroup.empty()) {
     const CgroupUsage u = read_cgroup_usage(cgroup);
     ex.cgroup = cgroup;

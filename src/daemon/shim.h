@@ -7,7 +7,8 @@
 //      the database; EOF (the daemon died first) or SIGTERM means "never start" → exit.json
 //      says started=false and the daemon requeues the job without counting an attempt;
 //   2. marks ATTEMPT_DIR/started, forks the job in its own process group (as the submitter's
-//      uid/gid when root), stdout/stderr appended to the job's log files;
+//      uid/gid when root), its stdout/stderr pipes relayed to the job's log files, bounded by
+//      max_log_bytes (log_relay.h);
 //   3. SIGTERM → SIGTERM to the job's process group, SIGKILL after the grace period;
 //   4. when the job's main process exits, kills what is left of the session, then writes
 //      exit.json atomically (write + fsync + rename).
@@ -38,6 +39,8 @@ struct ShimSpec {
   // checkpoint request, daemon/checkpoint_request.h); 0 = the job is not asked.
   int checkpoint_signal = 0;
   int umask = 022;  // the submitter's file-creation mask (colod's own is 077)
+  // Per stream and attempt, what of the job's output reaches its log file (log_relay.h); 0 = all.
+  std::uint64_t max_log_bytes = 0;
 };
 
 struct ShimExit {

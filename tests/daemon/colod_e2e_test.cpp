@@ -227,6 +227,36 @@ TEST(ColodE2E, ARunningRetryDoesNotShowThePreviousAttemptsEnd) {
   EXPECT_EQ(d.wait_terminal(id).at("state"), "done");
 }
 
+// jobs.max_log bounds what each attempt writes to its logs; the head and the tail are kept, and
+// the OOM detector still finds a framework's message written past the cap.
+TEST(ColodE2E, LogsPastMaxLogKeepTheirHeadAndTailAndTheOomIsStillSeen) {
+  TempDir dir;
+  std::ofstream(dir.path() + "/colod.toml") << "[jobs]\nmax_log = 1\n";
+  ColodProcess d(dir.path(), "1x40GiB", {"--config", dir.path() + "/colod.toml"});
+  const std::string three_mib = "head -c 3145728 /dev/zero | tr '\\0' ";
+  const std::uint64_t id = d.submit(
+      {"--mem", "1GiB", "--", "/bin/sh", "-c",
+       "if [ \"$COLO_ATTEMPT\" = 1 ]; then " + three_mib + "e >&2; echo >&2; "
+       "echo 'torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB' >&2; " +
+           three_mib + "o; echo; echo THE-END; exit 1; fi; echo second"});
+  const json j = d.wait_terminal(id, 90s);
+  EXPECT_EQ(j.at("state"), "done") << j.dump(2);
+  ASSERT_GE(j.at("attempts").size(), 2u) << j.dump(2);
+  EXPECT_EQ(j.at("attempts").at(0).at("outcome"), "oom") << j.dump(2);
+  const std::string out = d.colo({"logs", std::to_string(id)}).out;
+  const std::string err = d.colo({"logs", std::to_string(id), "--stderr"}).out;
+  const std::size_t mib = 1 << 20;
+  for (const std::string* log : {&out, &err}) {
+    EXPECT_LT(log->size(), 2 * mib + 1024);  // 1 MiB written, the last 1 MiB kept, two notes
+    EXPECT_NE(log->find("passed jobs.max_log = 1 MiB"), std::string::npos);
+    EXPECT_NE(log->find("bytes of this attempt's"), std::string::npos);
+  }
+  EXPECT_EQ(out.substr(0, mib), std::string(mib, 'o'));
+  EXPECT_EQ(out.substr(out.size() - 16), "\nTHE-END\nsecond\n");  // attempt 2 appended after the tail
+  EXPECT_EQ(err.substr(0, mib), std::string(mib, 'e'));
+  EXPECT_NE(err.find("CUDA out of memory. Tried to allocate 2.00 GiB\n"), std::string::npos);
+}
+
 TEST(ColodE2E, UsersCannotTouchEachOthersJobs) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to act as a second user";
   TempDir dir;
