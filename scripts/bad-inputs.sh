@@ -921,6 +921,7 @@ sweep_colod_inputs() {
   for v in -1 nan; do config_case "jobs.cancel_grace_s = $v" "[jobs]\ncancel_grace_s = $v\n"; done
   for v in 0 -1 nan 1e300; do config_case "jobs.max_request_bytes = $v" "[jobs]\nmax_request_bytes = $v\n"; done
   for v in -1 '"-1GiB"' '"2TiB"' 9223372036854775807 '"lots"' 1.5; do config_case "jobs.max_log = $v" "[jobs]\nmax_log = $v\n"; done
+  for v in -1 nan inf 36501 '"30"'; do config_case "jobs.keep_logs_days = $v" "[jobs]\nkeep_logs_days = $v\n"; done
   config_case "gpus.managed = \"0\"" '[gpus]\nmanaged = "0"\n'
   config_case "gpus.managed = [99]" '[gpus]\nmanaged = [99]\n'
   config_case "gpus.managed = [-1]" '[gpus]\nmanaged = [-1]\n'

@@ -171,6 +171,7 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
       }
       else if (section == "jobs" && k == "cancel_grace_s") c.cancel_grace = r.number(n, full, 0, 3600);
       else if (section == "jobs" && k == "max_log") c.max_log_mib = r.memory(n, full, 0);
+      else if (section == "jobs" && k == "keep_logs_days") c.keep_logs = r.number(n, full, 0, 36500) * 86400;
       else if (section == "jobs" && k == "max_request_bytes")
         c.max_request_bytes = static_cast<std::size_t>(r.integer(n, full, 1024, std::int64_t{64} * 1024 * 1024));
       else r.bad(n, fmt::format("unknown key '{}'", full));

@@ -70,6 +70,10 @@ struct DaemonConfig {
   // kept (daemon/log_relay.h). 0 = no limit. Assumption: generous for a training log, small
   // beside the disk colod's state directory shares with everything else.
   MiB max_log_mib = 1024;
+  // A finished job's directory (its logs, probe trace, attempt records) is removed this long
+  // after it ended; its database row (colo show, the history estimator) stays. 0 = never.
+  // Assumption: a month to read a job's output, as a site would set journal retention.
+  Seconds keep_logs = 30 * 86400.0;
 
   std::string socket_path() const { return socket.empty() ? state_dir + "/colo.sock" : socket; }
   std::string db_path() const { return state_dir + "/colo.db"; }

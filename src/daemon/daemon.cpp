@@ -1163,6 +1163,26 @@ void Daemon::tick() {
 
 // Health is not an operator drain: nothing here touches drained_ or the stored drain flags
 // (an unhealthy GPU is out of scheduling through GpuSnapshot::healthy and comes back by itself).
+void Daemon::expire_job_files() {
+  constexpr int kBatch = 256;
+  next_expiry_ = mono() + std::min(60.0, std::max(cfg_.keep_logs, 0.1));
+  if (cfg_.keep_logs <= 0) return;
+  const auto expired = store_.finished_between(expired_up_to_, now() - cfg_.keep_logs, kBatch);
+  for (const auto& [id, end] : expired) {
+    std::error_code ec;
+    fs::remove_all(job_dir(id), ec);
+    if (ec) log(fmt::format("colod: job {}: cannot remove its files after jobs.keep_logs_days: {}", id, ec.message()));
+    expired_up_to_ = {end, id};
+  }
+  if (expired.size() == static_cast<std::size_t>(kBatch)) next_expiry_ = mono();  // a backlog: go on next turn
+}
+
+bool Daemon::job_files_expired(const JobRow& j) const {
+  std::error_code ec;
+  return cfg_.keep_logs > 0 && is_terminal(j.state) && j.end_time && now() - *j.end_time >= cfg_.keep_logs &&
+         !fs::exists(job_dir(j.id), ec) && !ec;
+}
+
 void Daemon::gpu_event(const MonitorEvent& e, double t) {
   using K = MonitorEvent::Kind;
   log("colod: " + e.message);
@@ -1206,6 +1226,7 @@ int Daemon::run() {
     run_probes();
     if (dirty_ && mono() >= launch_pause_until_) schedule();
     enforce_slots();  // after scheduling: a job it just placed does not count as waiting
+    if (mono() >= next_expiry_) expire_job_files();
 
     std::vector<pollfd> fds{{signal_fd_, POLLIN, 0}};
     api_->add_pollfds(fds);

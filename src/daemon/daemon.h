@@ -101,6 +101,11 @@ class Daemon {
   // stop those past their slot. Every step is recorded before the signal is sent.
   void enforce_slots();
   void send_checkpoint_request(Live& l);
+  // jobs.keep_logs_days: removes the directories of jobs that ended longer ago (a bounded batch
+  // per pass, so the loop stays responsive while a backlog is worked off).
+  void expire_job_files();
+  // The job's logs are missing because expire_job_files removed them.
+  bool job_files_expired(const JobRow& j) const;
   std::vector<std::pair<std::string, std::string>> job_base_environment(const JobRow& j) const;
   std::vector<std::pair<std::string, std::string>> job_environment(const JobRow& j, const AttemptRow& a) const;
   std::string job_dir(JobId id) const;
@@ -164,6 +169,9 @@ class Daemon {
   double launch_pause_until_ = 0;   // monotonic: no scheduling before this after a failed launch
   double next_tick_ = 0;   // monotonic
   double next_prune_ = 0;
+  // jobs.keep_logs_days: the next pass (monotonic) and how far the passes got (end time, id).
+  double next_expiry_ = 0;
+  std::pair<double, JobId> expired_up_to_{0, 0};
   CheckpointRequests checkpoint_requests_;
   int signal_fd_ = -1;
   bool stop_ = false;

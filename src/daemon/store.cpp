@@ -247,6 +247,20 @@ std::vector<JobRow> Store::recently_finished(int limit) {
   return out;
 }
 
+std::vector<std::pair<JobId, double>> Store::finished_between(std::pair<double, JobId> after, double until, int limit) {
+  auto s = db_.prepare(
+      "SELECT id, end_time FROM jobs WHERE state IN ('done','failed','cancelled') AND end_time IS NOT NULL "
+      "AND (end_time > ? OR (end_time = ? AND id > ?)) AND end_time <= ? ORDER BY end_time, id LIMIT ?");
+  s.bind(1, after.first);
+  s.bind(2, after.first);
+  s.bind(3, static_cast<std::int64_t>(after.second));
+  s.bind(4, until);
+  s.bind(5, limit);
+  std::vector<std::pair<JobId, double>> out;
+  while (s.step()) out.emplace_back(static_cast<JobId>(s.i64(0)), s.f64(1));
+  return out;
+}
+
 std::vector<JobRow> Store::jobs_in_state(JobState st) {
   const char* order = st == JobState::Recovering ? "recovery_seq, id" : "COALESCE(queue_seq, id), id";
   auto s = db_.prepare(fmt::format("SELECT {} FROM jobs WHERE state = ? ORDER BY {}", kJobCols, order));

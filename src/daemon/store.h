@@ -139,6 +139,9 @@ class Store {
   std::vector<JobRow> jobs_in_state(JobState s);  // queued: by id; recovering: by recovery_seq
   // The `limit` jobs that finished (done, failed, cancelled) last, by end time, the latest last.
   std::vector<JobRow> recently_finished(int limit);
+  // Finished jobs (done, failed, cancelled) that ended after (end, id) = `after` and at or before
+  // `until`, in that order: (id, end_time), at most `limit`.
+  std::vector<std::pair<JobId, double>> finished_between(std::pair<double, JobId> after, double until, int limit);
   void update_job(const JobRow& j);    // every mutable column
 
   std::int64_t insert_attempt(const AttemptRow& a);

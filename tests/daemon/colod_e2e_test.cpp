@@ -257,6 +257,30 @@ TEST(ColodE2E, LogsPastMaxLogKeepTheirHeadAndTailAndTheOomIsStillSeen) {
   EXPECT_NE(err.find("CUDA out of memory. Tried to allocate 2.00 GiB\n"), std::string::npos);
 }
 
+// jobs.keep_logs_days: a finished job's directory goes once it ended that long ago (its row and
+// `colo show` stay, `colo logs` says why there is nothing); a running job's never does.
+TEST(ColodE2E, AFinishedJobsFilesGoAfterKeepLogsDaysAndARunningOnesStay) {
+  TempDir dir;
+  std::ofstream(dir.path() + "/colod.toml") << "[jobs]\nkeep_logs_days = 0.00002\n";  // 1.7 s
+  ColodProcess d(dir.path(), "1x40GiB", {"--config", dir.path() + "/colod.toml"});
+  const std::string gate = dir.path() + "/gate";
+  const std::uint64_t running = d.submit({"--mem", "1GiB", "--", "/bin/sh", "-c", "echo up; " + fifo_gate(gate)});
+  ASSERT_TRUE(wait_until([&] { return d.colo_json({"show", std::to_string(running), "--json"}).at("state") == "running"; }, 60s));
+  const std::uint64_t id = d.submit({"--mem", "1GiB", "--", "/bin/echo", "hello"});
+  ASSERT_EQ(d.wait_terminal(id, 60s).at("state"), "done");
+  const std::string finished_dir = dir.path() + "/jobs/" + std::to_string(id);
+  ASSERT_TRUE(wait_until([&] { return !std::filesystem::exists(finished_dir); }, 60s)) << finished_dir;
+  const RunResult logs = d.colo({"logs", std::to_string(id)});
+  EXPECT_NE(logs.rc, 0);
+  EXPECT_EQ(logs.err, "colo: error: job " + std::to_string(id) +
+                          "'s logs were removed: it ended more than 2e-05 days ago (jobs.keep_logs_days)\n");
+  EXPECT_EQ(d.colo_json({"show", std::to_string(id), "--json"}).at("state"), "done");
+  // Running longer than keep_logs_days by now: its files are all there.
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/jobs/" + std::to_string(running) + "/stdout.log"));
+  open_gate(gate);
+  EXPECT_EQ(d.wait_terminal(running, 60s).at("state"), "done");
+}
+
 TEST(ColodE2E, UsersCannotTouchEachOthersJobs) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to act as a second user";
   TempDir dir;

@@ -370,6 +370,8 @@ TEST(DaemonConfig, ExampleConfigLoadsAndErrorsNameTheLine) {
   EXPECT_EQ(c.policy, "magm");
   EXPECT_EQ(c.sharing, Sharing::Streams);
   EXPECT_EQ(c.conditions.margin_mib, 2048);
+  EXPECT_EQ(c.max_log_mib, 1024);
+  EXPECT_EQ(c.keep_logs, 30 * 86400.0);
   const std::string path = (fs::temp_directory_path() / "colod-bad.toml").string();
   std::ofstream(path) << "[policy]\nname = \"magm\"\nsmact_cap = 3\n";
   try {
