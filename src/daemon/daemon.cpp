@@ -947,7 +947,7 @@ void Daemon::run_probes() {
       probes_pending_ = true;
       continue;
     }
-    if (p.kill_if_expired(m)) log(fmt::format("colod: job {}: probe past its {:.0f} s deadline, killed", id, cfg_.probe_timeout));
+    if (const std::string why = p.kill_if_past_limits(m); !why.empty()) log(fmt::format("colod: job {}: {}", id, why));
     ++it;
   }
   if (!probes_pending_ || static_cast<int>(probes_.size()) >= cfg_.probe_concurrency) return;

@@ -25,6 +25,13 @@ namespace {
 // A trace of two iterations of a large model is under 1 MiB (GPT-2 XL's at batch 2: 0.4 MiB,
 // docs/DAEMON.md); one near this cap takes seconds to read and replay; past it, refused.
 constexpr off_t kMaxTraceFileBytes = off_t{64} << 20;
+// Its stderr: colod reads only the end of it; a probe's own messages are a few KiB.
+constexpr off_t kMaxProbeErrBytes = off_t{64} << 20;
+
+off_t probe_file_bytes(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 ? st.st_size : 0;
+}
 
 int open_owned(const std::string& path, const estimate::ProbeIdentity& who) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -129,12 +136,20 @@ void JobProbe::drop_cgroup() {
   }
 }
 
-bool JobProbe::kill_if_expired(double now_mono) {
+std::string JobProbe::kill_if_past_limits(double now_mono) {
   // Once reaped, its pid (and group) may be another process's.
-  if (reaped_ || timed_out_ || now_mono - started_ < settings_.timeout_seconds) return false;
-  timed_out_ = true;
+  if (reaped_ || !overrun_.empty()) return "";
+  const std::string subject = one_line(req_.subject());
+  if (now_mono - started_ >= settings_.timeout_seconds)
+    overrun_ = fmt::format("probe of {} timed out after {:.0f} s", subject, settings_.timeout_seconds);
+  else if (probe_file_bytes(out_fd_) > kMaxTraceFileBytes)
+    overrun_ = fmt::format("probe of {} wrote a trace larger than {} MiB: killed", subject, kMaxTraceFileBytes >> 20);
+  else if (probe_file_bytes(err_fd_) > kMaxProbeErrBytes)
+    overrun_ = fmt::format("probe of {} wrote more than {} MiB to its stderr: killed", subject, kMaxProbeErrBytes >> 20);
+  else
+    return "";
   kill();
-  return true;
+  return overrun_;
 }
 
 void JobProbe::finish(int wait_status, double now_mono, Estimator estimator) {
@@ -145,8 +160,8 @@ void JobProbe::finish(int wait_status, double now_mono, Estimator estimator) {
   o.seconds = now_mono - started_;
   estimate::ProbeLimits limits;
   limits.address_space_bytes = settings_.address_space_bytes;
-  if (timed_out_)
-    o.failure = fmt::format("probe of {} timed out after {:.0f} s", one_line(req_.subject()), settings_.timeout_seconds);
+  if (!overrun_.empty())
+    o.failure = overrun_;
   else
     o.failure = estimate::probe_failure(req_, wait_status, read_fd(err_fd_, 64 << 10, true), limits);
   if (!o.failure.empty()) {

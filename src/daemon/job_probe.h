@@ -40,8 +40,10 @@ class JobProbe {
 
   int pid() const { return pid_; }
   bool reaped() const { return reaped_; }  // finish() was called: pid() may be another process's now
-  // Past the deadline: the probe's process group is killed (the exit is collected as usual).
-  bool kill_if_expired(double now_mono);
+  // Past the deadline, or its trace or stderr file past its cap (what a probe may leave in the
+  // state directory): the probe's process group is killed (the exit is collected as usual) and
+  // the reason is returned (once; empty otherwise).
+  std::string kill_if_past_limits(double now_mono);
   void kill();  // nothing once reaped (finish()): its pid may be another process's by then
 
   struct Outcome {
@@ -65,7 +67,8 @@ class JobProbe {
   std::string record_;                 // dir/probe.cgroup: the leaf's path while it exists
   void drop_cgroup();                  // kills what is left in it and removes it
   double started_ = 0;
-  bool timed_out_ = false, reaped_ = false;
+  std::string overrun_;  // why kill_if_past_limits killed it; empty while it has not
+  bool reaped_ = false;
   double seconds_ = 0;            // the probe's run, for finish()'s outcome
   std::optional<Outcome> ready_;  // finish() decided without reading the trace
   std::future<Outcome> work_;     // else: reading and estimating it

@@ -48,6 +48,14 @@ def hang():
         f.write(str(os.getpid()))
     signal.pause()  # blocks until colod kills it: no duration is assumed
 
+def spew_and_hang():
+    import sys
+    chunk = "x" * (1 << 20)
+    for _ in range(80):  # past colod's 64 MiB for a probe's stderr
+        sys.stderr.write(chunk)
+    sys.stderr.flush()
+    signal.pause()  # only colod's size check ends it (the deadline is far)
+
 def escape_and_hang():
     # A child that leaves the probe's process group (as a data loader or a launcher might).
     if os.fork() == 0:
@@ -374,6 +382,22 @@ TEST(ColodProbe, AProbePackageTheSubmitterCannotReadIsNamedInTheFailure) {
                 "cannot start the probe: the probe package in " + hidden +
                 " is not readable by the user the probe runs as (nobody)"),
             std::string::npos)
+      << j.dump(2);
+}
+
+// What a probe leaves in the state directory is bounded: one that floods its stderr is killed.
+TEST(ColodProbe, AProbeThatFloodsItsStderrIsKilledAndNamedSo) {
+  TempDir dir;
+  const std::string models = write_models(dir.path() + "/models", dir.path());
+  std::ofstream(dir.path() + "/colod.toml") << "[estimator]\nprobe_timeout_s = 3600\n";
+  ColodProcess d(dir.path(), "1x40GiB", {"--config", dir.path() + "/colod.toml"});
+  const std::uint64_t id = d.submit({"--workdir", models, "--probe", "models.py:spew_and_hang", "--batch", "8",
+                                     "--input", "64", "--mem", "2GiB", "--", "/bin/true"});
+  const json j = d.wait_terminal(id, 120s);
+  EXPECT_EQ(j.at("state"), "done") << j.dump(2);
+  EXPECT_EQ(j.at("need_source"), "user");
+  EXPECT_EQ(j.at("probe").at("status"), "failed");
+  EXPECT_EQ(j.at("probe").at("detail"), "probe of models.py:spew_and_hang wrote more than 64 MiB to its stderr: killed")
       << j.dump(2);
 }
 
