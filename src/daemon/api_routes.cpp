@@ -336,9 +336,7 @@ HttpResponse Daemon::job_logs(JobId id, const HttpRequest& req, const Peer& peer
   if (!num("offset", offset)) return error(400, "query 'offset' must be a non-negative integer");
   if (!num("max", max) || max == 0) return error(400, "query 'max' must be a positive integer");
   max = std::min<std::int64_t>(max, 1 << 20);
-  if (job_files_expired(*j))
-    return error(410, fmt::format("job {}'s logs were removed: it ended more than {:g} days ago (jobs.keep_logs_days)", id,
-                                  cfg_.keep_logs / 86400));
+  if (const auto removed = job_files_removed(*j)) return error(410, fmt::format("job {}: {}", id, *removed));
   std::string data;
   std::int64_t size = 0;
   std::ifstream in(log_path(id, stream), std::ios::binary);

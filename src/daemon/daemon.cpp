@@ -1161,28 +1161,47 @@ void Daemon::tick() {
   dirty_ = true;  // new samples may open room
 }
 
-// Health is not an operator drain: nothing here touches drained_ or the stored drain flags
-// (an unhealthy GPU is out of scheduling through GpuSnapshot::healthy and comes back by itself).
 void Daemon::expire_job_files() {
   constexpr int kBatch = 256;
+  constexpr double kBudgetS = 0.05;  // per pass: the loop (API, cancels, slots) must not stall
   next_expiry_ = mono() + std::min(60.0, std::max(cfg_.keep_logs, 0.1));
   if (cfg_.keep_logs <= 0) return;
+  const double started = mono();
   const auto expired = store_.finished_between(expired_up_to_, now() - cfg_.keep_logs, kBatch);
+  Txn txn(store_.db());
   for (const auto& [id, end] : expired) {
+    if (mono() - started > kBudgetS) {
+      next_expiry_ = mono();  // the rest on the next turn
+      break;
+    }
+    // The event is what `colo logs` answers from later (whatever the configuration is by then);
+    // a directory already gone (removed before a restart, which rescans from the start) has one.
+    const std::string dir = job_dir(id);
     std::error_code ec;
-    fs::remove_all(job_dir(id), ec);
-    if (ec) log(fmt::format("colod: job {}: cannot remove its files after jobs.keep_logs_days: {}", id, ec.message()));
+    if (fs::exists(dir, ec)) {
+      fs::remove_all(dir, ec);
+      if (ec)  // not retried before colod restarts: one stuck directory must not stop the rest
+        log(fmt::format("colod: job {}: cannot remove its files after jobs.keep_logs_days: {}", id, ec.message()));
+      else
+        store_.event(id, now(), "files_removed",
+                     fmt::format("its logs were removed: it ended more than {:g} days ago (jobs.keep_logs_days)",
+                                 cfg_.keep_logs / 86400));
+    }
     expired_up_to_ = {end, id};
   }
+  txn.commit();
   if (expired.size() == static_cast<std::size_t>(kBatch)) next_expiry_ = mono();  // a backlog: go on next turn
 }
 
-bool Daemon::job_files_expired(const JobRow& j) const {
-  std::error_code ec;
-  return cfg_.keep_logs > 0 && is_terminal(j.state) && j.end_time && now() - *j.end_time >= cfg_.keep_logs &&
-         !fs::exists(job_dir(j.id), ec) && !ec;
+std::optional<std::string> Daemon::job_files_removed(const JobRow& j) {
+  if (!is_terminal(j.state)) return std::nullopt;
+  for (const EventRow& e : store_.events_of(j.id))
+    if (e.kind == "files_removed") return e.message;
+  return std::nullopt;
 }
 
+// Health is not an operator drain: nothing here touches drained_ or the stored drain flags
+// (an unhealthy GPU is out of scheduling through GpuSnapshot::healthy and comes back by itself).
 void Daemon::gpu_event(const MonitorEvent& e, double t) {
   using K = MonitorEvent::Kind;
   log("colod: " + e.message);

@@ -104,8 +104,8 @@ class Daemon {
   // jobs.keep_logs_days: removes the directories of jobs that ended longer ago (a bounded batch
   // per pass, so the loop stays responsive while a backlog is worked off).
   void expire_job_files();
-  // The job's logs are missing because expire_job_files removed them.
-  bool job_files_expired(const JobRow& j) const;
+  // Why the job's logs are gone, when expire_job_files removed them (its "files_removed" event).
+  std::optional<std::string> job_files_removed(const JobRow& j);
   std::vector<std::pair<std::string, std::string>> job_base_environment(const JobRow& j) const;
   std::vector<std::pair<std::string, std::string>> job_environment(const JobRow& j, const AttemptRow& a) const;
   std::string job_dir(JobId id) const;

@@ -265,7 +265,8 @@ TEST(ColodE2E, AFinishedJobsFilesGoAfterKeepLogsDaysAndARunningOnesStay) {
   ColodProcess d(dir.path(), "1x40GiB", {"--config", dir.path() + "/colod.toml"});
   const std::string gate = dir.path() + "/gate";
   const std::uint64_t running = d.submit({"--mem", "1GiB", "--", "/bin/sh", "-c", "echo up; " + fifo_gate(gate)});
-  ASSERT_TRUE(wait_until([&] { return d.colo_json({"show", std::to_string(running), "--json"}).at("state") == "running"; }, 60s));
+  // Its first line in its log: it runs, and its stdout.log exists.
+  ASSERT_TRUE(wait_until([&] { return d.colo({"logs", std::to_string(running)}).out == "up\n"; }, 60s));
   const std::uint64_t id = d.submit({"--mem", "1GiB", "--", "/bin/echo", "hello"});
   ASSERT_EQ(d.wait_terminal(id, 60s).at("state"), "done");
   const std::string finished_dir = dir.path() + "/jobs/" + std::to_string(id);
@@ -273,8 +274,13 @@ TEST(ColodE2E, AFinishedJobsFilesGoAfterKeepLogsDaysAndARunningOnesStay) {
   const RunResult logs = d.colo({"logs", std::to_string(id)});
   EXPECT_NE(logs.rc, 0);
   EXPECT_EQ(logs.err, "colo: error: job " + std::to_string(id) +
-                          "'s logs were removed: it ended more than 2e-05 days ago (jobs.keep_logs_days)\n");
+                          ": its logs were removed: it ended more than 2e-05 days ago (jobs.keep_logs_days)\n");
   EXPECT_EQ(d.colo_json({"show", std::to_string(id), "--json"}).at("state"), "done");
+  // Said from the job's record, whatever the configuration is now.
+  d.stop();
+  std::ofstream(dir.path() + "/colod.toml") << "[jobs]\nkeep_logs_days = 0\n";
+  d.start();
+  EXPECT_EQ(d.colo({"logs", std::to_string(id)}).err, logs.err);
   // Running longer than keep_logs_days by now: its files are all there.
   EXPECT_TRUE(std::filesystem::exists(dir.path() + "/jobs/" + std::to_string(running) + "/stdout.log"));
   open_gate(gate);

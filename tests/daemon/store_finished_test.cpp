@@ -34,5 +34,36 @@ TEST(StoreRecentlyFinished, TheLatestEndsWhateverTheIdsAndTheActiveJobs) {
   for (std::size_t k = 1; k < fin.size(); ++k) EXPECT_LE(*fin[k - 1].end_time, *fin[k].end_time);
 }
 
+// jobs.keep_logs_days walks finished jobs by (end time, id) from a watermark, in batches.
+TEST(StoreFinishedBetween, WalksFinishedJobsByEndTimeAndIdFromTheWatermark) {
+  TempDir dir;
+  Store s(dir.path() + "/colo.db");
+  JobRow j;
+  j.user = "u";
+  j.argv = {"true"};
+  j.workdir = "/";
+  j.fingerprint = "f";
+  auto finished = [&](JobState st, double end) {
+    JobRow r = *s.job(s.insert_job(j));
+    r.state = st;
+    r.end_time = end;
+    s.update_job(r);
+    return r.id;
+  };
+  const JobId a = finished(JobState::Done, 20), b = finished(JobState::Failed, 10), c = finished(JobState::Cancelled, 20);
+  const JobId late = finished(JobState::Done, 50);
+  JobRow queued = *s.job(s.insert_job(j));
+  queued.end_time = 5;  // not finished: never listed, whatever its time says
+  s.update_job(queued);
+  using Row = std::pair<JobId, double>;
+  EXPECT_EQ(s.finished_between({0, 0}, 30, 256), (std::vector<Row>{{b, 10}, {a, 20}, {c, 20}}));
+  // Batches of two: the second starts after the first's last (a tie on the end time goes by id).
+  const auto first = s.finished_between({0, 0}, 30, 2);
+  EXPECT_EQ(first, (std::vector<Row>{{b, 10}, {a, 20}}));
+  EXPECT_EQ(s.finished_between({20, a}, 30, 2), (std::vector<Row>{{c, 20}}));
+  EXPECT_TRUE(s.finished_between({20, c}, 30, 2).empty());
+  EXPECT_EQ(s.finished_between({20, c}, 50, 2), (std::vector<Row>{{late, 50}}));
+}
+
 }  // namespace
 }  // namespace colo::daemon::testing
