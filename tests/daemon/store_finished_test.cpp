@@ -9,14 +9,19 @@
 namespace colo::daemon::testing {
 namespace {
 
-TEST(StoreRecentlyFinished, TheLatestEndsWhateverTheIdsAndTheActiveJobs) {
-  TempDir dir;
-  Store s(dir.path() + "/colo.db");
+JobRow store_finished_test_job() {
   JobRow j;
   j.user = "u";
   j.argv = {"true"};
   j.workdir = "/";
   j.fingerprint = "f";
+  return j;
+}
+
+TEST(StoreRecentlyFinished, TheLatestEndsWhateverTheIdsAndTheActiveJobs) {
+  TempDir dir;
+  Store s(dir.path() + "/colo.db");
+  const JobRow j = store_finished_test_job();
   std::vector<JobId> ids;
   for (int k = 0; k < 100; ++k) ids.push_back(s.insert_job(j));
   // Jobs 1..100 end in reverse order of their ids: job 1 last.
@@ -38,11 +43,7 @@ TEST(StoreRecentlyFinished, TheLatestEndsWhateverTheIdsAndTheActiveJobs) {
 TEST(StoreFinishedBetween, WalksFinishedJobsByEndTimeAndIdFromTheWatermark) {
   TempDir dir;
   Store s(dir.path() + "/colo.db");
-  JobRow j;
-  j.user = "u";
-  j.argv = {"true"};
-  j.workdir = "/";
-  j.fingerprint = "f";
+  const JobRow j = store_finished_test_job();
   auto finished = [&](JobState st, double end) {
     JobRow r = *s.job(s.insert_job(j));
     r.state = st;
