@@ -511,6 +511,11 @@ void Daemon::finalize(std::int64_t attempt_id, const ShimExit& ex) {
   store_.update_job(j);
   if (to_back) store_.move_to_back(j.id);
   store_.event(j.id, t, "attempt", message);
+  if (ex.stdout_lost_bytes || ex.stderr_lost_bytes)
+    store_.event(j.id, t, "log",
+                 fmt::format("attempt {}: output past jobs.max_log not kept: {} bytes of stdout, {} bytes of stderr "
+                             "(the last 1 MiB of each is at its log's end)",
+                             a.n, ex.stdout_lost_bytes, ex.stderr_lost_bytes));
   txn.commit();
   log(fmt::format("colod: job {}: {}", j.id, message));
   if (a.slot_notice) checkpoint_requests_.remove(j.id);

@@ -57,9 +57,8 @@ void LogRelay::finish() {
   if (finished_ || !over_) return;
   finished_ = true;
   if (tail_.size() > tail_cap_) tail_.erase(0, tail_.size() - tail_cap_);
-  const std::uint64_t lost = dropped_ - tail_.size();
   const std::string note = fmt::format("\n[colo: {} bytes of this attempt's {} were dropped ({}); the last {} bytes follow]\n",
-                                       lost, stream_, cap_text_, tail_.size());
+                                       lost(), stream_, cap_text_, tail_.size());
   write_out(note.data(), note.size());
   write_out(tail_.data(), tail_.size());
 }

@@ -5,6 +5,7 @@
 // fill colod's state directory, and the end of its output (a traceback, a framework's OOM message:
 // what the OOM detector and the user look for) is still there. The file only ever grows, so the
 // offsets readers hold (`colo logs -f`, the attempt's log offset) stay valid.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -23,7 +24,9 @@ class LogRelay {
   // When anything was dropped: the note saying how much and the kept tail. Once.
   void finish();
 
-  std::uint64_t dropped() const { return dropped_; }
+  // Bytes past the cap, and of those the ones not kept (all but the last `tail`).
+  std::uint64_t past_cap() const { return dropped_; }
+  std::uint64_t lost() const { return dropped_ - std::min<std::uint64_t>(dropped_, tail_cap_); }
   // Bytes the file refused (disk full, I/O error): counted, never retried, never blocking the job.
   std::uint64_t unwritten() const { return unwritten_; }
 

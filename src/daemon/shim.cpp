@@ -101,6 +101,8 @@ void write_exit(const std::string& dir, const ShimExit& e) {
   if (!e.cgroup.empty()) j["cgroup"] = e.cgroup;
   if (e.cpu_usec) j["cpu_usec"] = *e.cpu_usec;
   if (e.memory_peak_bytes) j["memory_peak_bytes"] = *e.memory_peak_bytes;
+  if (e.stdout_lost_bytes) j["stdout_lost_bytes"] = e.stdout_lost_bytes;
+  if (e.stderr_lost_bytes) j["stderr_lost_bytes"] = e.stderr_lost_bytes;
   write_atomic(dir, "exit.json", j.dump() + "\n");
 }
 
@@ -297,6 +299,8 @@ std::optional<ShimExit> read_shim_exit(const std::string& dir) {
   e.cgroup = j.value("cgroup", std::string());
   if (j.contains("cpu_usec")) e.cpu_usec = j.at("cpu_usec").get<std::uint64_t>();
   if (j.contains("memory_peak_bytes")) e.memory_peak_bytes = j.at("memory_peak_bytes").get<std::uint64_t>();
+  e.stdout_lost_bytes = j.value("stdout_lost_bytes", std::uint64_t{0});
+  e.stderr_lost_bytes = j.value("stderr_lost_bytes", std::uint64_t{0});
   return e;
 }
 
@@ -522,6 +526,8 @@ int shim_main(const std::string& dir) {
     }
     st.relay->finish();
   }
+  ex.stdout_lost_bytes = out_relay.lost();
+  ex.stderr_lost_bytes = err_relay.lost();
   ::close(out_fd);
   ::close(err_fd);
   if (!cgroup.empty()) {

@@ -52,6 +52,8 @@ struct ShimExit {
   std::string cgroup;                              // the job's cgroup leaf, empty if none
   std::optional<std::uint64_t> cpu_usec;           // CPU time of everything in it
   std::optional<std::uint64_t> memory_peak_bytes;  // host memory peak (memory controller only)
+  // Output past jobs.max_log not kept in the logs (log_relay.h: LogRelay::lost), per stream.
+  std::uint64_t stdout_lost_bytes = 0, stderr_lost_bytes = 0;
 };
 
 // exit.json exists (or may) but could not be read right now (out of descriptors, I/O error):

@@ -255,6 +255,12 @@ TEST(ColodE2E, LogsPastMaxLogKeepTheirHeadAndTailAndTheOomIsStillSeen) {
   EXPECT_EQ(out.substr(out.size() - 16), "\nTHE-END\nsecond\n");  // attempt 2 appended after the tail
   EXPECT_EQ(err.substr(0, mib), std::string(mib, 'e'));
   EXPECT_NE(err.find("CUDA out of memory. Tried to allocate 2.00 GiB\n"), std::string::npos);
+  // How much was not kept is in the job's record too: 3 MiB + 9 bytes of stdout, 3 MiB + 77 of
+  // stderr, each less the 1 MiB written and the 1 MiB kept.
+  const std::string record = d.colo_json({"show", std::to_string(id), "--json"}).at("events").dump();
+  EXPECT_NE(record.find("attempt 1: output past jobs.max_log not kept: 1048585 bytes of stdout, 1048653 bytes of stderr"),
+            std::string::npos)
+      << record;
 }
 
 // jobs.keep_logs_days: a finished job's directory goes once it ended that long ago (its row and

@@ -40,7 +40,8 @@ TEST(LogRelay, UnderItsCapEverythingIsWrittenAsItComesAndNothingAdded) {
   r.take("56789", 5);
   r.finish();
   EXPECT_EQ(f.text(), "0123456789");
-  EXPECT_EQ(r.dropped(), 0u);
+  EXPECT_EQ(r.past_cap(), 0u);
+  EXPECT_EQ(r.lost(), 0u);
 }
 
 TEST(LogRelay, PastItsCapTheHeadANoteAndTheLastBytesAreKept) {
@@ -57,7 +58,8 @@ TEST(LogRelay, PastItsCapTheHeadANoteAndTheLastBytesAreKept) {
   for (char c = 'i'; c <= 'z'; ++c) r.take(&c, 1);
   r.finish();
   r.finish();  // once
-  EXPECT_EQ(r.dropped(), 26u);
+  EXPECT_EQ(r.past_cap(), 26u);
+  EXPECT_EQ(r.lost(), 22u);
   EXPECT_EQ(f.text(), head + passed +
                           "\n[colo: 22 bytes of this attempt's stdout were dropped (jobs.max_log = 1 MiB); the last 4 "
                           "bytes follow]\nwxyz");
@@ -75,7 +77,8 @@ TEST(LogRelay, ALargeReadPastTheCapKeepsOnlyItsTail) {
   EXPECT_EQ(text.substr(0, 4), "xxxx");
   EXPECT_EQ(text.substr(text.size() - 4), "\nEND");
   EXPECT_LT(text.size(), 400u);
-  EXPECT_EQ(r.dropped(), 100000u - 4 + 3);
+  EXPECT_EQ(r.past_cap(), 100000u - 4 + 3);
+  EXPECT_EQ(r.lost(), 100000u - 4);
 }
 
 TEST(LogRelay, NoCapWritesEverything) {
