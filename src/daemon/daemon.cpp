@@ -27,6 +27,7 @@
 #include "daemon/client/policy_file.h"
 #include "estimate/estimator.h"
 #include "daemon/job_cgroup.h"
+#include "daemon/log_relay.h"
 #include "daemon/oom_detector.h"
 #include "daemon/proc.h"
 
@@ -514,8 +515,8 @@ void Daemon::finalize(std::int64_t attempt_id, const ShimExit& ex) {
   if (ex.stdout_lost_bytes || ex.stderr_lost_bytes)
     store_.event(j.id, t, "log",
                  fmt::format("attempt {}: output past jobs.max_log not kept: {} bytes of stdout, {} bytes of stderr "
-                             "(the last 1 MiB of each is at its log's end)",
-                             a.n, ex.stdout_lost_bytes, ex.stderr_lost_bytes));
+                             "(the last {} MiB of each is at its log's end)",
+                             a.n, ex.stdout_lost_bytes, ex.stderr_lost_bytes, kLogTailBytes >> 20));
   txn.commit();
   log(fmt::format("colod: job {}: {}", j.id, message));
   if (a.slot_notice) checkpoint_requests_.remove(j.id);

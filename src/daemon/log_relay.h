@@ -12,6 +12,9 @@
 
 namespace colo::daemon {
 
+// What an attempt's log keeps of its output past jobs.max_log (at most the cap itself).
+inline constexpr std::uint64_t kLogTailBytes = std::uint64_t{1} << 20;
+
 class LogRelay {
  public:
   // `fd`: the log file, opened O_APPEND (not owned). `cap` 0 = no limit. `stream` ("stdout") and

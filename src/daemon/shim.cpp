@@ -37,9 +37,6 @@ using nlohmann::json;
 
 namespace {
 
-// What an attempt's log keeps of its output past jobs.max_log (at most the cap itself).
-constexpr std::uint64_t kLogTailBytes = std::uint64_t{1} << 20;
-
 // colod raises its own soft descriptor limit to the hard one (colod_main.cpp) and leaves the
 // original in kJobNofileEnv: the job gets the limit it would have had, not colod's headroom.
 void restore_job_nofile_limit() {
@@ -203,6 +200,12 @@ void kill_every_descendant(double limit_s) {
   _exit(127);
 }
 
+// A pipe of the job's output (-1 once at end of file) and where it goes.
+struct RelayedStream {
+  int fd;
+  LogRelay* relay;
+};
+
 // Reads what the job's pipe holds now (a bounded amount, so signals are not kept waiting) into
 // its relay; at end of file (every writer gone) closes the pipe and sets `fd` to -1.
 void relay_available(int& fd, LogRelay& relay) {
@@ -218,6 +221,20 @@ void relay_available(int& fd, LogRelay& relay) {
     ::close(fd);  // end of file, or an error no later read would mend
     fd = -1;
   }
+}
+
+bool any_open(const RelayedStream (&streams)[2]) { return streams[0].fd >= 0 || streams[1].fd >= 0; }
+
+// Waits up to `timeout_ms` for output on the open pipes (or for `wake_fd`, a signalfd, when
+// given; with nothing to watch, a plain wait), then relays what they hold.
+void relay_when_ready(RelayedStream (&streams)[2], int wake_fd, int timeout_ms) {
+  pollfd fds[3];
+  nfds_t nfds = 0;
+  if (wake_fd >= 0) fds[nfds++] = {wake_fd, POLLIN, 0};
+  for (const RelayedStream& st : streams)
+    if (st.fd >= 0) fds[nfds++] = {st.fd, POLLIN, 0};
+  ::poll(fds, nfds, timeout_ms);
+  for (RelayedStream& st : streams) relay_available(st.fd, *st.relay);
 }
 
 }  // namespace
@@ -424,11 +441,7 @@ int shim_main(const std::string& dir) {
   const std::size_t tail = static_cast<std::size_t>(std::min<std::uint64_t>(spec.max_log_bytes, kLogTailBytes));
   LogRelay out_relay(out_fd, spec.max_log_bytes, tail, "stdout", cap_text);
   LogRelay err_relay(err_fd, spec.max_log_bytes, tail, "stderr", cap_text);
-  struct Stream {
-    int fd;
-    LogRelay* relay;
-  };
-  Stream streams[2] = {{out_pipe[0], &out_relay}, {err_pipe[0], &err_relay}};
+  RelayedStream streams[2] = {{out_pipe[0], &out_relay}, {err_pipe[0], &err_relay}};
   std::string cgroup, cgroup_procs;
   if (!spec.cgroup_name.empty()) {
     std::string why;
@@ -475,13 +488,7 @@ int shim_main(const std::string& dir) {
   int status = 0;
   for (;;) {
     if (reap_exited(child, status)) break;
-    pollfd fds[3];
-    nfds_t nfds = 0;
-    if (sig_fd >= 0) fds[nfds++] = {sig_fd, POLLIN, 0};
-    for (const Stream& st : streams)
-      if (st.fd >= 0) fds[nfds++] = {st.fd, POLLIN, 0};
-    ::poll(fds, nfds, 200);
-    for (Stream& st : streams) relay_available(st.fd, *st.relay);
+    relay_when_ready(streams, sig_fd, 200);
     timespec zero{0, 0};
     for (int sig; (sig = sigtimedwait(&set, nullptr, &zero)) > 0;) {
       if (sig == SIGUSR1 && spec.checkpoint_signal > 0) ::kill(-child, spec.checkpoint_signal);
@@ -509,17 +516,9 @@ int shim_main(const std::string& dir) {
   // What is still in the pipes: every writer is dead now (one that survived SIGKILL could hold a
   // pipe open, hence the bound), then the kept tails.
   const double drain_until = mono_now() + 5;
-  for (;;) {
-    pollfd fds[2];
-    nfds_t nfds = 0;
-    for (const Stream& st : streams)
-      if (st.fd >= 0) fds[nfds++] = {st.fd, POLLIN, 0};
-    const double left = drain_until - mono_now();
-    if (nfds == 0 || left <= 0) break;
-    ::poll(fds, nfds, static_cast<int>(left * 1000) + 1);
-    for (Stream& st : streams) relay_available(st.fd, *st.relay);
-  }
-  for (Stream& st : streams) {
+  for (double left; any_open(streams) && (left = drain_until - mono_now()) > 0;)
+    relay_when_ready(streams, -1, static_cast<int>(left * 1000) + 1);
+  for (RelayedStream& st : streams) {
     if (st.fd >= 0) {
       std::fprintf(stderr, "colo-shim: a process of the job still holds its output open: what it writes is lost\n");
       ::close(st.fd);

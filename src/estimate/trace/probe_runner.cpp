@@ -312,6 +312,7 @@ namespace {
 struct ProbeCommand {
   std::vector<std::string> argv, env;
   std::vector<std::string> interpreter_paths;  // where argv[0] is looked for, in order
+  std::string package_dir;                     // probe_package_dir(), on the probe's PYTHONPATH
 };
 
 constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
@@ -356,7 +357,8 @@ ProbeCommand probe_command(const ProbeRequest& req, const std::string& out_path,
   }
   if (!req.alloc_conf.empty()) c.env.push_back("PYTORCH_CUDA_ALLOC_CONF=" + req.alloc_conf);
   // The probe's package first; then the modules the job's own PYTHONPATH names.
-  c.env.push_back("PYTHONPATH=" + probe_package_dir() + (pythonpath.empty() ? "" : ":" + pythonpath));
+  c.package_dir = probe_package_dir();
+  c.env.push_back("PYTHONPATH=" + c.package_dir + (pythonpath.empty() ? "" : ":" + pythonpath));
   c.env.push_back("CUDA_VISIBLE_DEVICES=");  // CPU only, whatever the host has
   // execvp's rule, with the job's PATH: a name with a slash is a path (relative to the working
   // directory), any other is looked for in each PATH directory (an empty one is ".").
@@ -410,7 +412,7 @@ int spawn_probe(const ProbeRequest& req, const ProbeLimits& limits, const ProbeS
   // What Python's import needs of the package (listing and entering both directories, reading the
   // entry point), checked as the user the probe runs as: otherwise the failure would read as
   // "No module named colo_probe", naming neither the directory nor the cause.
-  const std::string package = probe_package_dir();
+  const std::string& package = cmd.package_dir;
   const std::string package_module = package + "/colo_probe", package_main = package_module + "/__main__.py";
   const std::string unreadable =
       fmt::format("the probe package in {} is not readable by the user the probe runs as{}", one_line(package),
