@@ -9,7 +9,7 @@ namespace {
 void parse_daemon_config(const std::uint8_t* data, std::size_t size) {
   const std::string path = colo::fuzz::scratch_file(colo::fuzz::as_text(data, size), "colod.toml");
   const colo::daemon::DaemonConfig cfg = colo::daemon::load_config(path);
-  (void)colo::daemon::adds_progress_problem(cfg);
+  (void)colo::daemon::policy_problem(cfg);
 }
 
 }  // namespace

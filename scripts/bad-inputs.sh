@@ -904,6 +904,7 @@ sweep_colod_inputs() {
   config_case "top-level key, not a table" 'policy = "magm"\n'
   config_case "policy.name bogus" '[policy]\nname = "bogus"\n'
   config_case "policy.name = 5" '[policy]\nname = 5\n'
+  config_case "policy.name = node-weight (ranks Slurm nodes)" '[policy]\nname = "node-weight"\n'
   config_case "policy.conditions = \"yes\"" '[policy]\nconditions = "yes"\n'
   local v
   for v in 1.5 -0.1 nan inf '"0.8"'; do config_case "policy.smact_cap = $v" "[policy]\nsmact_cap = $v\n"; done
@@ -936,6 +937,7 @@ sweep_colod_inputs() {
     run_colod_case colod:flags "--fake-gpus '$v'" --fake-gpus "$v"
   done
   run_colod_case colod:flags "--policy bogus" --fake-gpus 1x40GiB --policy bogus
+  run_colod_case colod:flags "--policy node-weight" --fake-gpus 1x40GiB --policy node-weight
   run_colod_case colod:flags "unknown flag --frobnicate" --fake-gpus 1x40GiB --frobnicate
   run_colod_case colod:flags "--socket in a missing directory" --fake-gpus 1x40GiB --socket "$work/nope/dir/colo.sock"
   run_colod_case colod:flags "--state-dir is a regular file" --fake-gpus 1x40GiB --state-dir "$in/garbage.bin"

@@ -381,7 +381,7 @@ void run(const SimArgs& a, const CLI::App& cmd) {
     throw UserError(fmt::format("--policy must be exclusive, round-robin, first-fit, best-fit, magm, lug, node-weight "
                                 "or one of --policy-file's, got '{}'",
                                 a.policy));
-  // colod's rule (daemon/config.cpp adds_progress_problem) on the policy as colod would build it.
+  // colod's rule (daemon/config.cpp policy_problem) on the policy as colod would build it.
   if (a.adds_progress && !a.compare && daemon::resolve_policy(a.policy, site, base.conditions).whole_gpus)
     throw UserError(fmt::format("--adds-progress is a condition on co-runners; policy '{}' places whole GPUs",
                                 one_line(a.policy)));

@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-listen", metrics_listen,
                  "serve /metrics and the dashboard on this TCP address, e.g. 127.0.0.1:9400 (port 0: any free port; "
                  "overrides web.listen)");
-  app.add_option("--policy", policy, "placement policy (exclusive, round-robin, first-fit, best-fit, magm, lug)");
+  app.add_option("--policy", policy, "placement policy (exclusive, round-robin, first-fit, best-fit, magm, lug, or a [policies.NAME] of the config)");
   // CLI11's own errors as one line like every other error, exit 2.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     std::string msg = e.what();
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
       if (!colo::daemon::policy_exists(policy, cfg.policies))
         throw colo::UserError("--policy: unknown policy '" + policy + "' (a shipped one or a [policies.NAME] of the config)");
       cfg.policy = policy;
-      if (const std::string why = colo::daemon::adds_progress_problem(cfg); !why.empty())
+      if (const std::string why = colo::daemon::policy_problem(cfg); !why.empty())
         throw colo::UserError("--policy " + policy + ": " + why);
     }
     if (cfg.state_dir.empty() || cfg.state_dir[0] != '/') {

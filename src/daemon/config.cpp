@@ -193,11 +193,15 @@ DaemonConfig load_config(const std::string& path, DaemonConfig c) {
       throw;
     }
   }
-  if (const std::string why = adds_progress_problem(c); !why.empty()) throw UserError(fmt::format("{}: {}", path, why));
+  if (const std::string why = policy_problem(c); !why.empty()) throw UserError(fmt::format("{}: {}", path, why));
   return c;
 }
 
-std::string adds_progress_problem(const DaemonConfig& c) {
+std::string policy_problem(const DaemonConfig& c) {
+  // (A site's policy cannot take a shipped one's name: policy_file.cpp.)
+  if (c.policy == "node-weight")
+    return "policy 'node-weight' ranks Slurm nodes by their GPUs (colo slurm node-weight); colod places jobs on "
+           "one server, whose GPUs all share its rank: use magm, first-fit or best-fit";
   if (!c.conditions.adds_progress) return "";
   if (!c.conditions.enabled) return "[policy] adds_progress = true weighs co-runners; conditions = false has none";
   if (resolve_policy(c.policy, c.policies, c.conditions).whole_gpus)

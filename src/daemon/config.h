@@ -85,8 +85,10 @@ struct DaemonConfig {
 // Reads a TOML file over the defaults. Throws colo::UserError "FILE:LINE: …" for syntax errors,
 // unknown keys, wrong types and out-of-range values.
 DaemonConfig load_config(const std::string& path, DaemonConfig base = {});
-// Why [policy] adds_progress = true could not apply (conditions off, a whole-GPU policy), empty when
-// it can or is off: colod refuses it rather than ignore it (checked again after --policy).
-std::string adds_progress_problem(const DaemonConfig& c);
+// Why colod cannot place jobs with the configured policy, empty when it can: the shipped node-weight
+// policy (it ranks Slurm nodes; on colod's one server every GPU has the same rank), or
+// [policy] adds_progress = true where it could not apply (conditions off, a whole-GPU policy).
+// colod refuses these rather than ignore them (checked again after --policy).
+std::string policy_problem(const DaemonConfig& c);
 
 }  // namespace colo::daemon

@@ -421,6 +421,10 @@ TEST(DaemonConfig, RefusesNanFractionsZeroStepHugeMemoryAndDirectories) {
             path + ": [policy] adds_progress = true weighs co-runners; conditions = false has none");
   EXPECT_EQ(error_for("[policy]\nname = \"exclusive\"\nadds_progress = true\n"),
             path + ": [policy] adds_progress = true weighs co-runners; policy 'exclusive' places whole GPUs");
+  // node-weight ranks Slurm nodes: on colod's one server it would not rank anything.
+  EXPECT_EQ(error_for("[policy]\nname = \"node-weight\"\n"),
+            path + ": policy 'node-weight' ranks Slurm nodes by their GPUs (colo slurm node-weight); colod places jobs "
+                   "on one server, whose GPUs all share its rank: use magm, first-fit or best-fit");
   EXPECT_EQ(error_for("[slots]\nlength_s = 3600\nnotice_s = 3600\n"),
             path + ": [slots] length_s = 3600, notice_s = 3600: the checkpoint notice must be shorter than the slot");
   EXPECT_EQ(error_for("[slots]\nlength_s = -1\n"), path + ":2: 'slots.length_s' must be in [0, 31622400]");
