@@ -1170,33 +1170,50 @@ void Daemon::tick() {
 void Daemon::expire_job_files() {
   constexpr int kBatch = 256;
   constexpr double kBudgetS = 0.05;  // per pass: the loop (API, cancels, slots) must not stall
+  constexpr std::size_t kMaxExpiryRetries = 4096;
   next_expiry_ = mono() + std::min(60.0, std::max(cfg_.keep_logs, 0.1));
   if (cfg_.keep_logs <= 0) return;
   const double started = mono();
-  const auto expired = store_.finished_between(expired_up_to_, now() - cfg_.keep_logs, kBatch);
   Txn txn(store_.db());
+  // Those that failed before, first: a removal that works again (the mount gone) is done now.
+  for (auto it = expiry_retries_.begin(); it != expiry_retries_.end() && mono() - started <= kBudgetS;) {
+    if (!remove_expired_job_files(*it).empty()) {
+      ++it;
+      continue;
+    }
+    log(fmt::format("colod: job {}: its files are removed now (jobs.keep_logs_days)", *it));
+    it = expiry_retries_.erase(it);
+  }
+  const auto expired = store_.finished_between(expired_up_to_, now() - cfg_.keep_logs, kBatch);
   for (const auto& [id, end] : expired) {
     if (mono() - started > kBudgetS) {
       next_expiry_ = mono();  // the rest on the next turn
       break;
     }
-    // The event is what `colo logs` answers from later (whatever the configuration is by then);
-    // a directory already gone (removed before a restart, which rescans from the start) has one.
-    const std::string dir = job_dir(id);
-    std::error_code ec;
-    if (fs::exists(dir, ec)) {
-      fs::remove_all(dir, ec);
-      if (ec)  // not retried before colod restarts: one stuck directory must not stop the rest
-        log(fmt::format("colod: job {}: cannot remove its files after jobs.keep_logs_days: {}", id, ec.message()));
-      else
-        store_.event(id, now(), "files_removed",
-                     fmt::format("its logs were removed: it ended more than {:g} days ago (jobs.keep_logs_days)",
-                                 cfg_.keep_logs / 86400));
+    // A directory already gone (removed before a restart, which rescans from the start) has its event.
+    if (std::string why; fs::exists(job_dir(id)) && !(why = remove_expired_job_files(id)).empty()) {
+      const bool retried = expiry_retries_.size() < kMaxExpiryRetries;  // one stuck file system must not grow it without bound
+      if (retried) expiry_retries_.insert(id);
+      log(fmt::format("colod: job {}: cannot remove its files after jobs.keep_logs_days: {}; {}", id, why,
+                      retried ? "tried again on every pass (about once a minute)"
+                              : fmt::format("not tried again before colod restarts ({} others are failing)",
+                                            expiry_retries_.size())));
     }
     expired_up_to_ = {end, id};
   }
   txn.commit();
   if (expired.size() == static_cast<std::size_t>(kBatch)) next_expiry_ = mono();  // a backlog: go on next turn
+}
+
+std::string Daemon::remove_expired_job_files(JobId id) {
+  std::error_code ec;
+  fs::remove_all(job_dir(id), ec);  // a directory gone by now (removed by hand) counts as removed
+  if (ec) return ec.message().empty() ? "unknown error" : ec.message();
+  // The event is what `colo logs` answers from later (whatever the configuration is by then).
+  store_.event(id, now(), "files_removed",
+               fmt::format("its logs were removed: it ended more than {:g} days ago (jobs.keep_logs_days)",
+                           cfg_.keep_logs / 86400));
+  return "";
 }
 
 std::optional<std::string> Daemon::job_files_removed(const JobRow& j) {

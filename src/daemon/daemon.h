@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -104,6 +105,9 @@ class Daemon {
   // jobs.keep_logs_days: removes the directories of jobs that ended longer ago (a bounded batch
   // per pass, so the loop stays responsive while a backlog is worked off).
   void expire_job_files();
+  // Removes one expired job's directory and records it (event "files_removed"); why not when the
+  // removal failed (what stays is tried again on expire_job_files's next passes), else empty.
+  std::string remove_expired_job_files(JobId id);
   // Why the job's logs are gone, when expire_job_files removed them (its "files_removed" event).
   std::optional<std::string> job_files_removed(const JobRow& j);
   std::vector<std::pair<std::string, std::string>> job_base_environment(const JobRow& j) const;
@@ -172,6 +176,9 @@ class Daemon {
   // jobs.keep_logs_days: the next pass (monotonic) and how far the passes got (end time, id).
   double next_expiry_ = 0;
   std::pair<double, JobId> expired_up_to_{0, 0};
+  // Expired jobs whose directory could not be removed (a busy mount, a read-only file system):
+  // tried again on every pass, up to kMaxExpiryRetries of them (the rest after a restart).
+  std::set<JobId> expiry_retries_;
   CheckpointRequests checkpoint_requests_;
   int signal_fd_ = -1;
   bool stop_ = false;

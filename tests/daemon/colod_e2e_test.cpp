@@ -1,4 +1,5 @@
 // End-to-end: the real build/colod on the fake NVML, driven by the real build/colo.
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -291,6 +292,46 @@ TEST(ColodE2E, AFinishedJobsFilesGoAfterKeepLogsDaysAndARunningOnesStay) {
   EXPECT_TRUE(std::filesystem::exists(dir.path() + "/jobs/" + std::to_string(running) + "/stdout.log"));
   open_gate(gate);
   EXPECT_EQ(d.wait_terminal(running, 60s).at("state"), "done");
+}
+
+// A directory that cannot be removed (here a mount point inside it: EBUSY) is said once and tried
+// again on later passes, not only after colod restarts; once it can go, it goes and is recorded.
+TEST(ColodE2E, AnExpiredJobsDirectoryThatCannotBeRemovedIsTriedAgain) {
+  TempDir dir;
+  const std::string conf = dir.path() + "/colod.toml";
+  std::ofstream(conf) << "[jobs]\nkeep_logs_days = 0\n";
+  ColodProcess d(dir.path(), "1x40GiB", {"--config", conf});
+  const std::uint64_t id = d.submit({"--mem", "1GiB", "--", "/bin/echo", "hello"});
+  ASSERT_EQ(d.wait_terminal(id, 60s).at("state"), "done");
+  const std::string job_dir = dir.path() + "/jobs/" + std::to_string(id);
+  const std::string held = job_dir + "/held";
+  std::filesystem::create_directory(held);
+  if (::mount("colo-test", held.c_str(), "tmpfs", 0, "size=1m") != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs (needs root, as CI runs): " << std::strerror(errno);
+  struct Unmount {
+    std::string path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{held};
+  std::ofstream(held + "/file") << "x";
+
+  d.stop();
+  std::ofstream(conf) << "[jobs]\nkeep_logs_days = 0.00002\n";  // 1.7 s: expired at once
+  d.start();
+  const std::string said = "colod: job " + std::to_string(id) + ": cannot remove its files after jobs.keep_logs_days: ";
+  ASSERT_TRUE(wait_until([&] { return d.log().find(said) != std::string::npos; }, 60s)) << d.log();
+  EXPECT_NE(d.log().find("; tried again on every pass (about once a minute)"), std::string::npos) << d.log();
+  EXPECT_TRUE(std::filesystem::exists(held));
+  EXPECT_EQ(d.colo({"logs", std::to_string(id)}).err.find("its logs were removed"), std::string::npos);
+
+  ASSERT_EQ(::umount2(held.c_str(), 0), 0) << std::strerror(errno);
+  ASSERT_TRUE(wait_until([&] { return !std::filesystem::exists(job_dir); }, 60s)) << d.log();
+  ASSERT_TRUE(wait_until([&] { return d.log().find("its files are removed now") != std::string::npos; }, 60s));
+  EXPECT_EQ(d.colo({"logs", std::to_string(id)}).err,
+            "colo: error: job " + std::to_string(id) +
+                ": its logs were removed: it ended more than 2e-05 days ago (jobs.keep_logs_days)\n");
+  // Said once, not on every pass.
+  const std::string log = d.log();
+  EXPECT_EQ(log.find(said), log.rfind(said)) << log;
 }
 
 TEST(ColodE2E, UsersCannotTouchEachOthersJobs) {
