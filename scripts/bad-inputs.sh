@@ -410,6 +410,11 @@ sweep_cli_estimate() {
   drop_flag --batch "${defaults[@]}"
   run_case $s "no --batch" "${prefix[@]}" "${args_out[@]}" --json
   run_case $s "oracle without --stated-mib" "$colo" estimate --estimator oracle --batch 32 --json
+  # An empty value is an error, not "not given" (which fell back to a default).
+  run_case $s "--summary ''" "${prefix[@]}" "${args_out[@]}" --summary "" --json
+  run_case $s "--trace ''" "$colo" estimate --trace "" --estimator trace --json
+  run_case $s "--python ''" "$colo" estimate --probe torchvision:resnet18 --batch 2 --estimator trace --python "" --json
+  run_case $s "smact --model ''" "$colo" estimate smact --summary "$resnet" --batch 32 --model "" --json
 }
 
 # PYTORCH_CUDA_ALLOC_CONF: the job's allocator settings, read from a trace header (alloc_conf),

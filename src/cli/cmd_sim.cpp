@@ -363,6 +363,10 @@ void run(const SimArgs& a, const CLI::App& cmd) {
   if (a.adds_progress && (a.no_conditions || !a.mig.empty()))
     throw UserError(fmt::format("--adds-progress is a condition on co-runners; {} has none",
                                 a.no_conditions ? "--no-conditions" : "--mig (one job per instance)"));
+  if (cmd.count("--policy-file") > 0 && cmd.count("--policy") == 0)
+    throw UserError(fmt::format("--policy-file defines policies for --policy NAME; without --policy the default ({}) "
+                                "runs and the file is not used",
+                                a.policy));
   if (a.recovery_share && a.recovery == "none")
     throw UserError("--recovery-share lets others join a recovered job; with --recovery none there is none");
   // --policy-file: the site's own [policies.NAME] definitions, usable by --policy NAME.

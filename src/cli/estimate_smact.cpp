@@ -115,17 +115,17 @@ void eval(const EvalOpts& o) {
 void add_smact_subcommand(CLI::App* estimate) {
   auto* cmd = estimate->add_subcommand("smact", "a job's solo SM activity and occupancy, predicted from its model summary");
   auto p = std::make_shared<PredictOpts>();
-  cmd->add_option("--summary", p->summary, "model summary (torchsummary table, module repr or Keras summary)");
+  cmd->add_option("--summary", p->summary, "model summary (torchsummary table, module repr or Keras summary)")->check(non_empty());
   add_int_flag(cmd, "--batch", p->batch, 1, limits::kMaxBatch, "per-GPU batch size", false);
   add_int_flag(cmd, "--seq-len", p->seq_len, 1, limits::kMaxSeqLen, "tokens per sample for transformer summaries", false);
-  cmd->add_option("--model", p->model, "activity model file (default models/smact/a100-gpumemnet.json)");
+  cmd->add_option("--model", p->model, "activity model file (default models/smact/a100-gpumemnet.json)")->check(non_empty());
   cmd->add_flag("--json", p->json, "print one JSON object");
 
   auto* f = cmd->add_subcommand("fit", "fit the model on the GPUMemNet train split");
   auto fo = std::make_shared<FitOpts>();
-  f->add_option("--cnn", fo->cnn, "GPUMemNet cnn.csv")->required();
-  f->add_option("--mlp", fo->mlp, "GPUMemNet mlp.csv")->required();
-  f->add_option("--out", fo->out, "model file to write")->required();
+  f->add_option("--cnn", fo->cnn, "GPUMemNet cnn.csv")->required()->check(non_empty());
+  f->add_option("--mlp", fo->mlp, "GPUMemNet mlp.csv")->required()->check(non_empty());
+  f->add_option("--out", fo->out, "model file to write")->required()->check(non_empty());
   // Options before `fit`/`eval` belong to the prediction (`smact --model F eval` would score the
   // shipped model, `smact --json eval` print text): refused, not ignored.
   auto parent_options_refused = [cmd](const char* sub) {
@@ -141,10 +141,10 @@ void add_smact_subcommand(CLI::App* estimate) {
 
   auto* e = cmd->add_subcommand("eval", "score the model on GPUMemNet rows (default: the held-out test split)");
   auto eo = std::make_shared<EvalOpts>();
-  e->add_option("--dataset", eo->dataset, "GPUMemNet CSV")->required();
-  e->add_option("--format", eo->format, "gpumemnet-cnn or gpumemnet-mlp")->required();
-  e->add_option("--split", eo->split, "test (default), train or all")->capture_default_str();
-  e->add_option("--model", eo->model, "activity model file (default models/smact/a100-gpumemnet.json)");
+  e->add_option("--dataset", eo->dataset, "GPUMemNet CSV")->required()->check(non_empty());
+  e->add_option("--format", eo->format, "gpumemnet-cnn or gpumemnet-mlp")->required()->check(non_empty());
+  e->add_option("--split", eo->split, "test (default), train or all")->capture_default_str()->check(non_empty());
+  e->add_option("--model", eo->model, "activity model file (default models/smact/a100-gpumemnet.json)")->check(non_empty());
   e->add_flag("--json", eo->json, "print one JSON object");
   e->callback([eo, parent_options_refused] {
     parent_options_refused("eval");

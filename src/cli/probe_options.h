@@ -14,7 +14,7 @@ namespace colo::cli {
 
 inline void add_probe_flags(CLI::App* cmd, estimate::ProbeRequest& p) {
   cmd->add_option("--probe", p.model,
-                  "estimate from the job's own training step, probed on the CPU: torchvision:NAME or path/to/file.py:function");
+                  "estimate from the job's own training step, probed on the CPU: torchvision:NAME or path/to/file.py:function")->check(non_empty());
   // An empty value is an error, not "not given" (which the probe would answer with the model's default).
   cmd->add_option_function<std::string>("--input", [&p](const std::string& s) {
     if (s.empty()) throw UserError("--input: empty value");
@@ -25,13 +25,13 @@ inline void add_probe_flags(CLI::App* cmd, estimate::ProbeRequest& p) {
     p.dtype = s;
   }, "probe: input dtype (float32, float16, bfloat16, float64, int64, int32)");
   add_int_flag(cmd, "--num-classes", p.num_classes, 1, 1ll << 31, "probe: classes of a torchvision model", false);
-  cmd->add_option("--amp", p.amp, "probe: automatic mixed precision: none, fp16 (with GradScaler) or bf16")->capture_default_str();
+  cmd->add_option("--amp", p.amp, "probe: automatic mixed precision: none, fp16 (with GradScaler) or bf16")->capture_default_str()->check(non_empty());
   cmd->add_flag("--checkpointing", p.checkpointing, "probe: gradient checkpointing of each top-level child module");
   cmd->add_flag("--no-set-to-none{false}", p.set_to_none, "probe: zero_grad(set_to_none=False), gradients stay allocated");
   add_int_flag(cmd, "--data-parallel", p.data_parallel, 1, 256,
                "probe: torch.nn.DataParallel over N GPUs; the estimate is GPU 0's (it also gathers the outputs)", false);
   cmd->add_option("--foreach", p.foreach, "probe: optimizer implementation: auto (PyTorch 2's choice on CUDA: foreach), on, off")
-      ->capture_default_str();
+      ->capture_default_str()->check(non_empty());
 }
 
 // The probe's own flags describe a --probe MODEL run. Given with neither --probe nor a probed script

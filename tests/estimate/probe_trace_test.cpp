@@ -74,6 +74,11 @@ TEST(ProbeTrace, RefusesMalformedTracesNamingTheLine) {
   EXPECT_EQ(trace_error("colo-probe-trace 1\nH {\"batch\": 99999999999999999999999}\nS 1\nE {}\n"),
             "t.trace:2: header field 'batch': expected a whole number in 0..2^40");
   EXPECT_EQ(trace_error("colo-probe-trace 1\nH {\"model\": 5}\nS 1\nE {}\n"), "t.trace:2: header field 'model': expected a string");
+  // A stated batch is a real one (a script's probe leaves it out).
+  EXPECT_EQ(trace_error("colo-probe-trace 1\nH {\"batch\": 0}\nS 1\nE {}\n"),
+            "t.trace:2: header field 'batch': batch size 0 is out of range (expected 1..1048576)");
+  EXPECT_EQ(trace_error("colo-probe-trace 1\nH {\"batch\": 1048577}\nS 1\nE {}\n"),
+            "t.trace:2: header field 'batch': batch size 1048577 is out of range (expected 1..1048576)");
   // A field given twice: nlohmann keeps the last, which silently won over the first.
   EXPECT_EQ(trace_error("colo-probe-trace 1\nH {\"batch\": 8, \"batch\": 64}\nS 1\nE {}\n"),
             "t.trace:2: H record: field 'batch' given twice");

@@ -143,6 +143,22 @@ TEST(ActivityModel, BadModelFilesAndTooFewRowsAreClearErrors) {
   };
   EXPECT_THAT(models_error_for(R"({"format": 5})"), HasSubstr("m.json: not a colo activity model"));
   EXPECT_EQ(models_error_for(R"({"format": "colo-activity-model 1", "source": 5})"), "m.json: 'source' must be text");
+  // A field the reader does not know, or one given twice (the JSON library kept the last): refused.
+  EXPECT_EQ(models_error_for(R"({"format": "colo-activity-model 1", "mlp": {}, "cnn": {}, "extra": 1})"),
+            "m.json: unknown field 'extra'");
+  {
+    nlohmann::json with_extra = good;
+    with_extra["lamda"] = 1.0;
+    EXPECT_EQ(error_for(with_extra), "m.json: unknown field 'lamda'");
+  }
+  const std::string twice = testing::TempDir() + "twice_activity_model.json";
+  std::ofstream(twice) << R"({"format": "colo-activity-model 1", "format": "colo-activity-model 1"})";
+  try {
+    load_activity_models(twice);
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()), twice + ": field 'format' given twice");
+  }
   EXPECT_THROW(load_activity_models("/nonexistent/model.json"), UserError);
   const std::string overflow = testing::TempDir() + "overflow_activity_model.json";
   std::ofstream(overflow) << R"({"format": "colo-activity-model 1", "lambda": 1e400})";

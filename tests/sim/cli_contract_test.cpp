@@ -106,6 +106,7 @@ TEST(ColoSimCli, FlagsThatWouldBeIgnoredOrImpossibleAreRefused) {
       {"--model ''", "--model: empty value"},
       {"--policy-file ''", "--policy-file: empty value"},
       {"--compare --policy-file " + pf, "--compare runs the whole thesis matrix; drop --policy-file"},
+      {"--policy-file " + pf, "--policy-file defines policies for --policy NAME; without --policy the default (magm) runs"},
       {"--sharing mig --mig 3g.20gb,4g.20gb --min-free-mib 40GiB",
        "--min-free-mib 40960 is larger than the largest MIG instance of --mig 3g.20gb,4g.20gb (19456 MiB)"},
   };

@@ -212,6 +212,53 @@ TEST(CliProbe, ATraceFileFromThePythonProbeIsReadBack) {
   EXPECT_EQ(j["batch"], 8);
 }
 
+// An empty value is an error naming its flag, not "not given" (which fell back to a default: the
+// default interpreter, the shipped model, probing every row instead of reading --traces).
+TEST(CliProbe, AnEmptyValueIsAnErrorNotTheDefault) {
+  const std::string carma = std::string(COLO_SOURCE_DIR) + "/data/carma/workloads.csv";
+  for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
+           {"estimate --probe torchvision:resnet18 --batch 2 --estimator trace --python ''", "--python"},
+           {"estimate --trace '' --estimator trace", "--trace"},
+           {"estimate --probe '' --batch 2 --estimator trace", "--probe"},
+           {"estimate --summary '' --batch 2", "--summary"},
+           {"estimate --script ''", "--script"},
+           {"estimate eval --dataset " + carma + " --format carma-workloads --estimator trace --traces ''", "--traces"},
+           {"estimate eval --dataset " + carma + " --format carma-workloads --estimator trace --keep-traces ''",
+            "--keep-traces"},
+           {"estimate eval --dataset '' --format carma-workloads", "--dataset"},
+           {"estimate calibrate --dataset x.csv --out ''", "--out"},
+           {"estimate smact --summary x.model --batch 2 --model ''", "--model"},
+           {"estimate smact eval --dataset x.csv --format gpumemnet-cnn --model ''", "--model"},
+           {"submit --summary '' -- true", "--summary"},
+           {"submit --workdir '' -- true", "--workdir"}}) {
+    const CliRun r = run_colo_args(args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.out;
+    EXPECT_EQ(r.out, "colo: error: " + flag + ": empty value (see --help)\n") << args;
+  }
+}
+
+// A trace whose need passes 2^62 bytes (where the unlimited replay stops too) is estimated from
+// its lower bound: a job that needs more never gets a smaller figure than one that needs less.
+TEST(CliProbe, ANeedPastTheReplaysLimitIsEstimatedFromItsLowerBound) {
+  const auto trace_of = [](int allocations) {
+    const std::string path = std::string(COLO_BINARY_DIR) + "/cli_probe_huge_" + std::to_string(allocations) + ".trace";
+    std::ofstream f(path);
+    f << "colo-probe-trace 2\nH {\"model\": \"t\", \"batch\": 4}\n";
+    for (int i = 1; i <= allocations; ++i) f << "M " << i << " 1125899906842624 0 forward a\n";  // 2^50 bytes each
+    f << "S 1\nE {}\n";
+    return path;
+  };
+  std::int64_t last = 0;
+  for (int n : {10, 1000, 8000}) {  // 8000 x 2^50 bytes is past 2^62
+    const auto j = run_json("estimate --trace " + trace_of(n) + " --estimator trace --json");
+    ASSERT_TRUE(j.is_object()) << n;
+    const auto mib = j["estimate_mib"].get<std::int64_t>();
+    EXPECT_GT(mib, last) << n << " allocations of 2^50 bytes";
+    EXPECT_GE(static_cast<double>(mib), j["peak_mib"].get<double>()) << n;
+    last = mib;
+  }
+}
+
 // --script: the user's own training script, unmodified, gives the same estimate as --probe with the
 // network, batch and optimizer the script uses.
 TEST(CliProbe, AnUnmodifiedTrainingScriptEstimatesLikeTheEquivalentProbe) {

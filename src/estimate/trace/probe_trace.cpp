@@ -8,6 +8,7 @@
 
 #include "common/unique_keys_json.h"
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/one_line.h"
 #include "core/parse_number.h"
 #include "estimate/input_file.h"
@@ -130,6 +131,10 @@ ProbeTrace parse_probe_trace(std::string_view text, const std::string& source) {
                (j.at(key).is_number_unsigned() ? j.at(key).get<std::uint64_t>() > (1ULL << 40)
                                                 : j.at(key).get<std::int64_t>() < 0 || j.at(key).get<std::int64_t>() > (1LL << 40))))
             r.fail(fmt::format("header field '{}': expected a whole number in 0..2^40", key));
+        // A script's probe leaves the batch out (the script chooses it); a stated one is a real batch.
+        if (j.contains("batch") && (j.at("batch").get<std::int64_t>() < 1 || j.at("batch").get<std::int64_t>() > limits::kMaxBatch))
+          r.fail(fmt::format("header field 'batch': batch size {} is out of range (expected 1..{})",
+                             j.at("batch").get<std::int64_t>(), limits::kMaxBatch));
         if (j.contains("alloc_conf")) {
           try {
             t.allocator = parse_allocator_settings(j.at("alloc_conf").get<std::string>(), "allocator settings");

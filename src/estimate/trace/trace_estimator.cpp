@@ -33,24 +33,27 @@ class TraceEstimator final : public Estimator {
     // what the job needs (a larger batch ran out sooner and got a smaller figure). The same replay
     // without the limit, and without the script's memory fraction (a share of a larger GPU is
     // larger), gives the need itself: what a larger GPU would have to hold.
-    std::optional<TraceReplay> need;
+    std::optional<TraceReplay> need, unbounded_replay;
     if (r.out_of_memory && !own_cap) {
       auto unbounded = opts;
       unbounded.capacity = std::uint64_t{1} << 62;
       unbounded.device_total = 0;
-      need = replay_probe_trace(*req.trace, unbounded);
-      if (need->out_of_memory) need.reset();  // past 2^62 bytes: the lower bound below
+      unbounded_replay = replay_probe_trace(*req.trace, unbounded);
+      if (!unbounded_replay->out_of_memory) need = unbounded_replay;
     }
-    const double reserved = mib_of_bytes(need ? need->reserved_peak : r.reserved_peak);
+    // Without the need itself (the job's own memory fraction, or past 2^62 bytes), what a stopped
+    // replay had reserved plus the request it refused is a lower bound of it: the estimate is made
+    // from that bound, so a job that needs more never gets a smaller figure.
+    const auto lower_bound = [](const TraceReplay& x) { return std::max(x.reserved_peak, x.oom_reserved + x.oom_request); };
+    const double reserved = mib_of_bytes(need                ? need->reserved_peak
+                                         : unbounded_replay  ? lower_bound(*unbounded_replay)
+                                         : r.out_of_memory   ? lower_bound(r)
+                                                             : r.reserved_peak);
     double total = reserved * (1.0 + margin) + context;
     if (r.out_of_memory) total = std::max(total, static_cast<double>(profile.gpu_total_mib) + 1);
     Estimate e;
     e.estimator = name();
-    // Without the unbounded replay's figure, what the stopped replay had reserved plus the refused
-    // request is a lower bound of what the job needs.
-    e.peak_mib = need ? reserved
-                      : mib_of_bytes(r.out_of_memory ? std::max(r.reserved_peak, r.oom_reserved + r.oom_request)
-                                                     : r.reserved_peak);
+    e.peak_mib = reserved;
     e.mib = static_cast<MiB>(std::ceil(total));
     if (own_cap) {
       e.explanation = fmt::format(

@@ -9,7 +9,9 @@
 #include <fmt/format.h>
 
 #include "common/resource_path.h"
+#include "common/unique_keys_json.h"
 #include "core/error.h"
+#include "core/one_line.h"
 
 namespace colo::estimate {
 
@@ -169,7 +171,22 @@ nlohmann::json ActivityModel::to_json() const {
           {"feature_constant", constant_}, {"w_smact", to_vec(w_smact_)}, {"w_smocc", to_vec(w_smocc_)}};
 }
 
+namespace {
+
+// A key the reader does not know is a typo or another version's file, not something to skip.
+void refuse_unknown_activity_fields(const nlohmann::json& j, const std::string& where, std::initializer_list<const char*> known) {
+  if (!j.is_object()) return;  // said by the caller
+  for (const auto& [key, value] : j.items())
+    if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; }))
+      throw UserError(fmt::format("{}: unknown field '{}'", where, shown_json_key(key)));
+}
+
+}  // namespace
+
 ActivityModel ActivityModel::from_json(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object()) throw UserError(fmt::format("{}: must be a JSON object", where));
+  refuse_unknown_activity_fields(j, where, {"family", "lambda", "fitted_rows", "feature_mean", "feature_scale", "feature_constant",
+                                   "w_smact", "w_smocc"});
   ActivityModel m;
   const nlohmann::json& family = field(j, where, "family");
   if (!family.is_string()) throw UserError(fmt::format("{}: 'family' must be \"mlp\" or \"cnn\"", where));
@@ -210,6 +227,7 @@ ActivityModels ActivityModels::from_json(const nlohmann::json& j, const std::str
   if (!j.is_object() || !j.contains("format") || !j.at("format").is_string() ||
       j.at("format").get<std::string>() != "colo-activity-model 1")
     throw UserError(fmt::format("{}: not a colo activity model (format 'colo-activity-model 1')", where));
+  refuse_unknown_activity_fields(j, where, {"format", "source", "mlp", "cnn"});
   ActivityModels m;
   if (j.contains("source")) {
     if (!j.at("source").is_string()) throw UserError(fmt::format("{}: 'source' must be text", where));
@@ -230,8 +248,12 @@ ActivityModels load_activity_models(const std::string& path) {
   if (!in) throw UserError(fmt::format("{}: cannot read the activity model", path));
   std::stringstream ss;
   ss << in.rdbuf();
+  UniqueKeysJson parsed = parse_json_unique_keys(ss.str());
+  if (parsed.duplicate)  // nlohmann keeps the last of two: the first would be silently ignored
+    throw UserError(fmt::format("{}: field '{}' given twice", path, shown_json_key(*parsed.duplicate)));
+  if (!parsed.value.is_discarded()) return ActivityModels::from_json(parsed.value, path);
   nlohmann::json j;
-  try {
+  try {  // not JSON: parsed again for the parser's own words on where
     j = nlohmann::json::parse(ss.str());
   } catch (const nlohmann::json::parse_error& e) {
     throw UserError(fmt::format("{}: not JSON (syntax error at byte {})", path, e.byte));
@@ -239,7 +261,7 @@ ActivityModels load_activity_models(const std::string& path) {
     // out_of_range 406: a number beyond a double (1e400) is no model value either.
     throw UserError(fmt::format("{}: not a usable model: a number in it is out of range", path));
   }
-  return ActivityModels::from_json(j, path);
+  throw UserError(fmt::format("{}: not JSON (a NUL byte)", path));
 }
 
 std::string default_activity_model_path() {
