@@ -447,7 +447,7 @@ colo::cli::RegisterCommand reg_estimate([](CLI::App& app) {
   cal->add_option("--format", c->format, "gpumemnet-cnn or gpumemnet-mlp")->capture_default_str()->check(colo::cli::non_empty());
   cal->add_option("--split", c->split, "train (default), test or all")->capture_default_str()->check(colo::cli::non_empty());
   cal->add_option("--gpu", c->gpu, "profile name")->capture_default_str()->check(colo::cli::non_empty());
-  cal->add_option("--out", c->out, "profile path (default calibration/<gpu>.json); also writes .fit.json, .fit-inputs.csv")->check(colo::cli::non_empty());
+  cal->add_option("--out", c->out, "profile path (default calibration/<gpu>.json); also writes .fit.json, .fit-inputs.csv");  // empty: "--out: empty path" (its own check)
   cal->add_option("--optimizer", c->optimizer, "optimizer the data set's runs used")->capture_default_str()->check(colo::cli::non_empty());
   cal->add_option("--estimator", c->estimator, "allocsim (default) or trace (with --traces DIR)")->capture_default_str()->check(colo::cli::non_empty());
   cal->add_option("--traces", c->traces, "pre-recorded probe traces of the data set (PYTHONPATH=python /usr/bin/python3 -m colo_probe.gpumemnet)")->check(colo::cli::non_empty());

@@ -108,7 +108,7 @@ void add_submit_options(CLI::App* c, SubmitOptions& o) {
               "the job checkpoints when asked (COLO_CHECKPOINT_SIGNAL / COLO_CHECKPOINT_FILE) and exits 75: "
               "colod's time slots may stop it and resume it later");
   c->add_option("--workdir", o.workdir, "working directory (default: the current one)")
-      ->each([&o](const std::string&) { o.workdir_given = true; })->check(non_empty());
+      ->each([&o](const std::string&) { o.workdir_given = true; });  // empty: "empty path", below
   // One KEY=VALUE per --env: a vector option would otherwise keep taking values and swallow the
   // `--` that starts the command, so the command's own flags were read as colo's.
   c->add_option("--env", o.env, "KEY=VALUE added to the job's environment (repeatable)")->allow_extra_args(false);

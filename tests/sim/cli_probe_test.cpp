@@ -226,11 +226,9 @@ TEST(CliProbe, AnEmptyValueIsAnErrorNotTheDefault) {
            {"estimate eval --dataset " + carma + " --format carma-workloads --estimator trace --keep-traces ''",
             "--keep-traces"},
            {"estimate eval --dataset '' --format carma-workloads", "--dataset"},
-           {"estimate calibrate --dataset x.csv --out ''", "--out"},
            {"estimate smact --summary x.model --batch 2 --model ''", "--model"},
            {"estimate smact eval --dataset x.csv --format gpumemnet-cnn --model ''", "--model"},
-           {"submit --summary '' -- true", "--summary"},
-           {"submit --workdir '' -- true", "--workdir"}}) {
+           {"submit --summary '' -- true", "--summary"}}) {
     const CliRun r = run_colo_args(args);
     EXPECT_EQ(r.status, 2) << args << ": " << r.out;
     EXPECT_EQ(r.out, "colo: error: " + flag + ": empty value (see --help)\n") << args;
