@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/command_registry.h"
+#include "cli/number_option.h"
 #include "cli/sim_report.h"
 #include "daemon/history_report.h"
 
@@ -32,7 +33,9 @@ void run(const ReportArgs& a) {
 RegisterCommand reg_report([](CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
   CLI::App* cmd = app.add_subcommand("report", "Write the report page of colod's own history (read-only on its database)");
-  cmd->add_option("--state-dir", args->state_dir, "colod's state directory (holds colo.db)")->capture_default_str();
+  cmd->add_option("--state-dir", args->state_dir, "colod's state directory (holds colo.db)")
+      ->capture_default_str()
+      ->check(non_empty());
   cmd->add_option("--report", args->out, "HTML file to write (self-contained)")->required();
   cmd->callback([args] { run(*args); });
 });

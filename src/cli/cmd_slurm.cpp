@@ -128,7 +128,7 @@ void conf(const ConfOpts& o) {
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
   if (ec || !std::filesystem::is_directory(out))
-    throw colo::UserError(fmt::format("--out {}: cannot be a directory{}", colo::one_line(o.out),
+    throw colo::UserError(fmt::format("--out {}: cannot make it a directory{}", colo::one_line(o.out),
                                       ec ? ": " + ec.message() : std::string(" (a file is there)")));
   using P = std::filesystem::perms;
   const P rw = P::owner_read | P::owner_write | P::group_read | P::others_read;

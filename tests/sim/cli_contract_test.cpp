@@ -88,6 +88,14 @@ TEST(ColoSimCli, EmptyAndMalformedTextValuesGiveOneLine) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+// `colo report --state-dir ''` is an error naming the flag, not "no colod database at /colo.db".
+TEST(ColoReportCli, AnEmptyStateDirIsNamed) {
+  if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
+  const CliRun r = test::run_colo_args("report --state-dir '' --report " + ::testing::TempDir() + "colo_report_empty.html");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_EQ(r.out, "colo: error: --state-dir: empty value (see --help)\n");
+}
+
 // Settings that would be silently ignored, or that no job could meet, are one-line errors.
 TEST(ColoSimCli, FlagsThatWouldBeIgnoredOrImpossibleAreRefused) {
   if (!test::have_colo_binary()) GTEST_SKIP() << "build/colo not built in this tree";
@@ -104,6 +112,7 @@ TEST(ColoSimCli, FlagsThatWouldBeIgnoredOrImpossibleAreRefused) {
       {"--adds-progress --sharing mig --mig 3g.20gb,4g.20gb", "--mig (one job per instance) has none"},
       {"--adds-progress --policy-file " + solo + " --policy solo", "policy 'solo' places whole GPUs"},
       {"--model ''", "--model: empty value"},
+      {"--model /tmp", "/tmp: is a directory, not a model file"},
       {"--policy-file ''", "--policy-file: empty value"},
       {"--compare --policy-file " + pf, "--compare runs the whole thesis matrix; drop --policy-file"},
       {"--policy-file " + pf, "--policy-file defines policies for --policy NAME; without --policy the default (magm) runs"},
@@ -286,7 +295,7 @@ TEST(ColoSlurmCli, BadSettingsAreRefusedAndDryRunIsQuoted) {
   std::ofstream(d + "/afile") << "x";
   CliRun r = test::run_colo_args(conf + "--out " + d + "/afile");
   EXPECT_EQ(r.status, 2) << r.out;
-  EXPECT_NE(r.out.find("cannot be a directory"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cannot make it a directory"), std::string::npos) << r.out;
   r = test::run_colo_args(conf + "--out " + d + "/out");
   ASSERT_EQ(r.status, 0) << r.out;
   const std::string site = " --site " + d + "/out/colo-slurm.toml ";

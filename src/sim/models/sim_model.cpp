@@ -70,7 +70,9 @@ std::array<Scalar, 16> scalar_params(SimModel& m) {
 
 SimModel load_sim_model(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw UserError(fmt::format("{}: no such model file", path));
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw UserError(fmt::format("{}: {}", path, std::filesystem::is_directory(path, ec) ? "is a directory, not a model file"
+                                                                                        : "no such model file"));
   const toml::table t = daemon::parse_toml_file(path);
   const daemon::TomlReader r{path};
   SimModel m;
