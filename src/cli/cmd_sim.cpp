@@ -184,7 +184,9 @@ sim::ScenarioBase make_base(const SimArgs& a) {
   b.config.slots.notice_s = a.slot_notice_s.value_or(std::min(600.0, a.slots_s / 10));
   if (a.slot_notice_s && a.slots_s == 0) throw UserError("--slot-notice needs --slots");
   if (const std::string why = time_slots_problem(b.config.slots); !why.empty())
-    throw UserError(fmt::format("--slots {:g} --slot-notice {:g}: {}", a.slots_s, b.config.slots.notice_s, why));
+    throw UserError(a.slot_notice_s
+                        ? fmt::format("--slots {:g} --slot-notice {:g}: {}", a.slots_s, b.config.slots.notice_s, why)
+                        : fmt::format("--slots {:g} (its notice {:g} s by default): {}", a.slots_s, b.config.slots.notice_s, why));
   b.conditions.smact_cap = a.smact_cap_pct / 100.0;
   b.conditions.margin_mib = a.margin_mib;
   b.conditions.min_free_unknown_mib = a.min_free_mib;

@@ -116,6 +116,8 @@ TEST(ColoSimCli, FlagsThatWouldBeIgnoredOrImpossibleAreRefused) {
       {"--policy-file ''", "--policy-file: empty value"},
       {"--compare --policy-file " + pf, "--compare runs the whole thesis matrix; drop --policy-file"},
       {"--policy-file " + pf, "--policy-file defines policies for --policy NAME; without --policy the default (magm) runs"},
+      // A notice the user did not give is named as the default it is.
+      {"--slots 0.5", "--slots 0.5 (its notice 0.05 s by default): a time slot must last at least 1 s"},
       {"--sharing mig --mig 3g.20gb,4g.20gb --min-free-mib 40GiB",
        "--min-free-mib 40960 is larger than the largest MIG instance of --mig 3g.20gb,4g.20gb (19456 MiB)"},
   };
