@@ -396,14 +396,20 @@ void run_calibrate(const CalOpts& o, const std::string& command_line) {
 colo::cli::RegisterCommand reg_estimate([](CLI::App& app) {
   auto* cmd = app.add_subcommand("estimate", "estimate a training job's peak GPU memory (MiB, nvidia-smi view)");
   auto o = std::make_shared<EstimateOpts>();
-  cmd->add_option("--summary", o->summary, "model summary: torchsummary table, module repr or Keras summary")->check(colo::cli::non_empty());
+  cmd->add_option("--summary", o->summary, "model summary: torchsummary table, module repr or Keras summary")
+      ->check(colo::cli::non_empty());
   colo::cli::add_int_flag(cmd, "--batch", o->batch, 1, colo::limits::kMaxBatch, "per-GPU batch size", false);
   auto* optimizer_flag = cmd->add_option("--optimizer", o->optimizer, "sgd, sgd-momentum, adam, adamw, adadelta, adagrad, rmsprop, ...")
       ->capture_default_str()->check(colo::cli::non_empty());
-  cmd->add_option("--estimator", o->estimator, "oracle, horus, allocsim, gpumemnet, trace, faketensor or auto")->capture_default_str()->check(colo::cli::non_empty());
-  cmd->add_option("--gpu", o->gpu, "calibration profile (calibration/<gpu>.json)")->capture_default_str()->check(colo::cli::non_empty());
+  cmd->add_option("--estimator", o->estimator, "oracle, horus, allocsim, gpumemnet, trace, faketensor or auto")
+      ->capture_default_str()
+      ->check(colo::cli::non_empty());
+  cmd->add_option("--gpu", o->gpu, "calibration profile (calibration/<gpu>.json)")
+      ->capture_default_str()
+      ->check(colo::cli::non_empty());
   colo::cli::add_probe_flags(cmd, o->probe);
-  cmd->add_option("--trace", o->trace, "estimate from a probe trace file (PYTHONPATH=python /usr/bin/python3 -m colo_probe --out FILE)")->check(colo::cli::non_empty());
+  cmd->add_option("--trace", o->trace, "estimate from a probe trace file (PYTHONPATH=python /usr/bin/python3 -m colo_probe --out FILE)")
+      ->check(colo::cli::non_empty());
   cmd->add_option("--script", o->probe.script,
                   "estimate from the user's unmodified training script, run on the CPU for two optimizer steps "
                   "(its own arguments after --)")->check(colo::cli::non_empty());
@@ -429,28 +435,44 @@ colo::cli::RegisterCommand reg_estimate([](CLI::App& app) {
   auto* ev = cmd->add_subcommand("eval", "accuracy of an estimator on a data set with measured peaks");
   auto e = std::make_shared<EvalOpts>();
   ev->add_option("--dataset", e->dataset, "CSV file")->required()->check(colo::cli::non_empty());
-  ev->add_option("--format", e->format, "gpumemnet-mlp, gpumemnet-cnn or carma-workloads")->required()->check(colo::cli::non_empty());
+  ev->add_option("--format", e->format, "gpumemnet-mlp, gpumemnet-cnn or carma-workloads")->required()
+      ->check(colo::cli::non_empty());
   ev->add_option("--estimator", e->estimator, "estimator name")->capture_default_str()->check(colo::cli::non_empty());
-  ev->add_option("--split", e->split, "all, train or test (GPUMemNet rows: 80/20 by filename hash)")->capture_default_str()->check(colo::cli::non_empty());
+  ev->add_option("--split", e->split, "all, train or test (GPUMemNet rows: 80/20 by filename hash)")
+      ->capture_default_str()
+      ->check(colo::cli::non_empty());
   ev->add_option("--gpu", e->gpu, "calibration profile")->capture_default_str()->check(colo::cli::non_empty());
-  ev->add_option("--optimizer", e->optimizer, "optimizer for rows that do not state one")->capture_default_str()->check(colo::cli::non_empty());
+  ev->add_option("--optimizer", e->optimizer, "optimizer for rows that do not state one")
+      ->capture_default_str()
+      ->check(colo::cli::non_empty());
   ev->add_flag("--json", e->json, "print one JSON object");
   ev->add_flag("--rows", e->rows, "also list every row's estimate");
-  ev->add_option("--traces", e->traces, "trace/faketensor: pre-recorded probe traces (DIR/index.jsonl) instead of probing")->check(colo::cli::non_empty());
+  ev->add_option("--traces", e->traces, "trace/faketensor: pre-recorded probe traces (DIR/index.jsonl) instead of probing")
+      ->check(colo::cli::non_empty());
   ev->add_option("--keep-traces", e->keep_traces,
-                 "trace/faketensor on carma rows: also write each probe's trace to DIR (N.trace and index.jsonl, what --traces reads)")->check(colo::cli::non_empty());
+                 "trace/faketensor on carma rows: also write each probe's trace to DIR (N.trace and index.jsonl, what --traces reads)")
+                     ->check(colo::cli::non_empty());
   ev->callback([e] { run_eval(*e); });
 
   auto* cal = cmd->add_subcommand("calibrate", "fit a calibration profile on a GPUMemNet training split");
   auto c = std::make_shared<CalOpts>();
   cal->add_option("--dataset", c->dataset, "GPUMemNet CSV")->required()->check(colo::cli::non_empty());
-  cal->add_option("--format", c->format, "gpumemnet-cnn or gpumemnet-mlp")->capture_default_str()->check(colo::cli::non_empty());
-  cal->add_option("--split", c->split, "train (default), test or all")->capture_default_str()->check(colo::cli::non_empty());
+  cal->add_option("--format", c->format, "gpumemnet-cnn or gpumemnet-mlp")
+      ->capture_default_str()
+      ->check(colo::cli::non_empty());
+  cal->add_option("--split", c->split, "train (default), test or all")
+      ->capture_default_str()
+      ->check(colo::cli::non_empty());
   cal->add_option("--gpu", c->gpu, "profile name")->capture_default_str()->check(colo::cli::non_empty());
   cal->add_option("--out", c->out, "profile path (default calibration/<gpu>.json); also writes .fit.json, .fit-inputs.csv");  // empty: "--out: empty path" (its own check)
-  cal->add_option("--optimizer", c->optimizer, "optimizer the data set's runs used")->capture_default_str()->check(colo::cli::non_empty());
-  cal->add_option("--estimator", c->estimator, "allocsim (default) or trace (with --traces DIR)")->capture_default_str()->check(colo::cli::non_empty());
-  cal->add_option("--traces", c->traces, "pre-recorded probe traces of the data set (PYTHONPATH=python /usr/bin/python3 -m colo_probe.gpumemnet)")->check(colo::cli::non_empty());
+  cal->add_option("--optimizer", c->optimizer, "optimizer the data set's runs used")
+      ->capture_default_str()
+      ->check(colo::cli::non_empty());
+  cal->add_option("--estimator", c->estimator, "allocsim (default) or trace (with --traces DIR)")
+      ->capture_default_str()
+      ->check(colo::cli::non_empty());
+  cal->add_option("--traces", c->traces, "pre-recorded probe traces of the data set (PYTHONPATH=python /usr/bin/python3 -m colo_probe.gpumemnet)")
+      ->check(colo::cli::non_empty());
   colo::cli::add_real_flag(cal, "--max-under-rate", c->max_under, 0, 1, "largest share of under-estimated fit rows");
   cal->callback([c, cal] {
     c->out_given = cal->get_option("--out")->count() > 0;

@@ -115,10 +115,12 @@ void eval(const EvalOpts& o) {
 void add_smact_subcommand(CLI::App* estimate) {
   auto* cmd = estimate->add_subcommand("smact", "a job's solo SM activity and occupancy, predicted from its model summary");
   auto p = std::make_shared<PredictOpts>();
-  cmd->add_option("--summary", p->summary, "model summary (torchsummary table, module repr or Keras summary)")->check(non_empty());
+  cmd->add_option("--summary", p->summary, "model summary (torchsummary table, module repr or Keras summary)")
+      ->check(non_empty());
   add_int_flag(cmd, "--batch", p->batch, 1, limits::kMaxBatch, "per-GPU batch size", false);
   add_int_flag(cmd, "--seq-len", p->seq_len, 1, limits::kMaxSeqLen, "tokens per sample for transformer summaries", false);
-  cmd->add_option("--model", p->model, "activity model file (default models/smact/a100-gpumemnet.json)")->check(non_empty());
+  cmd->add_option("--model", p->model, "activity model file (default models/smact/a100-gpumemnet.json)")
+      ->check(non_empty());
   cmd->add_flag("--json", p->json, "print one JSON object");
 
   auto* f = cmd->add_subcommand("fit", "fit the model on the GPUMemNet train split");
@@ -144,7 +146,8 @@ void add_smact_subcommand(CLI::App* estimate) {
   e->add_option("--dataset", eo->dataset, "GPUMemNet CSV")->required()->check(non_empty());
   e->add_option("--format", eo->format, "gpumemnet-cnn or gpumemnet-mlp")->required()->check(non_empty());
   e->add_option("--split", eo->split, "test (default), train or all")->capture_default_str()->check(non_empty());
-  e->add_option("--model", eo->model, "activity model file (default models/smact/a100-gpumemnet.json)")->check(non_empty());
+  e->add_option("--model", eo->model, "activity model file (default models/smact/a100-gpumemnet.json)")
+      ->check(non_empty());
   e->add_flag("--json", eo->json, "print one JSON object");
   e->callback([eo, parent_options_refused] {
     parent_options_refused("eval");

@@ -14,7 +14,8 @@ namespace colo::cli {
 
 inline void add_probe_flags(CLI::App* cmd, estimate::ProbeRequest& p) {
   cmd->add_option("--probe", p.model,
-                  "estimate from the job's own training step, probed on the CPU: torchvision:NAME or path/to/file.py:function")->check(non_empty());
+                  "estimate from the job's own training step, probed on the CPU: torchvision:NAME or path/to/file.py:function")
+                      ->check(non_empty());
   // An empty value is an error, not "not given" (which the probe would answer with the model's default).
   cmd->add_option_function<std::string>("--input", [&p](const std::string& s) {
     if (s.empty()) throw UserError("--input: empty value");
@@ -25,7 +26,9 @@ inline void add_probe_flags(CLI::App* cmd, estimate::ProbeRequest& p) {
     p.dtype = s;
   }, "probe: input dtype (float32, float16, bfloat16, float64, int64, int32)");
   add_int_flag(cmd, "--num-classes", p.num_classes, 1, 1ll << 31, "probe: classes of a torchvision model", false);
-  cmd->add_option("--amp", p.amp, "probe: automatic mixed precision: none, fp16 (with GradScaler) or bf16")->capture_default_str()->check(non_empty());
+  cmd->add_option("--amp", p.amp, "probe: automatic mixed precision: none, fp16 (with GradScaler) or bf16")
+      ->capture_default_str()
+      ->check(non_empty());
   cmd->add_flag("--checkpointing", p.checkpointing, "probe: gradient checkpointing of each top-level child module");
   cmd->add_flag("--no-set-to-none{false}", p.set_to_none, "probe: zero_grad(set_to_none=False), gradients stay allocated");
   add_int_flag(cmd, "--data-parallel", p.data_parallel, 1, 256,

@@ -88,7 +88,8 @@ void add_submit_options(CLI::App* c, SubmitOptions& o) {
   c->add_option("--mem", o.mem, "per-GPU memory need, e.g. 12GiB (given with a job file or --rad, it replaces the file's)")
       ->each([&o](const std::string&) { o.mem_given = true; });
   c->add_option("--estimate", o.estimator,
-                "estimate the need: allocsim, horus, gpumemnet, auto (with --summary); trace, faketensor (with --probe)")->check(non_empty());
+                "estimate the need: allocsim, horus, gpumemnet, auto (with --summary); trace, faketensor (with --probe)")
+                    ->check(non_empty());
   c->add_option("--summary", o.summary, "model summary for --estimate")->check(non_empty());
   add_int_flag(c, "--batch", o.batch, 1, limits::kMaxBatch, "batch size for --estimate", false);
   c->add_option("--optimizer", o.optimizer, "optimizer for --estimate (default adam)")
@@ -112,7 +113,8 @@ void add_submit_options(CLI::App* c, SubmitOptions& o) {
   // One KEY=VALUE per --env: a vector option would otherwise keep taking values and swallow the
   // `--` that starts the command, so the command's own flags were read as colo's.
   c->add_option("--env", o.env, "KEY=VALUE added to the job's environment (repeatable)")->allow_extra_args(false);
-  c->add_option("--rad", o.rad, "submit a research-prototype .rad job file (a command after -- replaces the file's)")->check(non_empty());
+  c->add_option("--rad", o.rad, "submit a research-prototype .rad job file (a command after -- replaces the file's)")
+      ->check(non_empty());
   c->add_option("--rad-memory", o.rad_memory, "which .rad figure is the need: measured, horus, faketensor, gpumemnet, none")
       ->each([&o](const std::string&) { o.rad_memory_given = true; })->check(non_empty());
   c->add_flag("--json", o.json, "print the queued job as JSON");

@@ -1191,7 +1191,8 @@ void Daemon::expire_job_files() {
       break;
     }
     // A directory already gone (removed before a restart, which rescans from the start) has its event.
-    if (std::string why; fs::exists(job_dir(id)) && !(why = remove_expired_job_files(id)).empty()) {
+    std::error_code exists_ec;  // unreadable: not there as far as colod can tell
+    if (std::string why; fs::exists(job_dir(id), exists_ec) && !(why = remove_expired_job_files(id)).empty()) {
       const bool retried = expiry_retries_.size() < kMaxExpiryRetries;  // one stuck file system must not grow it without bound
       if (retried) expiry_retries_.insert(id);
       log(fmt::format("colod: job {}: cannot remove its files after jobs.keep_logs_days: {}; {}", id, why,

@@ -437,6 +437,12 @@ int shim_main(const std::string& dir) {
   }
   ::fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
   ::fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
+  // The pipes are the job's stdout and stderr: owned by its user, as its log files were, so that
+  // it can open them again by name (/dev/stdout, `tee /dev/stderr`: a 0600 root pipe refused that).
+  if (geteuid() == 0 && spec.uid >= 0) {
+    [[maybe_unused]] int r1 = fchown(out_pipe[1], static_cast<uid_t>(spec.uid), static_cast<gid_t>(spec.gid));
+    [[maybe_unused]] int r2 = fchown(err_pipe[1], static_cast<uid_t>(spec.uid), static_cast<gid_t>(spec.gid));
+  }
   const std::string cap_text = fmt::format("jobs.max_log = {} MiB", spec.max_log_bytes >> 20);
   const std::size_t tail = static_cast<std::size_t>(std::min<std::uint64_t>(spec.max_log_bytes, kLogTailBytes));
   LogRelay out_relay(out_fd, spec.max_log_bytes, tail, "stdout", cap_text);

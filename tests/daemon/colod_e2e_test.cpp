@@ -362,8 +362,17 @@ TEST(ColodE2E, UsersCannotTouchEachOthersJobs) {
   EXPECT_EQ(nj.at("user"), "nobody");
   EXPECT_EQ(nj.at("state"), "done") << nj.dump(2);
   EXPECT_EQ(d.colo({"logs", nid}, nobody).out, "65534\n");
-  EXPECT_EQ(json::parse(d.colo({"queue", "--all", "--json"}, nobody).out).size(), 1u);
-  EXPECT_EQ(d.colo_json({"queue", "--all", "--json"}).size(), 2u);  // root sees all
+  // Its stdout and stderr (the shim's pipes) are its own: it can open them again by name.
+  RunResult by_name = d.colo({"submit", "--workdir", "/", "--mem", "1GiB", "--", "/bin/sh", "-c",
+                              "echo a > /dev/stdout && echo b | tee /dev/stderr > /dev/null"},
+                             nobody);
+  ASSERT_EQ(by_name.rc, 0) << by_name.err;
+  const std::string bid = std::to_string(std::stoull(by_name.out));
+  EXPECT_EQ(d.wait_terminal(std::stoull(by_name.out)).at("state"), "done");
+  EXPECT_EQ(d.colo({"logs", bid}, nobody).out, "a\n");
+  EXPECT_EQ(d.colo({"logs", bid, "--stderr"}, nobody).out, "b\n");
+  EXPECT_EQ(json::parse(d.colo({"queue", "--all", "--json"}, nobody).out).size(), 2u);
+  EXPECT_EQ(d.colo_json({"queue", "--all", "--json"}).size(), 3u);  // root sees all
   d.colo({"cancel", rid});
   d.wait_terminal(root_job, 30s);
 }
