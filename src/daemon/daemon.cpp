@@ -1196,7 +1196,7 @@ void Daemon::expire_job_files() {
       const bool retried = expiry_retries_.size() < kMaxExpiryRetries;  // one stuck file system must not grow it without bound
       if (retried) expiry_retries_.insert(id);
       log(fmt::format("colod: job {}: cannot remove its files after jobs.keep_logs_days: {}; {}", id, why,
-                      retried ? "tried again on every pass (about once a minute)"
+                      retried ? "tried again on every pass (at most a minute apart)"
                               : fmt::format("not tried again before colod restarts ({} others are failing)",
                                             expiry_retries_.size())));
     }

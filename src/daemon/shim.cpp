@@ -9,6 +9,7 @@
 #include <ctime>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -91,6 +92,55 @@ void write_atomic(const std::string& dir, const std::string& name, const std::st
   }
 }
 
+// Room for exit.json, taken before the job starts (reserve_exit_room): a file system the job's own
+// output fills up must not cost its exit status, or colod could only call the attempt lost and run
+// the job again. -1 when there is none (not reserved yet, or used).
+int g_exit_room = -1;
+constexpr off_t kExitRoomBytes = 64 << 10;  // exit.json is well under 1 KiB
+
+bool reserve_exit_room(const std::string& dir, std::string* why) {
+  const std::string tmp = dir + "/.exit.json.tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *why = "open " + tmp + ": " + std::strerror(errno);
+    return false;
+  }
+  // posix_fallocate writes the blocks itself where the file system has no fallocate.
+  if (const int rc = ::posix_fallocate(fd, 0, kExitRoomBytes); rc != 0 || ::fsync(fd) != 0) {
+    *why = "reserve room for exit.json in " + dir + ": " + std::strerror(rc != 0 ? rc : errno);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  g_exit_room = fd;
+  return true;
+}
+
+// exit.json written into the room reserved for it (no new blocks needed), then renamed into place.
+bool write_into_exit_room(const std::string& dir, const std::string& content) {
+  const int fd = std::exchange(g_exit_room, -1);
+  if (fd < 0 || content.size() > static_cast<size_t>(kExitRoomBytes)) {
+    if (fd >= 0) ::close(fd);
+    return false;
+  }
+  size_t off = 0;
+  while (off < content.size()) {
+    const ssize_t n = ::pwrite(fd, content.data() + off, content.size() - off, static_cast<off_t>(off));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    off += static_cast<size_t>(n);
+  }
+  const bool ok = off == content.size() && ::ftruncate(fd, static_cast<off_t>(off)) == 0 && ::fsync(fd) == 0;
+  ::close(fd);
+  const std::string tmp = dir + "/.exit.json.tmp";
+  if (!ok || ::rename(tmp.c_str(), (dir + "/exit.json").c_str()) != 0) return false;
+  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return true;
+}
+
 void write_exit(const std::string& dir, const ShimExit& e) {
   json j{{"started", e.started}, {"error", e.error}, {"start_time", e.start_time}, {"end_time", e.end_time}};
   j["exit_code"] = e.exit_code ? json(*e.exit_code) : json(nullptr);
@@ -100,7 +150,7 @@ void write_exit(const std::string& dir, const ShimExit& e) {
   if (e.memory_peak_bytes) j["memory_peak_bytes"] = *e.memory_peak_bytes;
   if (e.stdout_lost_bytes) j["stdout_lost_bytes"] = e.stdout_lost_bytes;
   if (e.stderr_lost_bytes) j["stderr_lost_bytes"] = e.stderr_lost_bytes;
-  write_atomic(dir, "exit.json", j.dump() + "\n");
+  if (!write_into_exit_room(dir, j.dump() + "\n")) write_atomic(dir, "exit.json", j.dump() + "\n");
 }
 
 ShimSpec spec_from_json(const json& j) {
@@ -402,7 +452,12 @@ int shim_main(const std::string& dir) {
   }
   ::close(3);
 
-  // 2. Start the job.
+  // 2. Start the job, once exit.json has its room (else it is not started: colod may start it again).
+  if (std::string why; !reserve_exit_room(dir, &why)) {
+    ex.error = "cannot start the job: " + why;
+    ex.end_time = wall_now();
+    return finish(ex);
+  }
   {
     const int fd = ::open((dir + "/started").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     if (fd >= 0) {
@@ -457,7 +512,15 @@ int shim_main(const std::string& dir) {
       cgroup_procs = cgroup + "/cgroup.procs";
       // Where colod finds the job's cgroup if this shim is killed: what the job detached is in it
       // and must die before the job runs again (never two copies).
-      write_atomic(dir, "cgroup", cgroup + "\n");
+      try {
+        write_atomic(dir, "cgroup", cgroup + "\n");
+      } catch (const std::exception& e) {  // unrecorded, the leaf would not be found again: not used
+        std::fprintf(stderr, "colo-shim: no cgroup for the job (cannot record it: %s): process-tree containment only\n",
+                     e.what());
+        remove_cgroup(cgroup);
+        cgroup.clear();
+        cgroup_procs.clear();
+      }
     } else {
       std::fprintf(stderr, "colo-shim: no cgroup for the job (%s): process-tree containment only\n", why.c_str());
     }
