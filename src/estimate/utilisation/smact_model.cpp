@@ -176,9 +176,11 @@ namespace {
 // A key the reader does not know is a typo or another version's file, not something to skip.
 void refuse_unknown_activity_fields(const nlohmann::json& j, const std::string& where, std::initializer_list<const char*> known) {
   if (!j.is_object()) return;  // said by the caller
-  for (const auto& [key, value] : j.items())
+  for (auto it = j.begin(); it != j.end(); ++it) {  // (Clang 14 cannot capture a structured binding)
+    const std::string& key = it.key();
     if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; }))
       throw UserError(fmt::format("{}: unknown field '{}'", where, shown_json_key(key)));
+  }
 }
 
 }  // namespace
