@@ -66,6 +66,17 @@ double mono_now() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+// Renames tmp over dir/name, then syncs the directory so that the rename outlives a power cut:
+// 0 or the rename's errno.
+int rename_into_place(const std::string& dir, const std::string& tmp, const std::string& name) {
+  if (::rename(tmp.c_str(), (dir + "/" + name).c_str()) != 0) return errno;
+  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return 0;
+}
+
 // Writes `content` to dir/name atomically and durably.
 void write_atomic(const std::string& dir, const std::string& name, const std::string& content) {
   const std::string tmp = dir + "/." + name + ".tmp";
@@ -83,13 +94,8 @@ void write_atomic(const std::string& dir, const std::string& name, const std::st
   }
   ::fsync(fd);
   ::close(fd);
-  if (::rename(tmp.c_str(), (dir + "/" + name).c_str()) != 0)
-    throw std::runtime_error("rename " + tmp + ": " + std::strerror(errno));
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  if (const int err = rename_into_place(dir, tmp, name); err != 0)
+    throw std::runtime_error("rename " + tmp + ": " + std::strerror(err));
 }
 
 // Room for exit.json, taken before the job starts (reserve_exit_room): a file system the job's own
@@ -133,12 +139,7 @@ bool write_into_exit_room(const std::string& dir, const std::string& content) {
   const bool ok = off == content.size() && ::ftruncate(fd, static_cast<off_t>(off)) == 0 && ::fsync(fd) == 0;
   ::close(fd);
   const std::string tmp = dir + "/.exit.json.tmp";
-  if (!ok || ::rename(tmp.c_str(), (dir + "/exit.json").c_str()) != 0) return false;
-  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return true;
+  return ok && rename_into_place(dir, tmp, "exit.json") == 0;
 }
 
 void write_exit(const std::string& dir, const ShimExit& e) {
