@@ -78,7 +78,10 @@ colo::cli::RegisterCommand reg_show([](CLI::App& app) {
     for (const json& x : j.at("gpus")) g += fmt::format("{}{} ({})", g.empty() ? "" : ", ", x.at("index").get<int>(), colo::one_line(x.at("uuid").get<std::string>()));
     std::cout << fmt::format("  gpus       {}\n  submitted  {}\n  ended      {}\n  exit code  {}\n", g.empty() ? "-" : g,
                              when(j.at("submit_time")), when(j.at("end_time")), opt(j.at("exit_code")));
-    std::cout << fmt::format("  logs       {}\n             {}\n", colo::one_line(j.at("stdout").get<std::string>()), colo::one_line(j.at("stderr").get<std::string>()));
+    if (j.contains("files_removed") && j.at("files_removed").is_string())  // the paths would name files that are gone
+      std::cout << fmt::format("  logs       none: {}\n", colo::one_line(j.at("files_removed").get<std::string>()));
+    else
+      std::cout << fmt::format("  logs       {}\n             {}\n", colo::one_line(j.at("stdout").get<std::string>()), colo::one_line(j.at("stderr").get<std::string>()));
     for (const json& a : j.at("attempts"))
       std::cout << fmt::format("  attempt {}  {:<9} {:<11} gpus {} reserve {}{} peak {} exit {}{}\n", a.at("n").get<int>(),
                                colo::one_line(a.at("state").get<std::string>()), colo::one_line(a.at("outcome").get<std::string>()), a.at("gpus").dump(),

@@ -3,6 +3,7 @@
 // uid) sees everything and may drain GPUs.
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <unistd.h>
 
@@ -59,6 +60,12 @@ HttpResponse Daemon::handle(const HttpRequest& req, const Peer& peer) {
     return route(req, peer);
   } catch (const UserError& e) {
     return error(400, e.what());
+  } catch (const StorageFull& e) {
+    // The transaction rolled back: the client may simply try again later.
+    log(fmt::format("colod: {} {}: {}", req.method, req.path, e.what()));
+    return error(507, fmt::format("colod cannot record it: the disk of its state directory {} is full ({}); nothing "
+                                  "was changed, try again once there is room",
+                                  cfg_.state_dir, e.what()));
   }
 }
 
@@ -170,6 +177,8 @@ json Daemon::job_json(const JobRow& j, bool detail) {
                    {"idle_only", j.recovery_alone}};
   o["stdout"] = log_path(j.id, "stdout");
   o["stderr"] = log_path(j.id, "stderr");
+  const auto removed = job_files_removed(j);  // the paths above are gone (jobs.keep_logs_days)
+  o["files_removed"] = removed ? json(*removed) : json(nullptr);
   json aj = json::array();
   for (const AttemptRow& a : attempts) {
     json x{{"n", a.n}, {"state", a.state}, {"outcome", a.outcome}, {"gpus", a.slots}, {"uuids", a.uuids},
@@ -264,7 +273,10 @@ HttpResponse Daemon::submit(const HttpRequest& req, const Peer& peer) {
                                         : std::string("unknown")));
     txn.commit();
   }
-  std::filesystem::create_directories(job_dir(id));
+  // Recorded: the answer is 201 whatever happens now (an error would have the client submit it
+  // again). The probe and the launch make the directory themselves if this cannot.
+  std::error_code mkdir_ec;
+  std::filesystem::create_directories(job_dir(id), mkdir_ec);
   dirty_ = true;
   auto stored = store_.job(id);
   return reply(201, job_json(*stored, false));
@@ -337,9 +349,20 @@ HttpResponse Daemon::job_logs(JobId id, const HttpRequest& req, const Peer& peer
   if (!num("max", max) || max == 0) return error(400, "query 'max' must be a positive integer");
   max = std::min<std::int64_t>(max, 1 << 20);
   if (const auto removed = job_files_removed(*j)) return error(410, fmt::format("job {}: {}", id, *removed));
+  const std::string path = log_path(id, stream);
   std::string data;
   std::int64_t size = 0;
-  std::ifstream in(log_path(id, stream), std::ios::binary);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    // A job whose command started has both logs (the shim creates them before it runs): an
+    // empty answer would pass a directory removed by hand off as a job that printed nothing.
+    std::error_code ec;
+    const auto attempts = store_.attempts_of(id);
+    const bool started = std::any_of(attempts.begin(), attempts.end(), [](const AttemptRow& a) { return a.start_time.has_value(); });
+    if (started && !std::filesystem::exists(path, ec) && !ec)
+      return error(410, fmt::format("job {}: its {} log {} is missing: removed outside colod, or never created (see colo show {})",
+                                    id, stream, path, id));
+  }
   if (in) {
     in.seekg(0, std::ios::end);
     size = in.tellg();

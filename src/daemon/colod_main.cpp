@@ -21,6 +21,7 @@
 #include "daemon/api_server.h"
 #include "daemon/client/policy_file.h"
 #include "daemon/daemon.h"
+#include "daemon/sqlite.h"
 #include "daemon/shim.h"
 #include "gpu/fake_nvml_env.h"
 #include "gpu/nvml_backend.h"
@@ -126,6 +127,12 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const colo::gpu::GpuError& e) {
     std::cerr << "colod: error: " << colo::one_line(e.what()) << "\n";
+    return 1;
+  } catch (const colo::daemon::StorageFull& e) {
+    // Crash-only: what colod could not record is still on disk where the shims write it.
+    std::cerr << "colod: error: its state database cannot be written, the disk is full (" << colo::one_line(e.what())
+              << "); running jobs go on under their shims: start colod again once there is room, and it adopts them "
+                 "and records how they ended\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "colod: fatal: " << colo::one_line(e.what()) << "\n";

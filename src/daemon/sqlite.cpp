@@ -1,5 +1,6 @@
 #include "daemon/sqlite.h"
 
+#include <cerrno>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -8,8 +9,22 @@
 namespace colo::daemon {
 
 namespace {
+// SQLITE_FULL, or an I/O error from ENOSPC/EDQUOT: SQLite reports a write that runs out of room as
+// either (the shared-memory index it grows on open as IOERR_SHMSIZE, with no errno kept).
+bool disk_full(sqlite3* db) {
+  const int rc = sqlite3_extended_errcode(db);
+  const int sys = sqlite3_system_errno(db);
+  return (rc & 0xff) == SQLITE_FULL || rc == SQLITE_IOERR_SHMSIZE ||
+         ((rc & 0xff) == SQLITE_IOERR && (sys == ENOSPC || sys == EDQUOT));
+}
+
+[[noreturn]] void throw_error(sqlite3* db, std::string msg) {
+  if (disk_full(db)) throw StorageFull(std::move(msg));
+  throw std::runtime_error(std::move(msg));
+}
+
 [[noreturn]] void fail(sqlite3* db, std::string_view what) {
-  throw std::runtime_error(fmt::format("sqlite: {}: {}", what, sqlite3_errmsg(db)));
+  throw_error(db, fmt::format("sqlite: {}: {}", what, sqlite3_errmsg(db)));
 }
 }  // namespace
 
@@ -95,9 +110,9 @@ void Db::exec(std::string_view sql) {
   const std::string s(sql);
   char* err = nullptr;
   if (sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    const std::string msg = err ? err : "unknown error";
+    std::string msg = fmt::format("sqlite: exec '{}': {}", s.substr(0, 80), err ? err : "unknown error");
     sqlite3_free(err);
-    throw std::runtime_error(fmt::format("sqlite: exec '{}': {}", s.substr(0, 80), msg));
+    throw_error(db_, std::move(msg));
   }
 }
 

@@ -5,6 +5,7 @@
 // broken disk, never the user's input.
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,13 @@ struct sqlite3;
 struct sqlite3_stmt;
 
 namespace colo::daemon {
+
+// The disk under the database is full (SQLITE_FULL, ENOSPC, EDQUOT): the one store error that is
+// neither a bug nor a broken disk, so colod tells its clients and its operator what to do about it.
+class StorageFull : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 class Stmt {
  public:

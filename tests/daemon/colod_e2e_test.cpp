@@ -1,5 +1,4 @@
 // End-to-end: the real build/colod on the fake NVML, driven by the real build/colo.
-#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -10,6 +9,7 @@
 #include <map>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "daemon_harness.h"
@@ -282,7 +282,14 @@ TEST(ColodE2E, AFinishedJobsFilesGoAfterKeepLogsDaysAndARunningOnesStay) {
   EXPECT_NE(logs.rc, 0);
   EXPECT_EQ(logs.err, "colo: error: job " + std::to_string(id) +
                           ": its logs were removed: it ended more than 2e-05 days ago (jobs.keep_logs_days)\n");
-  EXPECT_EQ(d.colo_json({"show", std::to_string(id), "--json"}).at("state"), "done");
+  const nlohmann::json shown = d.colo_json({"show", std::to_string(id), "--json"});
+  EXPECT_EQ(shown.at("state"), "done");
+  EXPECT_EQ(shown.at("files_removed"), "its logs were removed: it ended more than 2e-05 days ago (jobs.keep_logs_days)");
+  // The text names no log paths that are gone.
+  const std::string text = d.colo({"show", std::to_string(id)}).out;
+  EXPECT_NE(text.find("  logs       none: its logs were removed: it ended more than 2e-05 days ago"), std::string::npos) << text;
+  EXPECT_EQ(text.find(finished_dir), std::string::npos) << text;
+  EXPECT_TRUE(d.colo_json({"show", std::to_string(running), "--json"}).at("files_removed").is_null());
   // Said from the job's record, whatever the configuration is now.
   d.stop();
   std::ofstream(dir.path() + "/colod.toml") << "[jobs]\nkeep_logs_days = 0\n";
@@ -292,6 +299,33 @@ TEST(ColodE2E, AFinishedJobsFilesGoAfterKeepLogsDaysAndARunningOnesStay) {
   EXPECT_TRUE(std::filesystem::exists(dir.path() + "/jobs/" + std::to_string(running) + "/stdout.log"));
   open_gate(gate);
   EXPECT_EQ(d.wait_terminal(running, 60s).at("state"), "done");
+}
+
+// A job directory removed by hand (not by jobs.keep_logs_days): `colo logs` says the log is
+// missing instead of printing nothing as if the job had been silent; a silent job prints nothing.
+TEST(ColodE2E, LogsOfAJobWhoseDirectoryWasRemovedByHandAreAnErrorNotEmpty) {
+  TempDir dir;
+  ColodProcess d(dir.path(), "1x40GiB");
+  const std::uint64_t silent = d.submit({"--mem", "1GiB", "--", "/bin/true"});
+  const std::uint64_t id = d.submit({"--mem", "1GiB", "--", "/bin/echo", "hello"});
+  ASSERT_EQ(d.wait_terminal(silent, 60s).at("state"), "done");
+  ASSERT_EQ(d.wait_terminal(id, 60s).at("state"), "done");
+  const RunResult quiet = d.colo({"logs", std::to_string(silent)});
+  EXPECT_EQ(quiet.rc, 0) << quiet.err;
+  EXPECT_EQ(quiet.out, "");
+  ASSERT_EQ(d.colo({"logs", std::to_string(id)}).out, "hello\n");
+  const std::string job_dir = dir.path() + "/jobs/" + std::to_string(id);
+  std::filesystem::remove_all(job_dir);
+  for (const char* stream : {"stdout", "stderr"}) {
+    std::vector<std::string> args{"logs", std::to_string(id)};
+    if (std::string(stream) == "stderr") args.push_back("--stderr");
+    const RunResult r = d.colo(args);
+    EXPECT_NE(r.rc, 0) << stream;
+    EXPECT_EQ(r.out, "") << stream;
+    EXPECT_EQ(r.err, fmt::format("colo: error: job {}: its {} log {}/{}.log is missing: removed outside colod, or never "
+                                 "created (see colo show {})\n",
+                                 id, stream, job_dir, stream, id));
+  }
 }
 
 // A directory that cannot be removed (here a mount point inside it: EBUSY) is said once and tried
@@ -305,13 +339,8 @@ TEST(ColodE2E, AnExpiredJobsDirectoryThatCannotBeRemovedIsTriedAgain) {
   ASSERT_EQ(d.wait_terminal(id, 60s).at("state"), "done");
   const std::string job_dir = dir.path() + "/jobs/" + std::to_string(id);
   const std::string held = job_dir + "/held";
-  std::filesystem::create_directory(held);
-  if (::mount("colo-test", held.c_str(), "tmpfs", 0, "size=1m") != 0)
-    GTEST_SKIP() << "cannot mount a tmpfs (needs root, as CI runs): " << std::strerror(errno);
-  struct Unmount {
-    std::string path;
-    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
-  } unmount{held};
+  MountedTmpfs tmpfs(held, "1m");
+  if (!tmpfs.mounted()) GTEST_SKIP() << tmpfs.error();
   std::ofstream(held + "/file") << "x";
 
   d.stop();
@@ -323,7 +352,7 @@ TEST(ColodE2E, AnExpiredJobsDirectoryThatCannotBeRemovedIsTriedAgain) {
   EXPECT_TRUE(std::filesystem::exists(held));
   EXPECT_EQ(d.colo({"logs", std::to_string(id)}).err.find("its logs were removed"), std::string::npos);
 
-  ASSERT_EQ(::umount2(held.c_str(), 0), 0) << std::strerror(errno);
+  ASSERT_EQ(tmpfs.unmount(), "");
   ASSERT_TRUE(wait_until([&] { return !std::filesystem::exists(job_dir); }, 60s)) << d.log();
   ASSERT_TRUE(wait_until([&] { return d.log().find("its files are removed now") != std::string::npos; }, 60s));
   EXPECT_EQ(d.colo({"logs", std::to_string(id)}).err,
@@ -339,14 +368,8 @@ TEST(ColodE2E, AnExpiredJobsDirectoryThatCannotBeRemovedIsTriedAgain) {
 // attempt was "lost" and the job, which had run to exit 0, was queued to run again.
 TEST(ColodE2E, AJobThatFillsItsDisksEndsOnceWithItsExitStatus) {
   TempDir dir;
-  const std::string jobs = dir.path() + "/jobs";
-  std::filesystem::create_directories(jobs);
-  if (::mount("colo-test", jobs.c_str(), "tmpfs", 0, "size=2m") != 0)
-    GTEST_SKIP() << "cannot mount a tmpfs (needs root, as CI runs): " << std::strerror(errno);
-  struct Unmount {
-    std::string path;
-    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
-  } unmount{jobs};
+  MountedTmpfs jobs(dir.path() + "/jobs", "2m");
+  if (!jobs.mounted()) GTEST_SKIP() << jobs.error();
   const std::string conf = dir.path() + "/colod.toml";
   std::ofstream(conf) << "[jobs]\nmax_log = 0\n";  // no cap: the output fills the 2 MiB
   {
@@ -358,6 +381,74 @@ TEST(ColodE2E, AJobThatFillsItsDisksEndsOnceWithItsExitStatus) {
     EXPECT_EQ(j.at("attempts")[0].at("exit_code"), 0) << j.dump(2);
     d.stop();
   }
+}
+
+// The disk of colod's state directory fills up while a job runs: a submission is refused (507,
+// nothing recorded), colod keeps answering, and the job still ends once, with its exit status.
+TEST(ColodE2E, AFullStateDiskRefusesSubmissionsAndLosesNoJob) {
+  TempDir dir;
+  const std::string state = dir.path() + "/state";
+  MountedTmpfs disk(state, "16m");
+  if (!disk.mounted()) GTEST_SKIP() << disk.error();
+  const std::string gate = dir.path() + "/gate";
+  ColodProcess d(state, "1x40GiB", {}, dir.path() + "/colod.log");
+  const std::uint64_t id = d.submit({"--mem", "1GiB", "--", "/bin/sh", "-c", fifo_gate(gate) + "; exit 3"});
+  ASSERT_TRUE(wait_until([&] { return d.colo_json({"show", std::to_string(id), "--json"}).at("state") == "running"; }, 60s));
+  const std::string filler = state + "/filler";
+  ASSERT_GT(fill_disk(filler), 0u);
+
+  const RunResult refused = d.colo({"submit", "--mem", "1GiB", "--", "/bin/true"});
+  EXPECT_NE(refused.rc, 0);
+  EXPECT_EQ(refused.out, "");
+  EXPECT_NE(refused.err.find("colod cannot record it: the disk of its state directory " + state + " is full (sqlite: "),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("nothing was changed, try again once there is room"), std::string::npos) << refused.err;
+  ASSERT_TRUE(d.alive()) << d.log();
+  EXPECT_EQ(json::parse(d.colo({"queue", "--all", "--json"}).out).size(), 1u);
+
+  open_gate(gate);
+  std::filesystem::remove(filler);
+  const json j = d.wait_terminal(id, 60s);
+  EXPECT_EQ(j.at("state"), "failed") << j.dump(2);
+  ASSERT_EQ(j.at("attempts").size(), 1u) << j.dump(2);
+  EXPECT_EQ(j.at("attempts")[0].at("exit_code"), 3) << j.dump(2);
+  const std::uint64_t next = d.submit({"--mem", "1GiB", "--", "/bin/true"});
+  EXPECT_EQ(d.wait_terminal(next, 60s).at("state"), "done");
+  EXPECT_EQ(json::parse(d.colo({"queue", "--all", "--json"}).out).size(), 2u);
+}
+
+// colod (re)started on a full state disk (systemd restarts it) cannot open its database for
+// writing: it says why and stops, leaving the running job to its shim. Started again once there is
+// room, it records how the job ended meanwhile: once, with its exit status.
+TEST(ColodE2E, ColodStartedOnAFullStateDiskSaysWhyAndLosesNoJob) {
+  TempDir dir;
+  const std::string state = dir.path() + "/state";
+  MountedTmpfs disk(state, "16m");
+  if (!disk.mounted()) GTEST_SKIP() << disk.error();
+  const std::string gate = dir.path() + "/gate";
+  ColodProcess d(state, "1x40GiB", {}, dir.path() + "/colod.log");
+  const std::uint64_t id = d.submit({"--mem", "1GiB", "--", "/bin/sh", "-c", fifo_gate(gate) + "; exit 3"});
+  ASSERT_TRUE(wait_until([&] { return d.colo_json({"show", std::to_string(id), "--json"}).at("state") == "running"; }, 60s));
+  d.stop();  // a clean stop folds the write-ahead log into the database and removes it
+  const std::string filler = state + "/filler";
+  ASSERT_GT(fill_disk(filler), 0u);
+  open_gate(gate);  // the job ends while no colod runs; its shim writes exit.json into reserved room
+
+  ASSERT_FALSE(d.start(/*may_exit=*/true)) << d.log();
+  EXPECT_NE(d.log().find("colod: error: its state database cannot be written, the disk is full (sqlite: "),
+            std::string::npos)
+      << d.log();
+  EXPECT_NE(d.log().find("running jobs go on under their shims: start colod again once there is room"),
+            std::string::npos);
+  d.stop();  // reaps it
+
+  std::filesystem::remove(filler);
+  d.start();
+  const json j = d.wait_terminal(id, 60s);
+  EXPECT_EQ(j.at("state"), "failed") << j.dump(2);
+  ASSERT_EQ(j.at("attempts").size(), 1u) << j.dump(2);
+  EXPECT_EQ(j.at("attempts")[0].at("exit_code"), 3) << j.dump(2);
 }
 
 TEST(ColodE2E, UsersCannotTouchEachOthersJobs) {

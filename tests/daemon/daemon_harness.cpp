@@ -7,6 +7,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,6 +37,49 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+MountedTmpfs::MountedTmpfs(std::string path, const std::string& size) : path_(std::move(path)) {
+  std::error_code ec;
+  std::filesystem::create_directories(path_, ec);
+  if (::mount("colo-test", path_.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0)
+    mounted_ = true;
+  else
+    error_ = std::string("cannot mount a tmpfs (needs root, as CI runs): ") + std::strerror(errno);
+}
+
+MountedTmpfs::~MountedTmpfs() {
+  if (mounted_) ::umount2(path_.c_str(), MNT_DETACH);
+}
+
+std::uintmax_t fill_disk(const std::string& file) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("open " + file + ": " + std::strerror(errno));
+  const std::string chunk(64 << 10, 'f');
+  std::uintmax_t total = 0;
+  for (std::size_t size = chunk.size();;) {
+    const ssize_t n = ::write(fd, chunk.data(), size);
+    if (n > 0) {
+      total += static_cast<std::uintmax_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == ENOSPC && size > 1) {
+      size = 1;  // the last partial block too, a byte at a time
+      continue;
+    }
+    const int err = n < 0 ? errno : EIO;
+    ::close(fd);
+    if (err != ENOSPC) throw std::runtime_error("write " + file + ": " + std::strerror(err));
+    return total;
+  }
+}
+
+std::string MountedTmpfs::unmount() {
+  if (!mounted_) return "not mounted";
+  if (::umount2(path_.c_str(), 0) != 0) return std::strerror(errno);
+  mounted_ = false;
+  return "";
 }
 
 RunResult run_process(const std::vector<std::string>& argv, std::optional<uid_t> as_uid, std::optional<gid_t> as_gid) {
@@ -107,8 +151,10 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
   return pred();
 }
 
-ColodProcess::ColodProcess(std::string state_dir, std::string fake_gpus, std::vector<std::string> extra)
-    : dir_(std::move(state_dir)), fake_(std::move(fake_gpus)), extra_(std::move(extra)) {
+ColodProcess::ColodProcess(std::string state_dir, std::string fake_gpus, std::vector<std::string> extra,
+                           std::string log_file)
+    : dir_(std::move(state_dir)), fake_(std::move(fake_gpus)), log_file_(std::move(log_file)), extra_(std::move(extra)) {
+  if (log_file_.empty()) log_file_ = dir_ + "/colod.log";
   start();
 }
 
@@ -118,7 +164,7 @@ ColodProcess::~ColodProcess() {
 
 bool ColodProcess::start(bool may_exit) {
   ++generation_;
-  const std::string logfile = dir_ + "/colod.log";
+  const std::string& logfile = log_file_;
   std::vector<std::string> argv{binary("colod"), "--fake-gpus", fake_, "--state-dir", dir_};
   argv.insert(argv.end(), extra_.begin(), extra_.end());
   pid_ = fork();
@@ -175,7 +221,7 @@ void ColodProcess::stop() {
 }
 
 std::string ColodProcess::log() const {
-  std::ifstream in(dir_ + "/colod.log");
+  std::ifstream in(log_file_);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();

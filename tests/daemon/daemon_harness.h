@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -26,6 +27,28 @@ class TempDir {
   std::string path_;
 };
 
+// A tmpfs of `size` (mount's "size=" value: "1m") at `path`, made if missing, unmounted lazily
+// when this goes. Mounting needs root (as CI runs): where it fails, mounted() is false and
+// error() says why, for the test to skip.
+class MountedTmpfs {
+ public:
+  MountedTmpfs(std::string path, const std::string& size);
+  ~MountedTmpfs();
+  MountedTmpfs(const MountedTmpfs&) = delete;
+  MountedTmpfs& operator=(const MountedTmpfs&) = delete;
+  bool mounted() const { return mounted_; }
+  const std::string& error() const { return error_; }
+  // Unmounts now (not lazily): "" or why it failed (EBUSY while a file there is open).
+  std::string unmount();
+
+ private:
+  std::string path_, error_;
+  bool mounted_ = false;
+};
+
+// Writes `file` until its file system says ENOSPC: the bytes written (throws on another error).
+std::uintmax_t fill_disk(const std::string& file);
+
 struct RunResult {
   int rc = -1;
   std::string out, err;
@@ -37,8 +60,10 @@ RunResult run_process(const std::vector<std::string>& argv, std::optional<uid_t>
 
 class ColodProcess {
  public:
-  // Starts build/colod --fake-gpus SPEC --state-dir DIR [extra…] and waits for its socket.
-  ColodProcess(std::string state_dir, std::string fake_gpus, std::vector<std::string> extra = {});
+  // Starts build/colod --fake-gpus SPEC --state-dir DIR [extra…] and waits for its socket. Its
+  // output goes to `log_file` (DIR/colod.log by default).
+  ColodProcess(std::string state_dir, std::string fake_gpus, std::vector<std::string> extra = {},
+               std::string log_file = "");
   ~ColodProcess();  // SIGTERM + wait (jobs keep running under shims; tests cancel them)
   // Starts colod and waits until its API answers. With `may_exit` (a fault point armed) colod
   // may kill itself before that: start() then returns false instead of throwing.
@@ -63,7 +88,7 @@ class ColodProcess {
   nlohmann::json wait_terminal(std::uint64_t id, std::chrono::seconds timeout = std::chrono::seconds(60)) const;
 
  private:
-  std::string dir_, fake_;
+  std::string dir_, fake_, log_file_;
   std::vector<std::string> extra_;
   pid_t pid_ = -1;
   int generation_ = 0;
