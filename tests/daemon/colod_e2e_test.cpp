@@ -1,6 +1,9 @@
 // End-to-end: the real build/colod on the fake NVML, driven by the real build/colo.
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -326,6 +329,49 @@ TEST(ColodE2E, LogsOfAJobWhoseDirectoryWasRemovedByHandAreAnErrorNotEmpty) {
                                  "created (see colo show {})\n",
                                  id, stream, job_dir, stream, id));
   }
+}
+
+// `colo logs -f` follows a job through a colod restart: it says on stderr that it waits, and goes
+// on from where it was once colod answers again (each step synchronised on what it printed).
+TEST(ColodE2E, LogsFollowOutlivesAColodRestart) {
+  TempDir dir;
+  ColodProcess d(dir.path(), "1x40GiB");
+  const std::string gate = dir.path() + "/gate";
+  const std::uint64_t id =
+      d.submit({"--mem", "1GiB", "--", "/bin/sh", "-c", "echo before; " + fifo_gate(gate) + "; echo after"});
+  const std::string out = dir.path() + "/follow.out", err = dir.path() + "/follow.err";
+  const std::vector<std::string> argv{binary("colo"), "--socket", d.socket(), "logs", "-f", std::to_string(id)};
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t follower = ::fork();
+  ASSERT_GE(follower, 0);
+  if (follower == 0) {
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  int status = -1;
+  auto exited = [&] { return ::waitpid(follower, &status, WNOHANG) == follower; };
+  ASSERT_TRUE(wait_until([&] { return read_file(out) == "before\n"; }, 60s)) << read_file(err);
+  d.stop();
+  ASSERT_TRUE(wait_until([&] { return read_file(err).find("waiting for colod to answer again") != std::string::npos; }, 60s))
+      << read_file(err);
+  d.start();
+  open_gate(gate);
+  const bool ended = wait_until(exited, 60s);
+  if (!ended) {
+    ::kill(follower, SIGKILL);
+    ::waitpid(follower, &status, 0);
+  }
+  ASSERT_TRUE(ended) << read_file(err);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << " " << read_file(err);
+  EXPECT_EQ(read_file(out), "before\nafter\n");
+  EXPECT_NE(read_file(err).find("colod answers again; following on"), std::string::npos) << read_file(err);
+  EXPECT_EQ(d.wait_terminal(id, 60s).at("state"), "done");
 }
 
 // A directory that cannot be removed (here a mount point inside it: EBUSY) is said once and tried

@@ -46,7 +46,7 @@ ApiReply ApiClient::request(const std::string& method, const std::string& target
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
   if (::connect(s.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
-    throw UserError(fmt::format("cannot reach colod at {}: {}", path_, std::strerror(errno)));
+    throw ColodUnreachable(fmt::format("cannot reach colod at {}: {}", path_, std::strerror(errno)));
 
   HttpRequest req;
   req.method = method;
@@ -61,7 +61,7 @@ ApiReply ApiClient::request(const std::string& method, const std::string& target
     const ssize_t n = ::send(s.fd, out.data() + off, out.size() - off, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw UserError(fmt::format("sending to colod at {}: {}", path_, std::strerror(errno)));
+      throw ColodUnreachable(fmt::format("sending to colod at {}: {}", path_, std::strerror(errno)));
     }
     off += static_cast<size_t>(n);
   }
@@ -78,12 +78,12 @@ ApiReply ApiClient::request(const std::string& method, const std::string& target
     const ssize_t n = ::recv(s.fd, buf, sizeof(buf), 0);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw UserError(fmt::format("reading from colod at {}: {}", path_, std::strerror(errno)));
+      throw ColodUnreachable(fmt::format("reading from colod at {}: {}", path_, std::strerror(errno)));
     }
     if (n == 0) break;
     raw.append(buf, static_cast<size_t>(n));
   }
-  if (raw.empty()) throw UserError(fmt::format("colod at {} closed the connection without answering", path_));
+  if (raw.empty()) throw ColodUnreachable(fmt::format("colod at {} closed the connection without answering", path_));
   HttpResponse resp;
   try {
     resp = parse_response(raw);

@@ -6,7 +6,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
+
 namespace colo::daemon {
+
+// No colod answered: nothing listens on the socket, or the connection broke before an answer
+// (colod stopped or restarting). A caller that only reads may try again.
+class ColodUnreachable : public UserError {
+ public:
+  using UserError::UserError;
+};
 
 struct ApiReply {
   int status = 0;
