@@ -33,10 +33,12 @@ colo::cli::RegisterCommand reg_logs([](CLI::App& app) {
     const std::int64_t id = colo::parse_integer(o->id, "job id", 1, INT64_MAX);
     std::int64_t offset = 0;
     const char* stream = o->stderr_stream ? "stderr" : "stdout";
-    // -f outlives a colod restart: it waits for colod to answer again (saying so on stderr) and
-    // goes on from the same offset; it gives up only after kGiveUp of silence.
+    // -f outlives a colod restart: once colod has answered, it waits for it to answer again
+    // (saying so on stderr) and goes on from the same offset; it gives up after kGiveUp of
+    // silence. A colod that never answered (a wrong --socket) is an error at once.
     constexpr auto kGiveUp = std::chrono::minutes(10);
     std::optional<std::chrono::steady_clock::time_point> unreachable_since;
+    bool answered = false;
     for (;;) {
       // The bytes exactly (base64) for the terminal; JSON lines carry text.
       const std::string target = fmt::format("/v1/jobs/{}/logs?stream={}&offset={}&encoding={}", id, stream, offset,
@@ -46,7 +48,7 @@ colo::cli::RegisterCommand reg_logs([](CLI::App& app) {
         r = client.call("GET", target);
       } catch (const colo::daemon::ColodUnreachable& e) {
         const auto now = std::chrono::steady_clock::now();
-        if (!o->follow || (unreachable_since && now - *unreachable_since >= kGiveUp)) throw;
+        if (!o->follow || !answered || (unreachable_since && now - *unreachable_since >= kGiveUp)) throw;
         if (!unreachable_since) {
           unreachable_since = now;
           std::cerr << fmt::format("colo: {}; waiting for colod to answer again (at most 10 minutes; Ctrl-C stops)\n",
@@ -56,6 +58,7 @@ colo::cli::RegisterCommand reg_logs([](CLI::App& app) {
         std::this_thread::sleep_for(std::chrono::seconds(1));
         continue;
       }
+      answered = true;
       if (unreachable_since) {
         unreachable_since.reset();
         std::cerr << "colo: colod answers again; following on\n" << std::flush;

@@ -354,12 +354,14 @@ HttpResponse Daemon::job_logs(JobId id, const HttpRequest& req, const Peer& peer
   std::int64_t size = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    // A job whose command started has both logs (the shim creates them before it runs): an
-    // empty answer would pass a directory removed by hand off as a job that printed nothing.
-    std::error_code ec;
+    // An empty answer would pass a directory removed by hand off as a job that printed nothing.
+    // A started attempt's job has its directory (made before the shim), and once the job ended,
+    // both logs (the shim makes them just after it records the start, before the command runs).
+    std::error_code dir_ec, ec;
     const auto attempts = store_.attempts_of(id);
     const bool started = std::any_of(attempts.begin(), attempts.end(), [](const AttemptRow& a) { return a.start_time.has_value(); });
-    if (started && !std::filesystem::exists(path, ec) && !ec)
+    const bool dir_gone = !std::filesystem::exists(job_dir(id), dir_ec) && !dir_ec;
+    if (started && (dir_gone || is_terminal(j->state)) && !std::filesystem::exists(path, ec) && !ec)
       return error(410, fmt::format("job {}: its {} log {} is missing: removed outside colod, or never created (see colo show {})",
                                     id, stream, path, id));
   }

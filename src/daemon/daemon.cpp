@@ -351,6 +351,8 @@ void Daemon::check_attempts() {
         finalize(id, *ex);
         continue;
       }
+    } catch (const StorageFull&) {
+      throw;  // not a broken row: colod stops, and the next one records the end from exit.json
     } catch (const std::exception& e) {
       // A broken row must not take the daemon (and every other job) down with it.
       log(fmt::format("colod: attempt {}: cannot record its end: {}", a.id, e.what()));
@@ -1024,6 +1026,8 @@ void Daemon::start_probe(const JobRow& j) {
                                                mono());
     store_.event(j.id, now(), "probe", fmt::format("started as {} (uid {}), {}", j.user, j.uid, row->request.dump()));
     log(fmt::format("colod: job {}: probing {} as uid {}", j.id, req.model, j.uid));
+  } catch (const StorageFull&) {
+    throw;  // the probe may be running: colod stops, and the next one starts it again
   } catch (const std::exception& e) {
     probe_done(j.id, JobProbe::Outcome{std::nullopt, e.what(), 0});
   }
@@ -1139,31 +1143,45 @@ void Daemon::tick() {
                                                             format_mib(l.peak_mib), format_mib(keep)));
       l.share_announced = true;
     }
-  Txn txn(store_.db());
-  for (const auto& [job, why] : shared_now) store_.event(job, t, "shared", why);
-  for (const MonitorEvent& e : events) gpu_event(e, t);
-  for (const GpuSlot& s : monitor_.slots())
-    if (s.healthy) store_.add_sample(t, s.slot, s.used_mib, s.last_smact, s.power_w, ledger_.reserved_on(s.slot));
-  for (const auto& [aid, per_slot] : usage) {  // each running job's memory curve (dashboard)
-    auto it = live_.find(aid);
-    if (it == live_.end()) continue;
-    MiB total = 0;
-    for (const auto& [slot, mib] : per_slot) total += mib;
-    store_.add_job_sample(t, it->second.attempt.job_id, total);
+  // Monitoring only: on a full state disk this turn's samples, peaks and GPU events are not
+  // recorded (said once), and colod goes on; the peaks are written on a later turn.
+  std::vector<Live*> peaks;
+  try {
+    Txn txn(store_.db());
+    for (const auto& [job, why] : shared_now) store_.event(job, t, "shared", why);
+    for (const MonitorEvent& e : events) gpu_event(e, t);
+    for (const GpuSlot& s : monitor_.slots())
+      if (s.healthy) store_.add_sample(t, s.slot, s.used_mib, s.last_smact, s.power_w, ledger_.reserved_on(s.slot));
+    for (const auto& [aid, per_slot] : usage) {  // each running job's memory curve (dashboard)
+      auto it = live_.find(aid);
+      if (it == live_.end()) continue;
+      MiB total = 0;
+      for (const auto& [slot, mib] : per_slot) total += mib;
+      store_.add_job_sample(t, it->second.attempt.job_id, total);
+    }
+    for (auto& [aid, l] : live_) {
+      if (!l.peak_dirty) continue;
+      AttemptRow a = l.attempt;
+      a.peak_mib = l.peak_mib;
+      store_.update_attempt(a);
+      peaks.push_back(&l);
+    }
+    if (t > next_prune_) {
+      store_.prune_samples(t - 24 * 3600);
+      next_prune_ = t + 600;
+    }
+    txn.commit();
+  } catch (const StorageFull& e) {
+    if (!samples_unrecorded_) log(fmt::format("colod: GPU samples not recorded while the state disk is full: {}", e.what()));
+    samples_unrecorded_ = true;
+    return;
   }
-  for (auto& [aid, l] : live_) {
-    if (!l.peak_dirty) continue;
-    AttemptRow a = l.attempt;
-    a.peak_mib = l.peak_mib;
-    store_.update_attempt(a);
-    l.attempt.peak_mib = l.peak_mib;
-    l.peak_dirty = false;
+  for (Live* l : peaks) {
+    l->attempt.peak_mib = l->peak_mib;
+    l->peak_dirty = false;
   }
-  if (t > next_prune_) {
-    store_.prune_samples(t - 24 * 3600);
-    next_prune_ = t + 600;
-  }
-  txn.commit();
+  if (samples_unrecorded_) log("colod: GPU samples recorded again");
+  samples_unrecorded_ = false;
   dirty_ = true;  // new samples may open room
 }
 

@@ -170,6 +170,7 @@ class Daemon {
   Histogram decision_seconds_ = new_decision_histogram();
   bool dirty_ = true;      // something changed: run the scheduler
   int launch_failures_ = 0;         // consecutive launches that failed (back-off exponent)
+  bool samples_unrecorded_ = false;  // the last turn's samples hit a full state disk (said once)
   double launch_pause_until_ = 0;   // monotonic: no scheduling before this after a failed launch
   double next_tick_ = 0;   // monotonic
   double next_prune_ = 0;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
@@ -339,6 +340,10 @@ TEST(ColodE2E, LogsFollowOutlivesAColodRestart) {
   const std::string gate = dir.path() + "/gate";
   const std::uint64_t id =
       d.submit({"--mem", "1GiB", "--", "/bin/sh", "-c", "echo before; " + fifo_gate(gate) + "; echo after"});
+  // A colod that never answered (a wrong socket) is an error at once, not a wait.
+  const RunResult wrong = run_process({binary("colo"), "--socket", dir.path() + "/none.sock", "logs", "-f", std::to_string(id)});
+  EXPECT_EQ(wrong.rc, 2);
+  EXPECT_NE(wrong.err.find("cannot reach colod at " + dir.path() + "/none.sock"), std::string::npos) << wrong.err;
   const std::string out = dir.path() + "/follow.out", err = dir.path() + "/follow.err";
   const std::vector<std::string> argv{binary("colo"), "--socket", d.socket(), "logs", "-f", std::to_string(id)};
   std::vector<char*> args;
@@ -429,72 +434,85 @@ TEST(ColodE2E, AJobThatFillsItsDisksEndsOnceWithItsExitStatus) {
   }
 }
 
-// The disk of colod's state directory fills up while a job runs: a submission is refused (507,
-// nothing recorded), colod keeps answering, and the job still ends once, with its exit status.
-TEST(ColodE2E, AFullStateDiskRefusesSubmissionsAndLosesNoJob) {
-  TempDir dir;
-  const std::string state = dir.path() + "/state";
-  MountedTmpfs disk(state, "16m");
-  if (!disk.mounted()) GTEST_SKIP() << disk.error();
-  const std::string gate = dir.path() + "/gate";
-  ColodProcess d(state, "1x40GiB", {}, dir.path() + "/colod.log");
-  const std::uint64_t id = d.submit({"--mem", "1GiB", "--", "/bin/sh", "-c", fifo_gate(gate) + "; exit 3"});
-  ASSERT_TRUE(wait_until([&] { return d.colo_json({"show", std::to_string(id), "--json"}).at("state") == "running"; }, 60s));
-  const std::string filler = state + "/filler";
-  ASSERT_GT(fill_disk(filler), 0u);
+// colod with its state directory on a 16 MiB tmpfs and one job running, held at a gate (it exits
+// 3 once let go); each test fills the disk.
+class ColodFullStateDisk : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    disk = std::make_unique<MountedTmpfs>(state, "16m");
+    if (!disk->mounted()) GTEST_SKIP() << disk->error();
+    d = std::make_unique<ColodProcess>(state, "1x40GiB", std::vector<std::string>{}, dir.path() + "/colod.log");
+    id = d->submit({"--mem", "1GiB", "--", "/bin/sh", "-c", fifo_gate(gate) + "; exit 3"});
+    ASSERT_TRUE(wait_until([&] { return show_job(*d, id).at("state") == "running"; }, 60s));
+  }
+  // Once, with its exit status.
+  void expect_the_job_ended_once() {
+    const json j = d->wait_terminal(id, 60s);
+    EXPECT_EQ(j.at("state"), "failed") << j.dump(2);
+    ASSERT_EQ(j.at("attempts").size(), 1u) << j.dump(2);
+    EXPECT_EQ(j.at("attempts")[0].at("exit_code"), 3) << j.dump(2);
+  }
 
-  const RunResult refused = d.colo({"submit", "--mem", "1GiB", "--", "/bin/true"});
+  TempDir dir;
+  const std::string state = dir.path() + "/state", gate = dir.path() + "/gate", filler = state + "/filler";
+  std::unique_ptr<MountedTmpfs> disk;
+  std::unique_ptr<ColodProcess> d;  // stopped before the disk goes
+  std::uint64_t id = 0;
+};
+
+// A submission is refused (507, nothing recorded), colod keeps answering, and the job still ends.
+TEST_F(ColodFullStateDisk, RefusesSubmissionsAndLosesNoJob) {
+  ASSERT_GT(fill_disk(filler), 0u);
+  const RunResult refused = d->colo({"submit", "--mem", "1GiB", "--", "/bin/true"});
   EXPECT_NE(refused.rc, 0);
   EXPECT_EQ(refused.out, "");
   EXPECT_NE(refused.err.find("colod cannot record it: the disk of its state directory " + state + " is full (sqlite: "),
             std::string::npos)
       << refused.err;
   EXPECT_NE(refused.err.find("nothing was changed, try again once there is room"), std::string::npos) << refused.err;
-  ASSERT_TRUE(d.alive()) << d.log();
-  EXPECT_EQ(json::parse(d.colo({"queue", "--all", "--json"}).out).size(), 1u);
+  EXPECT_EQ(json::parse(d->colo({"queue", "--all", "--json"}).out).size(), 1u);
+  // Its monitoring goes unrecorded meanwhile (said once), and it goes on.
+  ASSERT_TRUE(wait_until([&] { return d->log().find("colod: GPU samples not recorded while the state disk is full: sqlite: ") !=
+                                      std::string::npos; },
+                         60s))
+      << d->log();
+  ASSERT_TRUE(d->alive()) << d->log();
+  EXPECT_EQ(show_job(*d, id).at("state"), "running");
 
-  open_gate(gate);
   std::filesystem::remove(filler);
-  const json j = d.wait_terminal(id, 60s);
-  EXPECT_EQ(j.at("state"), "failed") << j.dump(2);
-  ASSERT_EQ(j.at("attempts").size(), 1u) << j.dump(2);
-  EXPECT_EQ(j.at("attempts")[0].at("exit_code"), 3) << j.dump(2);
-  const std::uint64_t next = d.submit({"--mem", "1GiB", "--", "/bin/true"});
-  EXPECT_EQ(d.wait_terminal(next, 60s).at("state"), "done");
-  EXPECT_EQ(json::parse(d.colo({"queue", "--all", "--json"}).out).size(), 2u);
+  ASSERT_TRUE(wait_until([&] { return d->log().find("colod: GPU samples recorded again") != std::string::npos; }, 60s))
+      << d->log();
+  const std::string log = d->log();
+  EXPECT_EQ(log.find("GPU samples not recorded"), log.rfind("GPU samples not recorded")) << log;
+  open_gate(gate);
+  expect_the_job_ended_once();
+  const std::uint64_t next = d->submit({"--mem", "1GiB", "--", "/bin/true"});
+  EXPECT_EQ(d->wait_terminal(next, 60s).at("state"), "done");
+  EXPECT_EQ(json::parse(d->colo({"queue", "--all", "--json"}).out).size(), 2u);
 }
 
-// colod (re)started on a full state disk (systemd restarts it) cannot open its database for
-// writing: it says why and stops, leaving the running job to its shim. Started again once there is
-// room, it records how the job ended meanwhile: once, with its exit status.
-TEST(ColodE2E, ColodStartedOnAFullStateDiskSaysWhyAndLosesNoJob) {
-  TempDir dir;
-  const std::string state = dir.path() + "/state";
-  MountedTmpfs disk(state, "16m");
-  if (!disk.mounted()) GTEST_SKIP() << disk.error();
-  const std::string gate = dir.path() + "/gate";
-  ColodProcess d(state, "1x40GiB", {}, dir.path() + "/colod.log");
-  const std::uint64_t id = d.submit({"--mem", "1GiB", "--", "/bin/sh", "-c", fifo_gate(gate) + "; exit 3"});
-  ASSERT_TRUE(wait_until([&] { return d.colo_json({"show", std::to_string(id), "--json"}).at("state") == "running"; }, 60s));
-  d.stop();  // a clean stop folds the write-ahead log into the database and removes it
-  const std::string filler = state + "/filler";
+// colod (re)started on the full disk (systemd restarts it) cannot open its database for writing:
+// it says why and stops, leaving the running job to its shim. Started again once there is room,
+// it records how the job ended meanwhile.
+TEST_F(ColodFullStateDisk, ColodStartedOnItSaysWhyAndLosesNoJob) {
+  d->stop();  // a clean stop folds the write-ahead log into the database and removes it
   ASSERT_GT(fill_disk(filler), 0u);
   open_gate(gate);  // the job ends while no colod runs; its shim writes exit.json into reserved room
+  const std::string exit_json = state + "/jobs/" + std::to_string(id) + "/attempt-1/exit.json";
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(exit_json); }, 60s));
+  fill_disk(filler);  // what the exit record's room did not need is free again: fill that too
 
-  ASSERT_FALSE(d.start(/*may_exit=*/true)) << d.log();
-  EXPECT_NE(d.log().find("colod: error: its state database cannot be written, the disk is full (sqlite: "),
+  ASSERT_FALSE(d->start(/*may_exit=*/true)) << d->log();
+  EXPECT_NE(d->log().find("colod: error: its state database cannot be written, the disk is full (sqlite: "),
             std::string::npos)
-      << d.log();
-  EXPECT_NE(d.log().find("running jobs go on under their shims: start colod again once there is room"),
+      << d->log();
+  EXPECT_NE(d->log().find("running jobs go on under their shims: start colod again once there is room"),
             std::string::npos);
-  d.stop();  // reaps it
+  d->stop();  // reaps it
 
   std::filesystem::remove(filler);
-  d.start();
-  const json j = d.wait_terminal(id, 60s);
-  EXPECT_EQ(j.at("state"), "failed") << j.dump(2);
-  ASSERT_EQ(j.at("attempts").size(), 1u) << j.dump(2);
-  EXPECT_EQ(j.at("attempts")[0].at("exit_code"), 3) << j.dump(2);
+  d->start();
+  expect_the_job_ended_once();
 }
 
 TEST(ColodE2E, UsersCannotTouchEachOthersJobs) {
