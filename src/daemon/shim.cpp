@@ -77,20 +77,27 @@ int rename_into_place(const std::string& dir, const std::string& tmp, const std:
   return 0;
 }
 
+// Writes all of `content` from the file's start: 0 or the errno that stopped it.
+int write_whole(int fd, const std::string& content) {
+  size_t off = 0;
+  while (off < content.size()) {
+    const ssize_t n = ::pwrite(fd, content.data() + off, content.size() - off, static_cast<off_t>(off));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return EIO;
+    off += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
 // Writes `content` to dir/name atomically and durably.
 void write_atomic(const std::string& dir, const std::string& name, const std::string& content) {
   const std::string tmp = dir + "/." + name + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) throw std::runtime_error("open " + tmp + ": " + std::strerror(errno));
-  size_t off = 0;
-  while (off < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + off, content.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ::close(fd);
-      throw std::runtime_error("write " + tmp + ": " + std::strerror(errno));
-    }
-    off += static_cast<size_t>(n);
+  if (const int err = write_whole(fd, content); err != 0) {
+    ::close(fd);
+    throw std::runtime_error("write " + tmp + ": " + std::strerror(err));
   }
   ::fsync(fd);
   ::close(fd);
@@ -129,14 +136,8 @@ bool write_into_exit_room(const std::string& dir, const std::string& content) {
     if (fd >= 0) ::close(fd);
     return false;
   }
-  size_t off = 0;
-  while (off < content.size()) {
-    const ssize_t n = ::pwrite(fd, content.data() + off, content.size() - off, static_cast<off_t>(off));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    off += static_cast<size_t>(n);
-  }
-  const bool ok = off == content.size() && ::ftruncate(fd, static_cast<off_t>(off)) == 0 && ::fsync(fd) == 0;
+  const bool ok = write_whole(fd, content) == 0 && ::ftruncate(fd, static_cast<off_t>(content.size())) == 0 &&
+                  ::fsync(fd) == 0;
   ::close(fd);
   const std::string tmp = dir + "/.exit.json.tmp";
   return ok && rename_into_place(dir, tmp, "exit.json") == 0;
