@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 
 namespace colo::sim {
@@ -76,30 +77,38 @@ class Search {
   // t × the smallest and t × the largest demand and fits the memory left; so
   //   (y + min(top(t), ratio × x)) / (max(1, demand + x) × (1 + a (n + t − 1)))
   // maximised over x — a ratio of linear pieces, so at an end or a breakpoint.
-  double reach(std::size_t i, int n, MiB mib, double demand, double y) const {
+  // Returns as soon as it exceeds `stop`: a caller that only compares with a target learns the
+  // answer without the remaining t (most nodes the search expands are decided by the first few).
+  double reach(std::size_t i, int n, MiB mib, double demand, double y, double stop) const {
     const double here = n > 0 ? y / slowdown_floor_factor(n, demand, a_) : 0.0;
     if (i >= order_.size()) return here;
     const MiB left = capacity_ - mib;
     const int most_pieces = smallest_[i] > 0 ? static_cast<int>(std::min<MiB>(left / smallest_[i], 1 << 20)) : (1 << 20);
     const int t_max = std::min<int>(most_pieces, static_cast<int>(top_[i].size()) - 1);
     const double x_fit = density_[i] < 1.0 ? static_cast<double>(left) * density_[i] : 1e300;
-    const double r = ratio_[i];
+    // The suffix's figures as locals: this is the search's innermost loop, and in the sanitized
+    // Debug build the tests run, vector<bool> and operator[] calls in it cost more than the sums.
+    const double r = ratio_[i], dmin = dmin_[i], dmax = dmax_[i];
+    const bool free = free_[i];
+    const double* const top_of = top_[i].data();
     double best = here;
     auto consider = [&](int t, double top, double lo, double hi) {
       if (lo > hi) return;
-      auto f = [&](double x) { return (y + (free_[i] ? top : std::min(top, r * x))) / std::max(1.0, demand + x); };
+      auto f = [&](double x) { return (y + (free ? top : std::min(top, r * x))) / std::max(1.0, demand + x); };
       double v = std::max(f(lo), f(hi));
       if (demand < 1.0) v = std::max(v, f(std::clamp(1.0 - demand, lo, hi)));
-      if (!free_[i] && r > 0) v = std::max(v, f(std::clamp(top / r, lo, hi)));
+      if (!free && r > 0) v = std::max(v, f(std::clamp(top / r, lo, hi)));
       best = std::max(best, v / (1.0 + a_ * (n + t - 1)));
     };
-    for (int t = 1; t <= t_max; ++t)
-      consider(t, top_[i][static_cast<std::size_t>(t)], t * dmin_[i], std::min(t * dmax_[i], x_fit));
+    if (best > stop) return best;
+    for (int t = 1; t <= t_max; ++t) {
+      consider(t, top_of[t], t * dmin, std::min(t * dmax, x_fit));
+      if (best > stop) return best;
+    }
     if (most_pieces > t_max) {
       // More pieces than the table holds: any number beyond it, prices bounded by ratio only.
       const int t = t_max + 1;
-      consider(t, free_[i] ? 1e300 : r * std::min(x_fit, most_pieces * dmax_[i]), t * dmin_[i],
-               std::min(most_pieces * dmax_[i], x_fit));
+      consider(t, free ? 1e300 : r * std::min(x_fit, most_pieces * dmax), t * dmin, std::min(most_pieces * dmax, x_fit));
     }
     return best;
   }
@@ -112,12 +121,12 @@ class Search {
     }
     if (i >= order_.size()) return;
     const double target = std::max(1.0, best_);
-    if (reach(i, n, mib, demand, y) <= target) {
+    if (reach(i, n, mib, demand, y, target) <= target) {
       pruned_ = true;
       return;
     }
-    if (++nodes_ > budget_) {  // out of budget: what it could still reach stands in
-      cut_bound_ = std::max(cut_bound_, reach(i, n, mib, demand, y));
+    if (++nodes_ > budget_) {  // out of budget: what it could still reach stands in (all of it)
+      cut_bound_ = std::max(cut_bound_, reach(i, n, mib, demand, y, std::numeric_limits<double>::infinity()));
       return;
     }
     const std::size_t k = order_[i];
