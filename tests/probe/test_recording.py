@@ -13,6 +13,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import forked_probe
 from probe_util import probe, meta_module, Trace  # noqa: F401
 from colo_probe import models
 
@@ -578,9 +579,9 @@ class TorchvisionFamilies(unittest.TestCase):
     trained on their reference recipes' inputs; quantized models are refused with the reason."""
 
     def run_probe(self, *args):
-        env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
-        return subprocess.run([sys.executable, "-m", "colo_probe", *args], capture_output=True, text=True, env=env,
-                              timeout=600)
+        # `python3 -m colo_probe`, forked from a process that imported torch (forked_probe.py):
+        # these tests are about the families; CommandLine and UserFiles start a fresh interpreter.
+        return forked_probe.run(args, env=dict(os.environ, PYTHONPATH=PYTHON_DIR), timeout=600)
 
     def test_a_video_model_trains_on_clips(self):
         import torchvision

@@ -1,6 +1,9 @@
 """--script: a user's unmodified training script probed as it stands. Each test writes a script the
-way users write them and runs `python3 -m colo_probe --script` as a subprocess (the real entry
-point: argv handling, the stop after two steps, the exit status and the one-line errors)."""
+way users write them and runs `python3 -m colo_probe --script` in a process of its own (argv
+handling, the stop after two steps, the exit status and the one-line errors): run_probe forks it
+from a process that has imported torch already (forked_probe.py; COLO_PROBE_TESTS_FRESH=1: a
+fresh interpreter each time), the tests that start `python3 -m colo_probe` themselves use a fresh
+interpreter."""
 import collections
 import json
 import os
@@ -13,6 +16,7 @@ import unittest
 
 import torch
 import torch.nn as nn
+import forked_probe
 from probe_util import Trace
 
 PYTHON_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "python")
@@ -38,8 +42,7 @@ def run_probe(script_text, script_args=(), probe_args=(), name="train.py", env=N
         f.write(textwrap.dedent(script_text))
     out = os.path.join(d, "out.trace")
     env = dict(env or os.environ, PYTHONPATH=os.path.abspath(PYTHON_DIR), CUDA_VISIBLE_DEVICES="")
-    p = subprocess.run([sys.executable, "-m", "colo_probe", "--out", out, *probe_args, "--script", path, *script_args],
-                       capture_output=True, text=True, env=env, cwd=d, timeout=600)
+    p = forked_probe.run(["--out", out, *probe_args, "--script", path, *script_args], env=env, cwd=d, timeout=600)
     text = _read(out) if os.path.exists(out) and p.returncode == 0 else None
     return p.returncode, text, p.stderr, d
 
