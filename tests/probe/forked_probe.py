@@ -22,21 +22,15 @@ import tempfile
 import threading
 
 _server = None
-_lock = threading.Lock()
-
-
-def fresh():
-    return os.environ.get("COLO_PROBE_TESTS_FRESH") == "1"
 
 
 def run(args, env, cwd=None, timeout=600):
     """subprocess.run([sys.executable, "-m", "colo_probe", *args], capture_output=True, text=True,
     env=env, cwd=cwd, timeout=timeout), through the server unless COLO_PROBE_TESTS_FRESH=1."""
     cmd = [sys.executable, "-m", "colo_probe", *args]
-    if fresh():
+    if os.environ.get("COLO_PROBE_TESTS_FRESH") == "1":
         return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
-    with _lock:
-        return _Server.get().run(cmd, list(args), dict(env), os.path.abspath(cwd or os.getcwd()), timeout)
+    return _Server.get().run(cmd, list(args), dict(env), os.path.abspath(cwd or os.getcwd()), timeout)
 
 
 def _stop():
@@ -50,11 +44,11 @@ class _Server:
         global _server
         if _server is None:
             atexit.register(_stop)  # the client's (a forked run's exit handlers are the server's)
-        if _server is not None and _server.proc.poll() is not None:
+        elif _server.proc.poll() is not None:
             _server.sock.close()  # ended (killed?): another one
-            _server = None
-        if _server is None:
-            _server = cls()
+        else:
+            return _server
+        _server = cls()
         return _server
 
     def __init__(self):
@@ -90,8 +84,8 @@ class _Server:
                 status = self._answer(timeout)["status"]
             except (socket.timeout, TimeoutError):
                 os.kill(pid, signal.SIGKILL)
-                self.sock.settimeout(None)
-                self.file = self.sock.makefile("rw", encoding="utf-8")  # a timed-out read leaves it unusable
+                self.file.close()  # a timed-out read leaves it unusable
+                self.file = self.sock.makefile("rw", encoding="utf-8")
                 self._answer()
                 raise subprocess.TimeoutExpired(cmd, timeout)
             with open(out, encoding="utf-8", errors="replace") as f_out, open(err, encoding="utf-8", errors="replace") as f_err:

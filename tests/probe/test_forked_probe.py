@@ -83,7 +83,7 @@ class ForkedProbe(unittest.TestCase):
 
     def test_a_run_past_its_timeout_is_killed_and_the_next_one_runs(self):
         with open(os.path.join(self.dir, "stuck.py"), "w") as f:
-            f.write("import time\nwhile True:\n    time.sleep(1)\n")
+            f.write("import threading\nthreading.Event().wait()  # never set: no step, no end\n")
         with self.assertRaises(subprocess.TimeoutExpired):
             forked_probe.run(["--out", "t.trace", "--script", "stuck.py"], env=self.env, cwd=self.dir, timeout=3)
         p = forked_probe.run(["--out", "t.trace", "--script", "train.py"], env=self.env, cwd=self.dir, timeout=600)

@@ -32,9 +32,9 @@ Eigen::VectorXd expand(const Eigen::VectorXd& z) {
   return out;
 }
 
-// Ridge solution with the intercept (column 0) unpenalised.
-// A training set's Gram matrix, formed once and solved for every ridge strength (the fit tries
-// 9 strengths on 5 folds; the products dominate it).
+// Ridge solution with the intercept (column 0) unpenalised, from a training set's Gram matrix
+// and Aᵀy: formed once per set and solved for every strength (9 strengths on 5 folds; the
+// products dominate the fit).
 Eigen::VectorXd ridge(const Eigen::MatrixXd& gram, const Eigen::VectorXd& aty, double lambda) {
   Eigen::MatrixXd g = gram;
   for (Eigen::Index i = 1; i < g.rows(); ++i) g(i, i) += lambda;
